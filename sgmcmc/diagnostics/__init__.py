@@ -1,0 +1,23 @@
+"""Diagnostics: exact reference masses and moments, histogram divergences, autocorrelation time, ESS, R-hat.
+
+Pure functions over numpy arrays, chain dimension first; definitions follow SPEC §3 "Metric definitions" and §4.4/§4.12.
+"""
+
+from .autocorrelation import autocorrelation, effective_sample_size, integrated_autocorrelation_time, split_rhat
+from .histogram_divergence import histogram_density_rmse, histogram_kl
+from .moments import moment_errors, wasserstein1_to_exact_1d
+from .quadrature import bin_masses_1d, bin_masses_2d, expectation_1d
+
+__all__ = [
+    "autocorrelation",
+    "bin_masses_1d",
+    "bin_masses_2d",
+    "effective_sample_size",
+    "expectation_1d",
+    "histogram_density_rmse",
+    "histogram_kl",
+    "integrated_autocorrelation_time",
+    "moment_errors",
+    "split_rhat",
+    "wasserstein1_to_exact_1d",
+]

@@ -1,0 +1,184 @@
+"""One experiment end to end, without Hydra: validate a config dict, build target, sampler and
+schedule, run, and write the versioned result folder.
+
+Result folder (``<results_dir>/<time>-<sampler>-<target>-<hex>/``): ``config.yaml`` (resolved),
+``run.log``, ``samples.npz`` (``theta``: (n_chains, n_kept, dim)), ``trace.csv``, ``figures/*.png``,
+``provenance.json`` and, written last, ``metrics.json`` with the status
+(completed / diverged / interrupted / failed).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from sgmcmc import plotting
+from sgmcmc.config import ConfigError, validate_config
+from sgmcmc.evaluation import Evaluator, chain_diagnostics
+from sgmcmc.geometry import IdentityMetric, RationalMetric
+from sgmcmc.recipe import RecipeError, psd_square_root
+from sgmcmc.results import new_run_folder, provenance, write_json, write_samples, write_table, write_text
+from sgmcmc.runner import COMPLETED, RunSettings, run_chains
+from sgmcmc.samplers import make_sampler
+from sgmcmc.schedules import make_schedule
+from sgmcmc.targets import make_target
+
+log = logging.getLogger("sgmcmc")
+
+EXIT_CODES = {"completed": 0, "failed": 1, "diverged": 3, "interrupted": 130}
+
+
+@dataclass
+class Built:
+    target: object
+    sampler: object
+    schedule: object
+    settings: RunSettings
+
+
+def _metric(spec):
+    if spec is None:
+        return None
+    if spec["name"] == "identity":
+        return IdentityMetric()
+    return RationalMetric(spec.get("scale", [1.0]), spec.get("softening", [1.0]))
+
+
+def build(config: dict) -> Built:
+    """Validate ``config`` and build its objects; every problem is a one-line :class:`ConfigError`."""
+    config = validate_config(config)
+    target_params = {k: v for k, v in config["target"].items() if k != "name"}
+    try:
+        target = make_target(config["target"]["name"], **target_params)
+    except ValueError as error:
+        raise ConfigError(f"target: {error}") from None
+    sampler_params = {k: v for k, v in config["sampler"].items() if k not in ("name", "step_size")}
+    if "metric" in sampler_params:
+        metric = _metric(sampler_params.pop("metric"))
+        if metric is not None:
+            if isinstance(metric, RationalMetric) and metric.scale.shape[0] not in (1, target.dim):
+                raise ConfigError(f"sampler.metric.scale must have 1 or {target.dim} entries for target {target.name}")
+            sampler_params["metric"] = metric
+    try:
+        sampler = make_sampler(config["sampler"]["name"], target, **sampler_params)
+    except ValueError as error:
+        raise ConfigError(f"sampler: {error}") from None
+    run = {k: v for k, v in config["run"].items() if k != "results_dir"}
+    settings = RunSettings(**run)
+    schedule_params = {k: v for k, v in config["schedule"].items() if k != "name"}
+    schedule = make_schedule(config["schedule"]["name"], config["sampler"]["step_size"], settings.n_steps, **schedule_params)
+    _check_at_start(sampler, schedule, config)
+    return Built(target, sampler, schedule, settings)
+
+
+def _check_at_start(sampler, schedule, config) -> None:
+    """D PSD, Q skew and ε(2D − εB̂) PSD at the initial state and the initial step size."""
+    rng = np.random.default_rng(config["seed"])
+    state = sampler.init(sampler.target.initial_position(min(8, config["run"]["n_chains"]), rng), rng)
+    try:
+        recipe = sampler.recipe()
+        sampler.validate(state)
+        if recipe.noise_covariance is not None:
+            z = sampler.pack(state)
+            step = schedule(0)
+            psd_square_root(step * (2 * recipe.diffusion(z) - step * recipe.noise_covariance(z)), name="injected noise covariance eps*(2D - eps*B)")
+    except RecipeError as error:
+        raise ConfigError(f"sampler (step_size={schedule(0)}): {error}") from None
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM behaves like Ctrl-C: the run stops, keeps its samples and is marked interrupted."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not in the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_experiment(config: dict, argv: list[str] | None = None) -> tuple[Path, str]:
+    """Run one experiment and write its result folder; return (folder, status).
+
+    Raises :class:`ConfigError` before creating any folder if the config is invalid.
+    """
+    built = build(config)
+    config = validate_config(config)
+    results_dir = config["run"].get("results_dir", "results/runs")
+    folder = new_run_folder(results_dir, f"{config['sampler']['name']}-{config['target']['name']}")
+    (folder / "figures").mkdir()
+    handler = logging.FileHandler(folder / "run.log")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.getLogger().addHandler(handler)
+    logging.getLogger().setLevel(logging.INFO)
+    try:
+        return folder, _run_into(folder, config, built, argv)
+    finally:
+        logging.getLogger().removeHandler(handler)
+        handler.close()
+
+
+def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
+    write_text(folder / "config.yaml", yaml.safe_dump(config, sort_keys=False))
+    write_json(folder / "provenance.json", provenance(config["seed"], argv))
+    log.info("run folder %s", folder)
+    log.info("sampler %s, target %s, schedule %s, %d chains x %d steps, seed %d", config["sampler"]["name"],
+             config["target"]["name"], config["schedule"]["name"], built.settings.n_chains, built.settings.n_steps, config["seed"])
+    evaluator = Evaluator(built.target)
+    with _sigterm_as_interrupt():
+        outcome = run_chains(built.sampler, built.schedule, built.settings, np.random.default_rng(config["seed"]), evaluator)
+    write_samples(folder / "samples.npz", theta=outcome.samples)
+    trace = pd.DataFrame(outcome.trace)
+    write_table(folder / "trace.csv", trace)
+    final = evaluator.score(outcome.samples.reshape(-1, built.target.dim)) if outcome.samples.size else {}
+    final.update(chain_diagnostics(outcome.samples) if outcome.samples.size else {})
+    figures = _figures(folder, built, outcome, trace, config)
+    steps = max(outcome.steps_done, 1)
+    metrics = {
+        "status": outcome.status,
+        "error": outcome.error,
+        "steps_done": outcome.steps_done,
+        "n_steps": built.settings.n_steps,
+        "n_chains": built.settings.n_chains,
+        "n_samples": int(outcome.samples.shape[0] * outcome.samples.shape[1]),
+        "wall_time_s": outcome.wall_time,
+        "steps_per_second": steps / outcome.wall_time if outcome.wall_time > 0 else None,
+        "chain_steps_per_second": steps * built.settings.n_chains / outcome.wall_time if outcome.wall_time > 0 else None,
+        "acceptance_rate": outcome.acceptance_rate,
+        "final": final,
+        "figures": figures,
+    }
+    write_json(folder / "metrics.json", metrics)
+    log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
+    return outcome.status
+
+
+def _figures(folder: Path, built: Built, outcome, trace: pd.DataFrame, config: dict) -> list[str]:
+    samples, target, figures = outcome.samples, built.target, []
+    label = f"{config['sampler']['name']} on {target.name}, ε={config['sampler']['step_size']} ({outcome.status})"
+    if samples.shape[1] > 0:
+        if target.has_exact_density and target.dim == 1:
+            figures.append(plotting.histogram_1d(samples, target, folder / "figures" / "histogram.png", label))
+        elif target.has_exact_density and target.dim == 2:
+            figures.append(plotting.contour_2d(samples, target, folder / "figures" / "contour.png", label))
+        first_kept = built.settings.burn_in + built.settings.thin
+        figures.append(plotting.chain_traces(samples, folder / "figures" / "trace.png", first_kept, built.settings.thin))
+    if len(trace):
+        path = plotting.metric_trace(trace, folder / "figures" / "metrics.png")
+        if path is not None:
+            figures.append(path)
+    return [str(Path(path).relative_to(folder)) for path in figures]

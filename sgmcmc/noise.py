@@ -1,0 +1,65 @@
+"""Injected Gaussian noise N(0, ε(2D − ε T V̂ Tᵀ)) for samplers with a diagonal diffusion block.
+
+SPEC §4.3: a sampler subtracts the covariance that the gradient noise V̂ gets on its way into the state,
+ε²·T V̂ Tᵀ, where T is the block of (D + Q) that multiplies ∇_θ H. Every sampler here has a diagonal
+diffusion D and a diagonal T, so the covariance is elementwise when V̂ is diagonal and needs one
+Cholesky factor per chain otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from sgmcmc.recipe import RecipeError
+
+
+def is_diagonal(matrix: np.ndarray) -> bool:
+    """True when every off-diagonal entry of a (…, k, k) array is zero."""
+    k = matrix.shape[-1]
+    return not np.any(matrix[..., ~np.eye(k, dtype=bool)])
+
+
+def injected_noise(
+    rng: np.random.Generator,
+    step_size: float,
+    diffusion: np.ndarray,
+    noise_covariance: Optional[np.ndarray] = None,
+    transform: Optional[np.ndarray] = None,
+) -> np.ndarray:
+    """Draw N(0, ε(2 diag(diffusion) − ε T V̂ T)) for every chain; T = diag(transform).
+
+    Parameters
+    ----------
+    diffusion : (n, d) array, the diagonal of D in the block that receives noise.
+    noise_covariance : None, (d, d) or (n, d, d): V̂, the gradient-noise covariance estimate.
+    transform : None (identity) or (n, d): the diagonal of T.
+
+    Always draws exactly one standard normal array of shape (n, d), so a step's random numbers are
+    the same whatever the noise estimate (used to pin fast steps to the generic recipe step).
+    """
+    normal = rng.standard_normal(diffusion.shape)
+    if noise_covariance is None:
+        return np.sqrt(2.0 * step_size * diffusion) * normal
+    scale = np.ones_like(diffusion) if transform is None else transform
+    if is_diagonal(noise_covariance):
+        variance_diag = np.diagonal(noise_covariance, axis1=-2, axis2=-1)
+        variance = step_size * (2.0 * diffusion - step_size * scale**2 * variance_diag)
+        if np.any(variance < 0):
+            raise RecipeError(
+                "injected noise covariance eps*(2D - eps*B) is not positive semidefinite: "
+                f"smallest variance {variance.min():.3g}; reduce the step size or the noise estimate"
+            )
+        return np.sqrt(variance) * normal
+    covariance = -(step_size**2) * scale[:, :, None] * noise_covariance * scale[:, None, :]
+    index = np.arange(diffusion.shape[1])
+    covariance[:, index, index] += 2.0 * step_size * diffusion
+    try:
+        factor = np.linalg.cholesky(covariance)
+    except np.linalg.LinAlgError:
+        raise RecipeError(
+            "injected noise covariance eps*(2D - eps*B) is not positive definite; "
+            "reduce the step size or the noise estimate"
+        ) from None
+    return np.einsum("nij,nj->ni", factor, normal)

@@ -1,0 +1,86 @@
+"""Figures of one run (PNG, matplotlib's Agg backend): histogram or contour against the exact
+density, traces of the chains, and the metric trace against steps."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from sgmcmc.targets.base import Target  # noqa: E402
+
+
+def _save(figure, path: Path) -> Path:
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+    return path
+
+
+def histogram_1d(samples: np.ndarray, target: Target, path: Path, title: str = "") -> Path:
+    """Density histogram of pooled 1D samples on the KL grid, with the exact density."""
+    edges = target.histogram_edges()
+    figure, axes = plt.subplots(figsize=(6, 4))
+    axes.hist(samples.reshape(-1), bins=edges, density=True, alpha=0.6, label="samples")
+    grid = np.linspace(edges[0], edges[-1], 1000)
+    axes.plot(grid, np.exp(target.log_density(grid[:, None])), "k-", lw=1.5, label="exact density")
+    axes.set_xlabel("θ")
+    axes.set_ylabel("density")
+    axes.set_title(title)
+    axes.legend()
+    return _save(figure, path)
+
+
+def contour_2d(samples: np.ndarray, target: Target, path: Path, title: str = "", n_path: int = 10) -> Path:
+    """Contours of the exact 2D density with the first ``n_path`` samples of chain 0 joined as a path,
+    beside a 2D histogram of the pooled samples."""
+    edges_x, edges_y = target.histogram_edges()
+    x, y = np.meshgrid(np.linspace(edges_x[0], edges_x[-1], 200), np.linspace(edges_y[0], edges_y[-1], 200))
+    density = np.exp(target.log_density(np.column_stack([x.ravel(), y.ravel()]))).reshape(x.shape)
+    figure, (left, right) = plt.subplots(1, 2, figsize=(10, 4))
+    left.contour(x, y, density, levels=8, cmap="Greys")
+    first = samples[0, :n_path]
+    left.plot(first[:, 0], first[:, 1], "o-", color="tab:red", ms=4, label=f"first {len(first)} samples")
+    left.set_title(title or "exact density")
+    left.legend()
+    pooled = samples.reshape(-1, 2)
+    right.hist2d(pooled[:, 0], pooled[:, 1], bins=[edges_x, edges_y], density=True, cmap="viridis")
+    right.contour(x, y, density, levels=8, colors="white", linewidths=0.6)
+    right.set_title("samples (2D histogram) and exact contours")
+    for axes in (left, right):
+        axes.set_xlabel("θ₁")
+        axes.set_ylabel("θ₂")
+    return _save(figure, path)
+
+
+def chain_traces(samples: np.ndarray, path: Path, first_step: int, thin: int, n_chains: int = 4) -> Path:
+    """θ against step for the first few chains, one panel per coordinate."""
+    dim = samples.shape[2]
+    figure, axes = plt.subplots(dim, 1, figsize=(7, 2.5 * dim), squeeze=False)
+    steps = first_step + thin * np.arange(samples.shape[1])
+    for coordinate in range(dim):
+        for chain in range(min(n_chains, samples.shape[0])):
+            axes[coordinate, 0].plot(steps, samples[chain, :, coordinate], lw=0.6)
+        axes[coordinate, 0].set_ylabel(f"θ{coordinate + 1}" if dim > 1 else "θ")
+    axes[-1, 0].set_xlabel("step")
+    return _save(figure, path)
+
+
+def metric_trace(trace: pd.DataFrame, path: Path) -> Path | None:
+    """KL (both directions) and W1 against step count, log scale."""
+    columns = [c for c in ("kl_pq", "kl_qp", "w1") if c in trace and trace[c].notna().any()]
+    if not columns:
+        return None
+    figure, axes = plt.subplots(figsize=(6, 4))
+    for column in columns:
+        values = trace[column].clip(lower=1e-8)
+        axes.semilogy(trace["step"], values, marker=".", label=column)
+    axes.set_xlabel("step")
+    axes.set_ylabel("metric (pooled post-burn-in samples)")
+    axes.legend()
+    return _save(figure, path)

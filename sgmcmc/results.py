@@ -1,0 +1,105 @@
+"""Versioned result folders: a new folder per run (never reused), files written atomically
+(write to a temporary name, then rename), and the provenance of every run.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import secrets
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+
+from sgmcmc import RESULTS_SCHEMA_VERSION, __version__
+
+PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "scikit-learn", "hydra-core", "omegaconf", "tqdm", "arviz")
+
+
+def new_run_folder(root: str | Path, label: str) -> Path:
+    """Create and return a fresh folder ``root/<UTC time>-<label>-<random hex>``; never an existing one,
+    also when runs start in the same second or in parallel (``mkdir`` is atomic)."""
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    while True:
+        folder = root / f"{stamp}-{label}-{secrets.token_hex(4)}"
+        try:
+            folder.mkdir()
+            return folder
+        except FileExistsError:
+            continue
+
+
+def _atomic(path: Path, write) -> None:
+    path = Path(path)
+    temporary = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    write(temporary)
+    os.replace(temporary, path)
+
+
+def write_json(path: Path, payload: dict) -> None:
+    def write(target):
+        target.write_text(json.dumps(payload, indent=2, sort_keys=False, default=_json_default) + "\n")
+
+    _atomic(path, write)
+
+
+def write_text(path: Path, text: str) -> None:
+    _atomic(path, lambda target: target.write_text(text))
+
+
+def write_samples(path: Path, **arrays: np.ndarray) -> None:
+    def write(target):
+        with open(target, "wb") as handle:
+            np.savez_compressed(handle, **arrays)
+
+    _atomic(path, write)
+
+
+def write_table(path: Path, frame) -> None:
+    _atomic(path, lambda target: frame.to_csv(target, index=False))
+
+
+def _json_default(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _git(*args: str) -> str | None:
+    try:
+        result = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, cwd=Path(__file__).parent)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() if result.returncode == 0 else None
+
+
+def provenance(seed: int, argv: list[str] | None = None) -> dict:
+    """Git commit and dirty flag, package versions, command line, seed and the results-schema version."""
+    status = _git("status", "--porcelain", "--untracked-files=no")
+    versions = {}
+    for package in PACKAGES:
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "results_schema_version": RESULTS_SCHEMA_VERSION,
+        "sgmcmc_version": __version__,
+        "git_commit": _git("rev-parse", "HEAD"),
+        "git_dirty": None if status is None else bool(status),
+        "command_line": list(sys.argv if argv is None else argv),
+        "seed": seed,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "packages": versions,
+        "started_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }

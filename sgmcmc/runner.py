@@ -1,0 +1,127 @@
+"""The driver: runs a sampler's chains for n steps, keeps thinned post-burn-in samples, traces the
+metrics along the way, and stops cleanly on divergence (NaN/inf), interruption or a sampler error.
+
+Plain Python, no Hydra: ``run_chains(sampler, schedule, settings, rng, evaluator)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from sgmcmc.evaluation import Evaluator
+from sgmcmc.recipe import RecipeError
+from sgmcmc.samplers.base import Sampler
+
+log = logging.getLogger(__name__)
+
+COMPLETED, DIVERGED, INTERRUPTED, FAILED = "completed", "diverged", "interrupted", "failed"
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How long to run and what to keep (config group ``run``)."""
+
+    n_steps: int = 2000
+    n_chains: int = 1000
+    burn_in: int = 1000
+    thin: int = 1
+    eval_every: int = 100
+    progress: bool = True
+
+    @property
+    def n_kept(self) -> int:
+        return max(0, (self.n_steps - self.burn_in) // self.thin)
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced: kept samples (n_chains, n_kept_so_far, dim), the metric trace, the status."""
+
+    samples: np.ndarray
+    trace: list = field(default_factory=list)
+    status: str = COMPLETED
+    steps_done: int = 0
+    error: Optional[str] = None
+    wall_time: float = 0.0
+    acceptance_rate: Optional[float] = None
+
+
+def _finite(state) -> bool:
+    return all(np.isfinite(part).all() for part in state if part is not None)
+
+
+def run_chains(
+    sampler: Sampler,
+    schedule: Callable[[int], float],
+    settings: RunSettings,
+    rng: np.random.Generator,
+    evaluator: Optional[Evaluator] = None,
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> RunOutcome:
+    """Run ``settings.n_chains`` chains of ``sampler`` from the target's initial positions.
+
+    Random numbers come from ``rng`` only, in a fixed order, so a seed fixes the samples bit for bit.
+    The sample kept at step t (1-based) is the state after t steps, for t > burn_in and
+    (t − burn_in) divisible by ``thin``.
+    """
+    target = sampler.target
+    theta0 = target.initial_position(settings.n_chains, rng)
+    state = sampler.init(theta0, rng)
+    samples = np.empty((settings.n_chains, settings.n_kept, target.dim))
+    outcome = RunOutcome(samples=samples[:, :0])
+    kept = 0
+    accept_sum, accept_count = 0.0, 0
+    start = time.perf_counter()
+    bar = tqdm(total=settings.n_steps, disable=not settings.progress, delay=2.0, mininterval=0.5, unit="step")
+    try:
+        for t in range(1, settings.n_steps + 1):
+            if stop_requested():
+                raise KeyboardInterrupt
+            with np.errstate(over="ignore", invalid="ignore"):
+                new_state, info = sampler.step(rng, state, schedule(t - 1))
+            if not _finite(new_state):
+                outcome.status = DIVERGED
+                bad = ~np.all(np.isfinite(new_state.theta), axis=1)
+                outcome.error = f"non-finite state at step {t} in {int(bad.sum())} of {settings.n_chains} chains"
+                log.warning(outcome.error)
+                break
+            state = new_state
+            outcome.steps_done = t
+            if info.accept_probability is not None:
+                accept_sum += float(info.accept_probability.sum())
+                accept_count += info.accept_probability.size
+            if t > settings.burn_in and (t - settings.burn_in) % settings.thin == 0:
+                samples[:, kept] = state.theta
+                kept += 1
+            if t % settings.eval_every == 0 or t == settings.n_steps:
+                row = {"step": t, "n_samples": kept * settings.n_chains, "step_size": schedule(t - 1)}
+                if accept_count:
+                    row["acceptance_rate"] = accept_sum / accept_count
+                if evaluator is not None and kept:
+                    row.update(evaluator.score(samples[:, :kept].reshape(-1, target.dim)))
+                outcome.trace.append(row)
+                if "kl_pq" in row:
+                    bar.set_postfix(kl=f"{row['kl_pq']:.2e}", refresh=False)
+            if t % 50 == 0 or t == settings.n_steps:
+                bar.update(t - bar.n)
+    except KeyboardInterrupt:
+        outcome.status = INTERRUPTED
+        outcome.error = f"interrupted after {outcome.steps_done} steps"
+        log.warning(outcome.error)
+    except RecipeError as error:
+        outcome.status = FAILED
+        outcome.error = f"step {outcome.steps_done + 1}: {error}"
+        log.error(outcome.error)
+    finally:
+        bar.close()
+    outcome.wall_time = time.perf_counter() - start
+    outcome.samples = samples[:, :kept]
+    if accept_count:
+        outcome.acceptance_rate = accept_sum / accept_count
+    return outcome

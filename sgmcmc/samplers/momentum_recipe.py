@@ -1,0 +1,92 @@
+"""The (θ, r) recipe family shared by SGHMC, naive SGRHMC and gSGRHMC (Ma et al. 2015 §3.2, Alg. 1):
+
+H = U(θ) + ½ rᵀr,  D = [[0, 0], [0, F(θ)]],  Q = [[0, −S(θ)], [S(θ), 0]],  Γ = (0, γ(θ)),
+with S = G^{-1/2}, F = G⁻¹ and γ_i = Σ_j ∂_{θ_j} S_ij for gSGRHMC, S = I, F = C·I, γ = 0 for SGHMC.
+B̂ = S V̂ S in the momentum block (SPEC §4.3). All matrices here are diagonal.
+
+Integrators (SPEC §4.1):
+- ``splitting`` (default): r' = r − εS∇Ũ(θ) − εF r + εγ + N(0, ε(2F − εSV̂S)); θ' = θ + εS r'
+  (S, F, γ at the old θ);
+- ``euler``: the same r', but θ' = θ + εS r (the generic recipe step, Eq. 9 + K1);
+- ``generic``: :func:`sgmcmc.recipe.recipe_step` on the matrices below.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sgmcmc.noise import injected_noise
+from sgmcmc.recipe import Recipe
+from sgmcmc.samplers.base import Sampler, block_diagonal, diagonal_matrices
+from sgmcmc.state import SamplerState, StepInfo
+
+
+class MomentumRecipeSampler(Sampler):
+    """Base class; subclasses define ``transform`` (S), ``friction`` (F) and ``correction`` (γ)."""
+
+    integrators = ("splitting", "euler", "generic")
+
+    def transform(self, theta: np.ndarray) -> np.ndarray:
+        return np.ones_like(theta)
+
+    def friction(self, theta: np.ndarray) -> np.ndarray:
+        return np.ones_like(theta)
+
+    def correction(self, theta: np.ndarray) -> np.ndarray:
+        return np.zeros_like(theta)
+
+    def init(self, theta, rng):
+        theta = np.array(theta, dtype=float)
+        return SamplerState(theta=theta, momentum=rng.standard_normal(theta.shape))
+
+    def _momentum_update(self, rng, theta, momentum, step_size):
+        transform, friction = self.transform(theta), self.friction(theta)
+        gradient = self.target.stochastic_gradient(theta, rng)
+        noise = injected_noise(rng, step_size, friction, self.gradient_noise(theta), transform)
+        new_momentum = (
+            momentum
+            - step_size * transform * gradient
+            - step_size * friction * momentum
+            + step_size * self.correction(theta)
+            + noise
+        )
+        return transform, new_momentum
+
+    def _step_splitting(self, rng, state, step_size):
+        transform, momentum = self._momentum_update(rng, state.theta, state.momentum, step_size)
+        return SamplerState(theta=state.theta + step_size * transform * momentum, momentum=momentum), StepInfo()
+
+    def _step_euler(self, rng, state, step_size):
+        transform, momentum = self._momentum_update(rng, state.theta, state.momentum, step_size)
+        return SamplerState(theta=state.theta + step_size * transform * state.momentum, momentum=momentum), StepInfo()
+
+    # -- the recipe -------------------------------------------------------------------------------
+    def unpack(self, z):
+        d = self.target.dim
+        return SamplerState(theta=z[:, :d], momentum=z[:, d:])
+
+    def recipe(self):
+        d = self.target.dim
+
+        def energy_gradient(z, rng):
+            return np.concatenate([self.target.stochastic_gradient(z[:, :d], rng), z[:, d:]], axis=1)
+
+        def diffusion(z):
+            theta = z[:, :d]
+            return block_diagonal(np.zeros((z.shape[0], d, d)), diagonal_matrices(self.friction(theta)))
+
+        def curl(z):
+            transform = diagonal_matrices(self.transform(z[:, :d]))
+            out = np.zeros((z.shape[0], 2 * d, 2 * d))
+            out[:, :d, d:] = -transform
+            out[:, d:, :d] = transform
+            return out
+
+        def correction(z):
+            return np.concatenate([np.zeros_like(z[:, :d]), self.correction(z[:, :d])], axis=1)
+
+        def noise_covariance(z):
+            theta = z[:, :d]
+            return block_diagonal(np.zeros((z.shape[0], d, d)), self._noise_block(theta, self.transform(theta)))
+
+        return Recipe(energy_gradient, diffusion, curl, correction, noise_covariance)

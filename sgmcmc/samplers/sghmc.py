@@ -1,0 +1,22 @@
+"""SGHMC (Chen, Fox & Guestrin 2014) as a recipe sampler (Ma et al. 2015, Eq. 12; SPEC §1):
+H = U + ½rᵀr, D = [[0, 0], [0, C·I]], Q = [[0, −I], [I, 0]], Γ = 0, noise N(0, ε(2C − εV̂)).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
+
+
+class SGHMC(MomentumRecipeSampler):
+    name = "sghmc"
+
+    def __init__(self, target, friction: float = 1.0, **kwargs):
+        super().__init__(target, **kwargs)
+        if friction <= 0:
+            raise ValueError("friction must be > 0")
+        self.friction_coefficient = float(friction)
+
+    def friction(self, theta):
+        return np.full_like(theta, self.friction_coefficient)

@@ -1,0 +1,31 @@
+"""gSGRHMC (Ma et al. 2015 §3.2, Algorithm 1, with the signs of SPEC §0 K2):
+H = U + ½rᵀr, D = [[0, 0], [0, G⁻¹]], Q = [[0, −G^{-1/2}], [G^{-1/2}, 0]], Γ = (0, γ),
+γ_i = Σ_j ∂_{θ_j}(G^{-1/2})_ij:
+
+r' = r − εG^{-1/2}∇Ũ(θ) + εγ(θ) − εG⁻¹r + N(0, ε(2G⁻¹ − εB̂)),  θ' = θ + εG^{-1/2} r.
+G(θ) comes from the target (``default_metric``) unless a metric is given.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from sgmcmc.geometry import DiagonalMetric
+from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
+
+
+class SGRHMC(MomentumRecipeSampler):
+    name = "sgrhmc"
+
+    def __init__(self, target, metric: Optional[DiagonalMetric] = None, **kwargs):
+        super().__init__(target, **kwargs)
+        self.metric = metric or target.default_metric()
+
+    def transform(self, theta):
+        return self.metric.inverse_sqrt(theta)
+
+    def friction(self, theta):
+        return self.metric.inverse(theta)
+
+    def correction(self, theta):
+        return self.metric.inverse_sqrt_derivative(theta)

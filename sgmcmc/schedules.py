@@ -1,0 +1,55 @@
+"""Step-size schedules ε_t, t = 0, 1, 2, … (the step count), each a pure function of t.
+
+- ``constant``: ε_t = ε₀.
+- ``polynomial``: ε_t = ε₀ (1 + t/b)^{−γ}, which is Welling & Teh's a(b + t)^{−γ} with a = ε₀ b^γ and
+  Patterson & Teh's a(1 + t/b)^{−c} with a = ε₀ (SPEC §1, T10, T13); γ ∈ (0.5, 1] for SGLD's conditions.
+- ``cyclical``: cosine cycles of Zhang et al. (2020, Eq. 1): ε_t = ε₀/2 [cos(π mod(t, L)/L) + 1],
+  L = ⌈n_steps / n_cycles⌉.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+SCHEDULES = ("constant", "polynomial", "cyclical")
+
+
+@dataclass(frozen=True)
+class Constant:
+    step_size: float
+
+    def __call__(self, t: int) -> float:
+        return self.step_size
+
+
+@dataclass(frozen=True)
+class Polynomial:
+    step_size: float
+    b: float = 1000.0
+    gamma: float = 0.55
+
+    def __call__(self, t: int) -> float:
+        return self.step_size * (1.0 + t / self.b) ** (-self.gamma)
+
+
+@dataclass(frozen=True)
+class Cyclical:
+    step_size: float
+    n_steps: int
+    n_cycles: int = 4
+
+    def __call__(self, t: int) -> float:
+        length = math.ceil(self.n_steps / self.n_cycles)
+        return 0.5 * self.step_size * (math.cos(math.pi * (t % length) / length) + 1.0)
+
+
+def make_schedule(name: str, step_size: float, n_steps: int, **params):
+    """Build the schedule ``name`` with initial step size ε₀ = ``step_size``."""
+    if name == "constant":
+        return Constant(step_size)
+    if name == "polynomial":
+        return Polynomial(step_size, **params)
+    if name == "cyclical":
+        return Cyclical(step_size, n_steps, **params)
+    raise KeyError(f"unknown schedule {name!r}; allowed: {', '.join(SCHEDULES)}")

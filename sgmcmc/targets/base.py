@@ -1,0 +1,109 @@
+"""What a target is: a potential U(θ), its exact and stochastic gradients and, where known, its
+exact normalised density, plus what the metrics need (histogram grid, exact moments).
+
+All functions take θ of shape (n_chains, dim).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Optional, Sequence
+
+import numpy as np
+
+from sgmcmc.geometry import DiagonalMetric, IdentityMetric
+
+
+class Target(ABC):
+    """A distribution π(θ) ∝ exp(−U(θ)) with a stochastic gradient ∇Ũ = ∇U + noise."""
+
+    name: str = "target"
+    dim: int = 1
+
+    @abstractmethod
+    def potential(self, theta: np.ndarray) -> np.ndarray:
+        """U(θ), shape (n,)."""
+
+    @abstractmethod
+    def gradient(self, theta: np.ndarray) -> np.ndarray:
+        """Exact ∇U(θ), shape (n, dim)."""
+
+    @abstractmethod
+    def stochastic_gradient(self, theta: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """∇Ũ(θ): an unbiased noisy estimate of ∇U(θ), shape (n, dim)."""
+
+    def noise_covariance(self, theta: np.ndarray) -> Optional[np.ndarray]:
+        """The covariance V(θ) of ∇Ũ − ∇U where known: (dim, dim) or (n, dim, dim); None if unknown."""
+        return None
+
+    # What the metrics need; targets without an exact density leave these as they are.
+    has_exact_density: bool = False
+
+    def log_density(self, theta: np.ndarray) -> np.ndarray:
+        """Exact normalised log π(θ), shape (n,)."""
+        raise TypeError(f"target {self.name!r} has no exact density")
+
+    def exact_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(E θ, E θ²) per coordinate."""
+        raise TypeError(f"target {self.name!r} has no exact moments")
+
+    def histogram_edges(self):
+        """Bin edges of the fixed KL grid (SPEC §3): a 1D array, or a tuple of two for 2D targets."""
+        raise TypeError(f"target {self.name!r} has no histogram grid")
+
+    def default_metric(self) -> DiagonalMetric:
+        """G(θ) used by the Riemannian samplers unless the config gives one (SPEC §4.2)."""
+        return IdentityMetric()
+
+    def initial_position(self, n_chains: int, rng: np.random.Generator) -> np.ndarray:
+        """θ₀ for every chain, shape (n_chains, dim)."""
+        return np.zeros((n_chains, self.dim))
+
+
+class SyntheticTarget(Target):
+    """A target given by a formula, with Gaussian gradient noise of fixed covariance V (SPEC §4.3).
+
+    Parameters
+    ----------
+    noise_variance : float or (dim, dim) array
+        V in ∇Ũ = ∇U + N(0, V); a scalar means V = v·I.
+    initial_position : sequence of floats, optional
+        Centre of θ₀ (default: zeros).
+    initial_spread : float
+        θ₀ = initial_position + initial_spread·N(0, I) (0 gives a fixed start).
+    """
+
+    has_exact_density = True
+
+    def __init__(self, noise_variance=4.0, initial_position: Optional[Sequence[float]] = None, initial_spread: float = 1.0):
+        variance = np.asarray(noise_variance, dtype=float)
+        if variance.ndim == 0:
+            variance = float(variance) * np.eye(self.dim)
+        if variance.shape != (self.dim, self.dim):
+            raise ValueError(f"noise_variance must be a scalar or a {self.dim}x{self.dim} matrix")
+        if not np.allclose(variance, variance.T) or np.min(np.linalg.eigvalsh(variance)) < 0:
+            raise ValueError("noise_variance must be symmetric positive semidefinite")
+        self.variance = variance
+        try:
+            self._noise_factor = np.linalg.cholesky(variance)
+        except np.linalg.LinAlgError:  # singular V (e.g. noise in one coordinate only)
+            eigenvalues, eigenvectors = np.linalg.eigh(variance)
+            self._noise_factor = eigenvectors * np.sqrt(np.clip(eigenvalues, 0, None))
+        centre = np.zeros(self.dim) if initial_position is None else np.asarray(initial_position, dtype=float)
+        if centre.shape != (self.dim,):
+            raise ValueError(f"initial_position must have {self.dim} entries")
+        if initial_spread < 0:
+            raise ValueError("initial_spread must be >= 0")
+        self.initial_centre = centre
+        self.initial_spread = float(initial_spread)
+
+    def stochastic_gradient(self, theta, rng):
+        """∇U(θ) + N(0, V): draws one standard normal array of shape θ.shape."""
+        normal = rng.standard_normal(theta.shape)
+        return self.gradient(theta) + normal @ self._noise_factor.T
+
+    def noise_covariance(self, theta):
+        return self.variance
+
+    def initial_position(self, n_chains, rng):
+        return self.initial_centre + self.initial_spread * rng.standard_normal((n_chains, self.dim))

@@ -1,0 +1,18 @@
+"""T2, double well (Ma et al. 2015 "two peaks"; Chen et al. 2014 Fig. 1): U(θ) = θ⁴ − 2θ² (SPEC §2).
+
+Modes ±1, barrier height 1; Z = 5.3652, E θ² = 0.83275.
+"""
+
+from __future__ import annotations
+
+from sgmcmc.targets.one_dimensional import OneDimensionalTarget
+
+
+class DoubleWell(OneDimensionalTarget):
+    name = "double_well"
+
+    def potential_1d(self, x):
+        return x**4 - 2.0 * x**2
+
+    def gradient_1d(self, x):
+        return 4.0 * x**3 - 4.0 * x

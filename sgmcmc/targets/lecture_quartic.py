@@ -1,0 +1,21 @@
+"""T3, the lecture's asymmetric well (Zhang, "Scalable MCMC"; SPEC §2):
+U(θ) = (θ + 4)(θ + 1)(θ − 1)(θ − 3)/14 + 0.5 = (θ⁴ + θ³ − 13θ² − θ + 12)/14 + 0.5.
+
+Minima θ ≈ −2.935 and 2.224; E θ ≈ −2.148, E θ² ≈ 7.475. The lecture's noise is N(0, 2B/ε) on ∇U
+(variance 200 at ε = 0.01, B = 1), set through ``noise_variance``.
+"""
+
+from __future__ import annotations
+
+from sgmcmc.targets.one_dimensional import OneDimensionalTarget
+
+
+class LectureQuartic(OneDimensionalTarget):
+    name = "lecture_quartic"
+    grid_lower, grid_upper, grid_width = -6.0, 5.0, 0.1
+
+    def potential_1d(self, x):
+        return (x**4 + x**3 - 13.0 * x**2 - x + 12.0) / 14.0 + 0.5
+
+    def gradient_1d(self, x):
+        return (4.0 * x**3 + 3.0 * x**2 - 26.0 * x - 1.0) / 14.0

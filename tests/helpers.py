@@ -1,0 +1,53 @@
+"""Shared test helpers: scripted random numbers and the sampler-vs-exact-density check."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sgmcmc.evaluation import Evaluator
+from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.samplers import make_sampler
+from sgmcmc.schedules import Constant
+from sgmcmc.targets import make_target
+
+
+class ScriptedNormals:
+    """Stands in for a numpy Generator: ``standard_normal`` returns the queued arrays in order."""
+
+    def __init__(self, *arrays: np.ndarray):
+        self.queue = [np.asarray(a, dtype=float) for a in arrays]
+
+    def standard_normal(self, size=None):
+        value = self.queue.pop(0)
+        assert value.shape == tuple(np.atleast_1d(size)), (value.shape, size)
+        return value.copy()
+
+
+@dataclass
+class SamplingCheck:
+    """KL(p‖q) on the target's grid and the largest error of E θ² against the exact values."""
+
+    kl: float
+    second_moment_error: float
+    status: str
+
+    def passes(self, kl_max: float, second_moment_max: float) -> bool:
+        return self.status == "completed" and self.kl < kl_max and self.second_moment_error < second_moment_max
+
+
+def sample_and_score(sampler, step_size: float, n_steps: int, n_chains: int = 1000, seed: int = 1) -> SamplingCheck:
+    """Run ``sampler`` (burn-in: a quarter of the steps) and score the pooled samples."""
+    evaluator = Evaluator(sampler.target)
+    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
+    outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed), evaluator)
+    if outcome.status != "completed":
+        return SamplingCheck(np.inf, np.inf, outcome.status)
+    scores = evaluator.score(outcome.samples.reshape(-1, sampler.target.dim))
+    return SamplingCheck(scores["kl_pq"], scores["second_moment_error"], outcome.status)
+
+
+def build(sampler_name: str, target_name: str, target_params=None, **sampler_params):
+    target = make_target(target_name, **(target_params or {}))
+    return make_sampler(sampler_name, target, **sampler_params)
