@@ -1,0 +1,150 @@
+"""Statistical tests: every correct sampler samples its target (KL on the SPEC §3 grid and E θ²
+against the exact density), deliberately broken variants fail the same check, and the naive
+samplers are measurably wrong. Fixed seeds; 1000 chains, pooled after a quarter burn-in.
+
+Tolerances: KL(p‖q) < 0.005 and |E θ² − exact| < 0.05 in 1D; KL < 0.01 and 0.05 on the correlated
+2D target (its 60 × 80 grid needs more samples per bin). A factor 2 in the injected noise doubles the
+temperature (E θ² off by ~100% on the Gaussian), a missing Γ biases E θ² by 0.1–0.5 (measured below).
+"""
+
+import numpy as np
+import pytest
+
+import sgmcmc.samplers.momentum_recipe as momentum_recipe
+import sgmcmc.samplers.sgld as sgld_module
+import sgmcmc.samplers.sgnht as sgnht_module
+import sgmcmc.samplers.sgrld as sgrld_module
+from sgmcmc.noise import injected_noise
+from tests.helpers import build, sample_and_score
+
+KL_1D, MOMENT_1D = 0.005, 0.05
+KL_2D, MOMENT_2D = 0.01, 0.05
+
+# (sampler, step size, steps) per target: Hamiltonian samplers at ε = 0.05, first-order ones smaller.
+CORRECT_1D = [
+    ("sgld", {}, 0.02, 3000),
+    ("sgrld", {}, 0.02, 3000),
+    ("hmc", {}, 0.1, 800),
+    ("sghmc", {}, 0.05, 3000),
+    ("sgnht", {}, 0.05, 3000),
+    ("sgrhmc", {}, 0.05, 3000),
+    ("naive_sghmc", {"metropolis": True, "n_leapfrog": 10}, 0.1, 800),
+    ("sghmc", {"integrator": "euler"}, 0.02, 6000),
+    ("sgrhmc", {"integrator": "generic"}, 0.02, 6000),
+]
+CORRECT_2D = [
+    ("sgld", {}, 0.01, 4000),
+    ("sgrld", {}, 0.01, 4000),
+    ("hmc", {}, 0.05, 1000),
+    ("sghmc", {}, 0.05, 2000),
+    ("sgnht", {}, 0.05, 2000),
+    ("sgrhmc", {}, 0.05, 2000),
+]
+
+
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.parametrize("name, params, step_size, n_steps", CORRECT_1D)
+def test_correct_sampler_matches_exact_1d_density(name, params, step_size, n_steps, target_name):
+    check = sample_and_score(build(name, target_name, **params), step_size, n_steps)
+    assert check.passes(KL_1D, MOMENT_1D), check
+
+
+@pytest.mark.parametrize("name, params, step_size, n_steps", CORRECT_2D)
+def test_correct_sampler_matches_exact_2d_density(name, params, step_size, n_steps):
+    sampler = build(name, "correlated_2d", {"initial_spread": 1.0}, **params)
+    check = sample_and_score(sampler, step_size, n_steps)
+    assert check.passes(KL_2D, MOMENT_2D), check
+
+
+# --- naive samplers are measurably wrong ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("target_name, kl_floor", [("gaussian_1d", 0.02), ("double_well", 0.01)])
+def test_naive_sgrhmc_is_wrong_and_stays_wrong_as_the_step_shrinks(target_name, kl_floor):
+    for step_size, n_steps in [(0.05, 3000), (0.025, 6000)]:
+        naive = sample_and_score(build("naive_sgrhmc", target_name), step_size, n_steps)
+        correct = sample_and_score(build("sgrhmc", target_name), step_size, n_steps)
+        assert naive.kl > kl_floor and not naive.passes(KL_1D, MOMENT_1D), naive
+        assert naive.kl > 3 * correct.kl, (naive, correct)
+
+
+def test_naive_sgrhmc_is_wrong_in_2d():
+    check = sample_and_score(build("naive_sgrhmc", "correlated_2d", {"initial_spread": 1.0}), 0.05, 2000)
+    assert not check.passes(KL_2D, MOMENT_2D) and check.kl > 0.02, check
+
+
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+def test_naive_sghmc_without_mh_is_wrong_and_mh_fixes_it(target_name):
+    naive = sample_and_score(build("naive_sghmc", target_name, n_leapfrog=50, metropolis=False), 0.1, 600)
+    with_mh = sample_and_score(build("naive_sghmc", target_name, n_leapfrog=50, metropolis=True), 0.1, 600)
+    assert not naive.passes(KL_1D, MOMENT_1D) and naive.kl > 0.005, naive
+    assert with_mh.passes(KL_1D, MOMENT_1D), with_mh
+    assert naive.kl > 3 * with_mh.kl
+
+
+# --- deliberately broken variants fail the same check ---------------------------------------------
+
+
+def _doubled_noise(*args, **kwargs):
+    return np.sqrt(2.0) * injected_noise(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "module, name, step_size",
+    [(sgld_module, "sgld", 0.02), (sgrld_module, "sgrld", 0.02), (momentum_recipe, "sghmc", 0.05),
+     (momentum_recipe, "sgrhmc", 0.05)],
+)
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+def test_factor_two_in_injected_noise_is_caught(monkeypatch, module, name, step_size, target_name):
+    monkeypatch.setattr(module, "injected_noise", _doubled_noise)
+    check = sample_and_score(build(name, target_name), step_size, 3000)
+    assert not check.passes(KL_1D, MOMENT_1D), check
+
+
+def _thermostat_mean(sampler, step_size=0.05, n_steps=3000, n_chains=1000, seed=1):
+    rng = np.random.default_rng(seed)
+    state = sampler.init(sampler.target.initial_position(n_chains, rng), rng)
+    total = 0.0
+    for t in range(n_steps):
+        state, _ = sampler.step(rng, state, step_size)
+        if t >= n_steps // 4:
+            total += state.xi.mean()
+    return total / (n_steps - n_steps // 4)
+
+
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+def test_sgnht_thermostat_absorbs_doubled_noise_but_shows_it(monkeypatch, target_name):
+    """The thermostat controls the kinetic temperature, so SGNHT still samples the target with a
+    factor 2 in its injected noise (Ding et al. 2014): the error shows in E ξ, which moves from A
+    (correct B̂, SPEC §1 (c)) to about 2A."""
+    correct = _thermostat_mean(build("sgnht", target_name, diffusion=1.0))
+    assert abs(correct - 1.0) < 0.1, correct
+    monkeypatch.setattr(sgnht_module, "injected_noise", _doubled_noise)
+    doubled = _thermostat_mean(build("sgnht", target_name, diffusion=1.0))
+    assert doubled > 1.7, doubled
+
+
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+def test_sgnht_with_wrong_thermostat_correction_is_caught(monkeypatch, target_name):
+    """Γ_ξ = −1 sets the kinetic temperature; with −2 instead the chains sample exp(−U/2)."""
+    sampler = build("sgnht", target_name)
+    monkeypatch.setattr(sampler, "_thermostat_update", lambda xi, r, eps: xi + eps * (np.mean(r**2, axis=1) - 2.0))
+    check = sample_and_score(sampler, 0.05, 3000)
+    assert not check.passes(KL_1D, MOMENT_1D), check
+
+
+@pytest.mark.parametrize("name", ["sgrld", "sgrhmc"])
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+def test_missing_gamma_is_caught(monkeypatch, name, target_name):
+    sampler = build(name, target_name)
+    monkeypatch.setattr(sampler.metric, "inverse_derivative", lambda theta: np.zeros_like(theta))
+    monkeypatch.setattr(sampler.metric, "inverse_sqrt_derivative", lambda theta: np.zeros_like(theta))
+    check = sample_and_score(sampler, 0.02 if name == "sgrld" else 0.05, 3000)
+    assert not check.passes(KL_1D, MOMENT_1D), check
+
+
+def test_halving_the_step_does_not_make_sgrhmc_worse():
+    """Discretisation bias is O(ε) for the recipe sampler (google-research cold-posterior test idea)."""
+    coarse = sample_and_score(build("sgrhmc", "gaussian_1d"), 0.1, 2000)
+    fine = sample_and_score(build("sgrhmc", "gaussian_1d"), 0.05, 4000)
+    assert fine.second_moment_error < coarse.second_moment_error

@@ -1,0 +1,76 @@
+"""Synthetic targets: gradients, normalisation, exact moments (SPEC §2 values), gradient noise."""
+
+import numpy as np
+import pytest
+from scipy import integrate
+
+from sgmcmc.targets import TARGETS, make_target
+
+ALL = sorted(TARGETS)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_gradient_matches_finite_differences_of_potential(name):
+    target = make_target(name)
+    rng = np.random.default_rng(0)
+    theta = rng.normal(size=(6, target.dim))
+    numerical = np.zeros_like(theta)
+    for j in range(target.dim):
+        shift = np.zeros(target.dim)
+        shift[j] = 1e-6
+        numerical[:, j] = (target.potential(theta + shift) - target.potential(theta - shift)) / 2e-6
+    np.testing.assert_allclose(target.gradient(theta), numerical, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_log_density_is_normalised_and_consistent_with_potential(name):
+    target = make_target(name)
+    if target.dim == 1:
+        mass, _ = integrate.quad(lambda x: np.exp(target.log_density(np.array([[x]])))[0], -np.inf, np.inf)
+    else:
+        mass, _ = integrate.dblquad(lambda y, x: np.exp(target.log_density(np.array([[x, y]])))[0], -15, 15, -15, 15)
+    assert mass == pytest.approx(1.0, abs=1e-6)
+    theta = np.random.default_rng(1).normal(size=(5, target.dim))
+    difference = target.log_density(theta) + target.potential(theta)
+    np.testing.assert_allclose(difference, difference[0])
+
+
+@pytest.mark.parametrize(
+    "name, mean, second",
+    [
+        ("gaussian_1d", [0.0], [1.0]),
+        ("double_well", [0.0], [0.83275]),
+        ("lecture_quartic", [-2.148], [7.475]),
+        ("correlated_2d", [0.0, -0.933], [1.069, 0.147 + 0.933**2]),
+        ("gaussian_2d_cov", [0.0, 0.0], [1.0, 1.0]),
+        ("gaussian_2d_prec", [0.0, 0.0], [1 / 0.19, 1 / 0.19]),
+    ],
+)
+def test_exact_moments_match_spec(name, mean, second):
+    target_mean, target_second = make_target(name).exact_moments()
+    np.testing.assert_allclose(target_mean, mean, atol=2e-3)
+    np.testing.assert_allclose(target_second, second, rtol=2e-3)
+
+
+def test_double_well_normaliser_matches_spec():
+    assert np.exp(make_target("double_well").log_normaliser) == pytest.approx(5.3652, abs=1e-4)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_stochastic_gradient_is_unbiased_with_the_configured_covariance(name):
+    target = make_target(name, noise_variance=4.0)
+    theta = np.tile(np.random.default_rng(2).normal(size=(1, target.dim)), (200000, 1))
+    noise = target.stochastic_gradient(theta, np.random.default_rng(3)) - target.gradient(theta)
+    np.testing.assert_allclose(noise.mean(axis=0), 0.0, atol=0.03)
+    np.testing.assert_allclose(np.cov(noise.T).reshape(target.dim, target.dim), 4.0 * np.eye(target.dim), atol=0.06)
+
+
+def test_full_noise_covariance_is_used():
+    target = make_target("gaussian_2d_cov", noise_variance=[[2.0, 0.5], [0.5, 1.0]])
+    noise = target.stochastic_gradient(np.zeros((200000, 2)), np.random.default_rng(0))
+    np.testing.assert_allclose(np.cov(noise.T), [[2.0, 0.5], [0.5, 1.0]], atol=0.03)
+
+
+def test_invalid_noise_variance_is_rejected():
+    with pytest.raises(ValueError, match="noise_variance"):
+        make_target("gaussian_2d_cov", noise_variance=[[1.0, 2.0], [2.0, 1.0]])

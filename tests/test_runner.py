@@ -1,0 +1,63 @@
+"""The driver: burn-in and thinning, divergence, interruption, determinism."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.results import new_run_folder
+from sgmcmc.schedules import Constant
+from tests.helpers import build
+
+
+def test_burn_in_and_thinning_keep_the_right_steps():
+    sampler = build("sgld", "gaussian_1d")
+    settings = RunSettings(n_steps=100, n_chains=3, burn_in=40, thin=6, eval_every=50, progress=False)
+    outcome = run_chains(sampler, Constant(0.01), settings, np.random.default_rng(0))
+    assert outcome.samples.shape == (3, 10, 1) and settings.n_kept == 10
+    # Replaying the same random numbers by hand: samples are the states after steps 46, 52, ..., 100.
+    rng = np.random.default_rng(0)
+    state = sampler.init(sampler.target.initial_position(3, rng), rng)
+    kept = []
+    for t in range(1, 101):
+        state, _ = sampler.step(rng, state, 0.01)
+        if t > 40 and (t - 40) % 6 == 0:
+            kept.append(state.theta)
+    np.testing.assert_array_equal(outcome.samples, np.stack(kept, axis=1))
+
+
+def test_interruption_keeps_what_the_run_had():
+    sampler = build("sghmc", "double_well")
+    calls = {"n": 0}
+
+    def stop_after_30():
+        calls["n"] += 1
+        return calls["n"] > 30
+
+    settings = RunSettings(n_steps=100, n_chains=4, burn_in=10, eval_every=10, progress=False)
+    outcome = run_chains(sampler, Constant(0.1), settings, np.random.default_rng(0), stop_requested=stop_after_30)
+    assert outcome.status == "interrupted" and outcome.steps_done == 30
+    assert outcome.samples.shape == (4, 20, 1)
+
+
+def test_divergence_stops_and_keeps_finite_samples():
+    sampler = build("sgld", "double_well")
+    settings = RunSettings(n_steps=500, n_chains=200, burn_in=0, eval_every=100, progress=False)
+    outcome = run_chains(sampler, Constant(0.12), settings, np.random.default_rng(0))
+    assert outcome.status == "diverged"
+    assert outcome.samples.shape[1] == outcome.steps_done < 500
+    assert np.isfinite(outcome.samples).all()
+
+
+def test_acceptance_rate_is_reported_for_metropolis_samplers():
+    sampler = build("hmc", "double_well", n_leapfrog=5)
+    outcome = run_chains(sampler, Constant(0.1), RunSettings(n_steps=50, n_chains=20, burn_in=10, eval_every=25, progress=False),
+                         np.random.default_rng(0))
+    assert 0.8 < outcome.acceptance_rate <= 1.0
+    assert all("acceptance_rate" in row for row in outcome.trace)
+
+
+def test_run_folders_are_never_reused_even_in_parallel(tmp_path):
+    with ThreadPoolExecutor(8) as pool:
+        made = list(pool.map(lambda _: new_run_folder(tmp_path, "same-label"), range(64)))
+    assert len(set(made)) == 64 and all(folder.is_dir() for folder in made)
