@@ -147,6 +147,7 @@ RUN_FIELDS: dict[str, Check] = {
     "thin": integer(1),
     "eval_every": integer(1),
     "progress": boolean,
+    "figures": boolean,
     "results_dir": lambda key, value: _string(key, value),
 }
 
@@ -196,7 +197,7 @@ def validate_config(config: dict) -> dict:
         "sampler": _check_group("sampler", config["sampler"], SAMPLER_FIELDS, required=("step_size",)),
         "target": _check_group("target", config["target"], TARGET_FIELDS),
         "schedule": _check_group("schedule", config["schedule"], SCHEDULE_FIELDS),
-        "run": _check_fields("run", config["run"], RUN_FIELDS, required=tuple(k for k in RUN_FIELDS if k != "results_dir")),
+        "run": _check_fields("run", config["run"], RUN_FIELDS, required=tuple(k for k in RUN_FIELDS if k not in ("results_dir", "figures"))),
         "seed": integer(0)("seed", config["seed"]),
     }
     run = checked["run"]

@@ -70,7 +70,7 @@ def build(config: dict) -> Built:
         sampler = make_sampler(config["sampler"]["name"], target, **sampler_params)
     except ValueError as error:
         raise ConfigError(f"sampler: {error}") from None
-    run = {k: v for k, v in config["run"].items() if k != "results_dir"}
+    run = {k: v for k, v in config["run"].items() if k not in ("results_dir", "figures")}
     settings = RunSettings(**run)
     schedule_params = {k: v for k, v in config["schedule"].items() if k != "name"}
     schedule = make_schedule(config["schedule"]["name"], config["sampler"]["step_size"], settings.n_steps, **schedule_params)
@@ -146,7 +146,7 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
     write_table(folder / "trace.csv", trace)
     final = evaluator.score(outcome.samples.reshape(-1, built.target.dim)) if outcome.samples.size else {}
     final.update(chain_diagnostics(outcome.samples) if outcome.samples.size else {})
-    figures = _figures(folder, built, outcome, trace, config)
+    figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
     steps = max(outcome.steps_done, 1)
     metrics = {
         "status": outcome.status,

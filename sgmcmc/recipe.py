@@ -43,6 +43,8 @@ class Recipe:
     noise_covariance : callable z -> (n, dim_z, dim_z), optional
         B̂(z), the covariance of the gradient noise after it has passed through (D + Q) (SPEC §4.3).
         ``None`` means B̂ = 0.
+    energy : callable z -> (n,), optional
+        H(z) itself, so the stationary density ∝ exp(−H(z)) can be evaluated (stationarity checks).
     """
 
     energy_gradient: Callable[[np.ndarray, np.random.Generator], np.ndarray]
@@ -50,6 +52,7 @@ class Recipe:
     curl: MatrixField
     correction: Optional[Callable[[np.ndarray], np.ndarray]] = None
     noise_covariance: Optional[MatrixField] = None
+    energy: Optional[Callable[[np.ndarray], np.ndarray]] = None
 
 
 def finite_difference_correction(

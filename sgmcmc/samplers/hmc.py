@@ -87,6 +87,7 @@ class HMC(Sampler):
             diffusion=lambda z: np.zeros((z.shape[0], 2 * d, 2 * d)),
             curl=curl,
             correction=lambda z: np.zeros_like(z),
+            energy=lambda z: self.target.potential(z[:, :d]) + 0.5 * np.sum(z[:, d:] ** 2, axis=1),
         )
 
 

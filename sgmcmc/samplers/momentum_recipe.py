@@ -89,4 +89,7 @@ class MomentumRecipeSampler(Sampler):
             theta = z[:, :d]
             return block_diagonal(np.zeros((z.shape[0], d, d)), self._noise_block(theta, self.transform(theta)))
 
-        return Recipe(energy_gradient, diffusion, curl, correction, noise_covariance)
+        def energy(z):
+            return self.target.potential(z[:, :d]) + 0.5 * np.sum(z[:, d:] ** 2, axis=1)
+
+        return Recipe(energy_gradient, diffusion, curl, correction, noise_covariance, energy)

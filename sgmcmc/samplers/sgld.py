@@ -36,5 +36,6 @@ class SGLD(Sampler):
             diffusion=identity,
             curl=lambda z: np.zeros((z.shape[0], z.shape[1], z.shape[1])),
             correction=lambda z: np.zeros_like(z),
+            energy=self.target.potential,
             noise_covariance=lambda z: self._noise_block(z),
         )

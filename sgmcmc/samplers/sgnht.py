@@ -85,4 +85,8 @@ class SGNHT(Sampler):
             n = z.shape[0]
             return block_diagonal(np.zeros((n, d, d)), self._noise_block(z[:, :d]), np.zeros((n, 1, 1)))
 
-        return Recipe(energy_gradient, diffusion, curl, correction, noise_covariance)
+        def energy(z):
+            kinetic = 0.5 * np.sum(z[:, d : 2 * d] ** 2, axis=1)
+            return self.target.potential(z[:, :d]) + kinetic + 0.5 * d * (z[:, 2 * d] - self.diffusion) ** 2
+
+        return Recipe(energy_gradient, diffusion, curl, correction, noise_covariance, energy)

@@ -42,5 +42,6 @@ class SGRLD(Sampler):
             diffusion=lambda z: diagonal_matrices(self.metric.inverse(z)),
             curl=lambda z: np.zeros((z.shape[0], z.shape[1], z.shape[1])),
             correction=None,  # finite differences of D: an independent check of inverse_derivative
+            energy=self.target.potential,
             noise_covariance=lambda z: self._noise_block(z, self.metric.inverse(z)),
         )

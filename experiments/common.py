@@ -1,0 +1,106 @@
+"""What every paper experiment shares: the command line (``--smoke``, ``--root``, ``--jobs``), config
+composition through the same Hydra configs as ``run.py`` (``configs/experiment/*.yaml``), and running a
+list of settings (in parallel processes when ``--jobs`` > 1) into one :class:`~sgmcmc.paper.PaperFolder`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+from sgmcmc.config import ConfigError  # noqa: E402
+from sgmcmc.paper import PaperFolder  # noqa: E402
+
+CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One run of an experiment: Hydra overrides plus the labels it is reported under."""
+
+    overrides: tuple
+    labels: tuple  # ((key, value), ...): what the summary groups by
+
+    @property
+    def label_dict(self) -> dict:
+        return dict(self.labels)
+
+
+def setting(overrides, **labels) -> Setting:
+    return Setting(tuple(overrides), tuple(labels.items()))
+
+
+def parse_args(description: str, argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--smoke", action="store_true", help="tiny settings that run in seconds (CI, make smoke)")
+    parser.add_argument("--root", default="results/paper", help="folder that receives <figure-id>/<run-id>/")
+    parser.add_argument("--jobs", type=int, default=2, help="runs in parallel processes (default 2)")
+    return parser.parse_args(argv)
+
+
+def compose(overrides) -> dict:
+    """The resolved config for ``overrides``, composed exactly as ``python run.py <overrides>`` would."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        config = hydra_compose(config_name="config", overrides=list(overrides))
+        container = OmegaConf.to_container(config, resolve=True)
+    container.pop("hydra", None)
+    return container
+
+
+def _run_one(overrides, runs_dir: str) -> tuple[str, str]:
+    from sgmcmc.experiment import run_experiment
+
+    config = compose(list(overrides) + [f"run.results_dir={runs_dir}", "run.progress=false"])
+    folder, status = run_experiment(config, argv=["run.py", *overrides])
+    return str(folder), status
+
+
+def run_settings(paper: PaperFolder, settings: list[Setting], jobs: int = 1) -> list[tuple[Setting, dict]]:
+    """Run every setting into ``paper.runs_dir``; return (setting, metrics.json) in the given order.
+
+    A config error stops the whole experiment with one line (exit 2) before anything runs.
+    """
+    try:
+        from sgmcmc.config import validate_config
+
+        for item in settings:
+            validate_config(compose(item.overrides))
+    except ConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        sys.exit(2)
+    runs_dir = str(paper.runs_dir)
+    if jobs > 1 and len(settings) > 1:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            outcomes = list(pool.map(_run_one, [s.overrides for s in settings], [runs_dir] * len(settings)))
+    else:
+        outcomes = [_run_one(s.overrides, runs_dir) for s in settings]
+    results = []
+    for item, (folder, status) in zip(settings, outcomes):
+        metrics = paper.record_run(Path(folder), status, {"overrides": list(item.overrides), **item.label_dict})
+        results.append((item, metrics))
+        print(f"  {status:<10} {' '.join(item.overrides)}", flush=True)
+    return results
+
+
+def load_samples(paper: PaperFolder, run_record: dict):
+    """The ``theta`` array of a recorded run."""
+    import numpy as np
+
+    with np.load(paper.path / run_record["folder"] / "samples.npz") as data:
+        return data["theta"]
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text())

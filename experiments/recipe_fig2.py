@@ -1,0 +1,204 @@
+"""Ma, Chen & Fox (2015) Fig. 2 (SPEC E1, E2; settings §4.2-4.4).
+
+Left: KL(p‖q) of SGLD, SGHMC, naive SGRHMC (Eq. 16) and gSGRHMC (Alg. 1) on T1 (one peak) and T2
+(double well), mean ± sd over 5 seeds, 10⁶ pooled post-burn-in samples per run.
+Right: KL against x = log₃(steps/100) + 1 for SGLD, SGHMC and gSGRHMC on the correlated 2D target T4,
+one chain per seed from (0, 0) up to 1,968,300 steps, plus the exact contours with each method's first
+10 samples.
+
+    python -m experiments.recipe_fig2 [--smoke] [--jobs 2]
+"""
+
+from __future__ import annotations
+
+import sys
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from experiments.common import Setting, load_samples, parse_args, run_settings, setting
+from sgmcmc.diagnostics import bin_masses_2d, histogram_kl
+from sgmcmc.paper import PaperFolder, mean_and_sd
+from sgmcmc.targets import make_target
+
+FIGURE_ID = "recipe-fig2"
+LEFT_SAMPLERS = ("sgld", "sghmc", "naive_sgrhmc", "sgrhmc")
+LEFT_TARGETS = ("gaussian_1d", "double_well")
+RIGHT_SAMPLERS = ("sgld", "sghmc", "sgrhmc")
+LABELS = {"sgld": "SGLD", "sghmc": "SGHMC", "naive_sgrhmc": "naive SGRHMC", "sgrhmc": "gSGRHMC"}
+TARGET_LABELS = {"gaussian_1d": "one peak (T1)", "double_well": "two peaks (T2)"}
+# E2 step sizes (ours; SPEC is silent): the largest of {0.02, 0.05, 0.1, 0.2, 0.3} at which 200 chains x
+# 20,000 steps neither diverge nor show a KL bias above 0.005 (measured: SGLD 0.05 -> KL 0.137;
+# SGHMC 0.2 diverges; gSGRHMC 0.3 -> KL 0.0084, 0.2 -> 0.0033).
+RIGHT_STEP_SIZES = {"sgld": 0.02, "sghmc": 0.1, "sgrhmc": 0.2}
+SEEDS = (0, 1, 2, 3, 4)
+
+
+def left_settings(smoke: bool) -> list[Setting]:
+    out = []
+    for target in LEFT_TARGETS:
+        for sampler in LEFT_SAMPLERS:
+            for seed in SEEDS[: 2 if smoke else 5]:
+                overrides = ["+experiment=recipe_fig2_left", f"sampler={sampler}", f"target={target}", f"seed={seed}",
+                             "run.figures=false"]
+                if sampler == "sgld":  # ε = 0.02: thin 5 so its 10⁶ samples span the same time as ε = 0.1
+                    overrides += ["run.n_steps=6000", "run.thin=5"]
+                if smoke:
+                    overrides += ["run.n_chains=50", "run.n_steps=300", "run.burn_in=100", "run.thin=1"]
+                out.append(setting(overrides, panel="left", sampler=sampler, target=target, seed=seed))
+    return out
+
+
+def right_settings(smoke: bool) -> list[Setting]:
+    out = []
+    for sampler in RIGHT_SAMPLERS:
+        overrides = ["+experiment=recipe_fig2_right", f"sampler={sampler}",
+                     f"sampler.step_size={RIGHT_STEP_SIZES[sampler]}", "run.figures=false"]
+        if smoke:
+            overrides += ["run.n_chains=2", "run.n_steps=2700", "run.eval_every=900"]
+        out.append(setting(overrides, panel="right", sampler=sampler, target="correlated_2d", seed=0))
+    return out
+
+
+def kl_against_steps(chains: np.ndarray, target) -> pd.DataFrame:
+    """KL(p‖q) of each chain's first 100·3^{x−1} samples, x = 1, 2, … (SPEC E2)."""
+    edges = target.histogram_edges()
+    masses = bin_masses_2d(target.log_density, *edges)
+    rows = []
+    n_steps = chains.shape[1]
+    x = 1
+    while 100 * 3 ** (x - 1) <= n_steps:
+        steps = 100 * 3 ** (x - 1)
+        for chain in range(chains.shape[0]):
+            kl = histogram_kl(chains[chain, :steps], masses, edges)
+            rows.append({"x": x, "steps": steps, "chain": chain, **kl})
+        x += 1
+    return pd.DataFrame(rows)
+
+
+def draw_left(table: pd.DataFrame, path) -> None:
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
+    for ax, target in zip(axes, LEFT_TARGETS):
+        rows = table[table.target == target].set_index("sampler").loc[list(LEFT_SAMPLERS)]
+        colors = ["tab:blue", "tab:green", "tab:red", "tab:purple"]
+        ax.bar([LABELS[s] for s in rows.index], rows.kl_pq_mean, yerr=rows.kl_pq_sd.fillna(0), color=colors, capsize=4)
+        ax.set_title(TARGET_LABELS[target])
+        ax.tick_params(axis="x", rotation=20)
+    axes[0].set_ylabel("KL(p‖q)")
+    axes[0].set_ylim(0, max(0.02, float(table.kl_pq_mean.max() * 1.15)))
+    fig.suptitle("Ma et al. 2015 Fig. 2 left: 10⁶ samples, mean ± sd over seeds; G^{-1/2} = (1+θ²)^{-1/2} (ours, SPEC §4.2)",
+                 fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def draw_right(curves: pd.DataFrame, first_samples: dict, target, path) -> None:
+    fig, (ax, inset) = plt.subplots(1, 2, figsize=(10, 4), gridspec_kw={"width_ratios": [1.3, 1]})
+    colors = {"sgld": "tab:blue", "sghmc": "tab:green", "sgrhmc": "tab:purple"}
+    for sampler in RIGHT_SAMPLERS:
+        rows = curves[curves.sampler == sampler].groupby("x").kl_pq.agg(["mean", "std"]).reset_index()
+        label = f"{LABELS[sampler]} (ε={RIGHT_STEP_SIZES[sampler]})"
+        ax.plot(rows["x"], rows["mean"], "-o", color=colors[sampler], label=label, ms=4)
+        ax.fill_between(rows["x"], rows["mean"] - rows["std"].fillna(0), rows["mean"] + rows["std"].fillna(0),
+                        color=colors[sampler], alpha=0.2)
+    ax.set_xlabel("log₃(steps/100) + 1")
+    ax.set_ylabel("KL(p‖q)")
+    ax.set_title("correlated 2D (T4): KL against steps, mean ± sd over chains", fontsize=9)
+    ax.legend()
+    x1, x2 = np.linspace(-3, 3, 241), np.linspace(-2, 2, 161)
+    grid = np.stack(np.meshgrid(x1, x2, indexing="ij"), axis=-1).reshape(-1, 2)
+    density = np.exp(target.log_density(grid)).reshape(len(x1), len(x2))
+    inset.contour(x1, x2, density.T, levels=8, colors="0.6", linewidths=0.8)
+    for sampler, points in first_samples.items():
+        path_points = np.vstack([[0.0, 0.0], points])
+        inset.plot(path_points[:, 0], path_points[:, 1], "-o", color=colors[sampler], ms=3, label=LABELS[sampler])
+    inset.set_title("exact density and the first 10 samples from (0, 0)", fontsize=9)
+    inset.set_xlabel("θ₁")
+    inset.set_ylabel("θ₂")
+    inset.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+NOTES_LEFT = """
+Published (Ma et al. 2015 Fig. 2 left) gives only bars on a 0-0.02 axis: the correct samplers small,
+naive SGRHMC visibly larger (no numbers printed). Our settings (SPEC §4.2-4.4, our choices): gradient
+noise V = 4, B̂ = V (noise_estimate known), ε = 0.1 for SGHMC / naive SGRHMC / gSGRHMC with the splitting
+integrator and 1000 chains x (1000 burn-in + 1000 kept) steps; SGLD ε = 0.02 with 6000 steps thinned by 5
+(the same simulated time); G(θ)^{-1/2} = (1+θ²)^{-1/2}; KL on width-0.1 bins over [-3, 3]; 5 seeds.
+`ratio_to_worst_correct` is naive SGRHMC's KL over the largest KL of the correct samplers on that target.
+"""
+
+NOTES_RIGHT = """
+Published (Ma et al. 2015 Fig. 2 right): KL axis 0-2.5 over x = 1..10, gSGRHMC falling fastest, then
+SGHMC, then SGLD (read off; no numbers printed). Ours: one chain per seed from (0, 0), KL(p‖q) of the
+chain's first 100·3^(x-1) samples on 0.1 x 0.05 bins over [-3, 3] x [-2, 2], gradient noise V = 4,
+G(θ)^{-1/2} = diag((1+θ₁²)^{-1/2}, 0.25) (SPEC §4.2, ours). Step sizes are ours (the paper's are not
+published): each sampler at the largest of {0.02, 0.05, 0.1, 0.2, 0.3} that neither diverges nor shows a
+KL bias above 0.005 in a 200-chain pilot (SGLD 0.02, SGHMC 0.1, gSGRHMC 0.2). The metric lets gSGRHMC take
+twice SGHMC's step (SGHMC diverges at 0.2 where |θ₁| is large); at equal ε = 0.1 gSGRHMC moves θ₁ more
+slowly than SGHMC, so the ordering depends on that choice. The single-chain KL has a floor from the
+finite sample (about (number of occupied bins)/(2 · effective sample size)).
+"""
+
+
+def main(argv=None) -> None:
+    args = parse_args(__doc__.splitlines()[0], argv)
+    paper = PaperFolder.create(FIGURE_ID, args.root)
+    print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
+    results = run_settings(paper, left_settings(args.smoke) + right_settings(args.smoke), jobs=args.jobs)
+
+    rows = [{**item.label_dict, "status": m["status"], **m["final"]} for item, m in results if item.label_dict["panel"] == "left"]
+    left = pd.DataFrame(rows)
+    table = mean_and_sd(left, ["target", "sampler"], "kl_pq")
+    table = table.merge(mean_and_sd(left, ["target", "sampler"], "kl_qp").drop(columns="n_runs"), on=["target", "sampler"])
+    table = table.merge(mean_and_sd(left, ["target", "sampler"], "second_moment_error").drop(columns="n_runs"),
+                        on=["target", "sampler"])
+    ratios = []
+    for target in LEFT_TARGETS:
+        part = table[table.target == target]
+        worst_correct = part[part.sampler != "naive_sgrhmc"].kl_pq_mean.max()
+        naive = float(part[part.sampler == "naive_sgrhmc"].kl_pq_mean.iloc[0])
+        ratios.append({"target": target, "sampler": "naive_sgrhmc", "ratio_to_worst_correct": naive / worst_correct})
+    table = table.merge(pd.DataFrame(ratios), on=["target", "sampler"], how="left")
+    table["published"] = np.where(table.sampler == "naive_sgrhmc", "visibly larger (bar, 0-0.02 axis)",
+                                  "small (bar, 0-0.02 axis)")
+    draw_left(table, paper.path / "fig2_left_kl_bars.png")
+
+    curves, first_samples = [], {}
+    target = make_target("correlated_2d")
+    for item, metrics in results:
+        labels = item.label_dict
+        if labels["panel"] != "right":
+            continue
+        record = next(r for r in paper.runs if r["overrides"] == list(item.overrides))
+        chains = load_samples(paper, record)
+        frame = kl_against_steps(chains, target)
+        frame["sampler"] = labels["sampler"]
+        frame["step_size"] = RIGHT_STEP_SIZES[labels["sampler"]]
+        curves.append(frame)
+        first_samples[labels["sampler"]] = chains[0, :10]
+    curves = pd.concat(curves, ignore_index=True)
+    draw_right(curves, first_samples, target, paper.path / "fig2_right_kl_vs_steps.png")
+    right = (curves.groupby(["sampler", "step_size", "x", "steps"]).kl_pq.agg(["mean", "std", "count"]).reset_index()
+             .rename(columns={"mean": "kl_pq_mean", "std": "kl_pq_sd", "count": "n_chains"}))
+    right.to_csv(paper.path / "fig2_right_curves.csv", index=False)
+
+    summary = pd.concat([table.assign(panel="left"), right.assign(panel="right", target="correlated_2d")], ignore_index=True)
+    shown = ["target", "sampler", "kl_pq_mean", "kl_pq_sd", "kl_qp_mean", "second_moment_error_mean",
+             "ratio_to_worst_correct", "published", "n_runs"]
+    wide = right.pivot(index="x", columns="sampler", values="kl_pq_mean").reset_index()
+    wide.insert(1, "steps", 100 * 3 ** (wide["x"] - 1))
+    body = ("## Left panel: KL(p‖q) over seeds\n\n" + table[shown].to_markdown(index=False, floatfmt=".3g") + "\n"
+            + NOTES_LEFT + "\n## Right panel: mean KL(p‖q) over chains by x = log₃(steps/100) + 1\n\n"
+            + wide.to_markdown(index=False, floatfmt=".4g") + "\n")
+    paper.write_summary(summary, "Ma, Chen & Fox (2015) Fig. 2: ours beside the published figure", NOTES_RIGHT, body=body)
+    paper.finish({"smoke": args.smoke, "right_step_sizes": RIGHT_STEP_SIZES, "seeds": list(SEEDS)}, sys.argv)
+    print(paper.path)
+
+
+if __name__ == "__main__":
+    main()
