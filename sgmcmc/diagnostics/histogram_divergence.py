@@ -39,7 +39,8 @@ def histogram_kl(samples: np.ndarray, exact_masses: np.ndarray, edges, floor: fl
 
     ``p_i`` is the exact mass of bin ``i`` (see :func:`sgmcmc.diagnostics.quadrature.bin_masses_1d` / ``_2d``) and
     ``q_i`` the fraction of *all* samples (those outside the grid count in the denominator) that fall in bin ``i``.
-    Both are floored at ``floor`` inside the logarithms; the leading factor is not floored, so a bin whose leading
+    One more cell, "outside the grid", gets the rest of each (1 − Σp and 1 − Σq), so p and q are both
+    distributions on the same k + 1 cells and both divergences are ≥ 0 (up to the floor). Both are floored at ``floor`` inside the logarithms; the leading factor is not floored, so a bin whose leading
     value is 0 contributes 0 (convention 0·log 0 = 0)::
 
         kl_pq = Σ_i p_i log(p_i / q_i),    kl_qp = Σ_i q_i log(q_i / p_i).
@@ -66,6 +67,8 @@ def histogram_kl(samples: np.ndarray, exact_masses: np.ndarray, edges, floor: fl
     p = np.asarray(exact_masses, dtype=float)
     if p.shape != q.shape:
         raise ValueError(f"exact_masses has shape {p.shape}, the grid has {q.shape} bins")
+    p = np.append(p.reshape(-1), max(0.0, 1.0 - float(p.sum())))
+    q = np.append(q.reshape(-1), max(0.0, 1.0 - float(q.sum())))
     return {"kl_pq": _kl_term(p, q, floor), "kl_qp": _kl_term(q, p, floor)}
 
 

@@ -32,7 +32,8 @@ def test_kl_by_hand_three_bins():
     samples = np.array([0.5, 0.7, 1.5, 10.0])
     out = histogram_kl(samples, p, edges)
     kl_pq = 0.5 * np.log(0.5 / 0.5) + 0.3 * np.log(0.3 / 0.25) + 0.2 * np.log(0.2 / 1e-10)
-    kl_qp = 0.5 * np.log(0.5 / 0.5) + 0.25 * np.log(0.25 / 0.3)  # q_2 = 0 contributes 0
+    # q_2 = 0 contributes 0; the outside cell has q = 0.25 against an exact mass 0 (floored)
+    kl_qp = 0.5 * np.log(0.5 / 0.5) + 0.25 * np.log(0.25 / 0.3) + 0.25 * np.log(0.25 / 1e-10)
     assert out["kl_pq"] == pytest.approx(kl_pq, rel=1e-12)
     assert out["kl_qp"] == pytest.approx(kl_qp, rel=1e-12)
     # a zero exact mass contributes 0 to KL(p||q) and is floored in KL(q||p)
@@ -40,6 +41,15 @@ def test_kl_by_hand_three_bins():
     assert out2["kl_pq"] == pytest.approx(0.5 * np.log(0.5 / 0.25) + 0.5 * np.log(0.5 / 0.25), rel=1e-12)
     expected_qp = 0.25 * np.log(0.25 / 0.5) * 2 + 0.5 * np.log(0.5 / 1e-10)
     assert out2["kl_qp"] == pytest.approx(expected_qp, rel=1e-12)
+
+
+def test_mass_outside_the_grid_keeps_both_divergences_nonnegative():
+    """Exact samples of N(0, 1) scored on [-1, 1] only: a third of the mass is outside the grid."""
+    rng = np.random.default_rng(0)
+    edges = np.linspace(-1.0, 1.0, 21)
+    p = np.diff(stats.norm.cdf(edges))
+    out = histogram_kl(rng.standard_normal(200_000), p, edges)
+    assert 0.0 <= out["kl_pq"] < 1e-3 and 0.0 <= out["kl_qp"] < 1e-3, out
 
 
 def test_kl_2d():
