@@ -1,0 +1,287 @@
+#!/usr/bin/env python
+"""Stationarity check of a sampler's continuous dynamics (Ma et al. 2015, Eq. 3 and Theorem 1;
+SPEC §0 K1): the Fokker–Planck residual of p ∝ exp(−H) on a grid over z, see
+:mod:`sgmcmc.stationarity`.
+
+    python check.py sampler=sghmc target=double_well [sampler.step_size=0.1 target.noise_variance=4 ...]
+    python check.py --all [target=double_well] [target.KEY=V] [sampler.KEY=V]   # every registered sampler
+    options: --grid N (points on every axis of z) or N1,N2,... (one per axis); --order 2|4
+
+The config is composed from ``configs/`` exactly as ``run.py`` does (the same overrides and the same
+validation); the check uses the sampler's ``step_size`` (ε₀ of a schedule). It reports the relative
+residual on the grid and on the same box at half the resolution, and a verdict:
+"stationary" (the residual shrinks under refinement and is below the threshold,
+``sgmcmc.stationarity.STATIONARY_THRESHOLD`` = 1e-2), "NOT stationary" (it does not shrink: a defect
+of the dynamics) or "unresolved" (still shrinking, above the threshold: give a finer ``--grid``).
+
+A bad config value, group name or option prints one line ``error: ...`` on stderr and exits 2.
+A completed check exits 0 whatever the verdict; a sampler whose D or Q violates the recipe exits 1.
+With ``--all`` a sampler that cannot be built or checked shows the reason in its row; exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+CONFIG_DIR = ROOT / "configs"
+DEFAULT_ALL_TARGET = "double_well"
+
+
+def fail(message: str, code: int = 2) -> None:
+    """One line on stderr, no traceback."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    def error(self, message):  # argparse's default prints the usage too (several lines)
+        fail(f"{message} (usage: python check.py [--all] [--grid N] [--order 2|4] [key=value ...])")
+
+
+def parse_arguments(argv: list[str]):
+    parser = OneLineParser(prog="check.py", add_help=True, description="Fokker–Planck stationarity residual of a sampler's continuous dynamics (Ma et al. 2015, Eq. 3 and Theorem 1). Overrides compose configs/ as for run.py.")
+    parser.add_argument("--all", action="store_true", help=f"check every registered sampler (target default: {DEFAULT_ALL_TARGET})")
+    parser.add_argument("--grid", default=None, help="points per axis of z: N, or N1,N2,... one per axis")
+    parser.add_argument("--order", type=int, choices=(2, 4), default=None, help="order of the finite differences (default 4)")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides as for run.py (sampler=..., target=..., key=value)")
+    args = parser.parse_args(argv)
+    for override in args.overrides:
+        if override.startswith("-"):
+            fail(f"unknown option {override!r}")
+    if args.grid is not None:
+        try:
+            points = [int(part) for part in args.grid.split(",")]
+        except ValueError:
+            fail(f"--grid={args.grid!r} is invalid: expected N or N1,N2,... (integers >= 3)")
+        if any(n < 3 for n in points):
+            fail(f"--grid={args.grid!r} is invalid: every axis needs at least 3 points")
+        args.grid = points[0] if len(points) == 1 else points
+    return args
+
+
+# -- composing configs (as run.py does) ------------------------------------------------------------
+def config_groups() -> list[str]:
+    return sorted(path.name for path in CONFIG_DIR.iterdir() if path.is_dir())
+
+
+def group_choices(group: str) -> list[str]:
+    return sorted(path.stem for path in (CONFIG_DIR / group).glob("*.yaml"))
+
+
+def parse_overrides(overrides: list[str]):
+    """Hydra's parser on the overrides; unknown group choices fail with one line."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+    except Exception as error:  # Hydra's grammar errors: keep the first line only
+        fail(f"cannot parse the command line: {str(error).strip().splitlines()[0]}")
+    groups = config_groups()
+    for override in parsed:
+        key = override.key_or_group
+        if override.is_sweep_override():
+            fail(f"{override.input_line!r}: sweeps are not supported by check.py (use --all for every sampler)")
+        if key in groups and not override.is_delete() and override.value() not in group_choices(key):
+            fail(f"{key}={override.value()!r} is invalid: allowed values are {', '.join(group_choices(key))}")
+    return parsed
+
+
+def describe(error: Exception, parsed) -> str:
+    """One line for a Hydra compose error (run.py's wording when available)."""
+    message = str(error)
+    try:
+        from run import describe_compose_error
+
+        return describe_compose_error(message, parsed)
+    except Exception:  # run.py's helper missing or changed: the first line of Hydra's message
+        return message.strip().splitlines()[0] if message.strip() else type(error).__name__
+
+
+def compose(overrides: list[str]) -> dict:
+    """The resolved config dict for ``overrides`` (raises Hydra's errors)."""
+    from hydra import compose as hydra_compose
+    from omegaconf import OmegaConf
+
+    config = hydra_compose(config_name="config", overrides=overrides)
+    container = OmegaConf.to_container(config, resolve=True)
+    container.pop("hydra", None)
+    return container
+
+
+def build(container: dict):
+    """(sampler, target, step size) from a config dict; raises ConfigError."""
+    from sgmcmc.experiment import build as build_experiment
+
+    built = build_experiment(container)
+    return built.sampler, built.target, float(container["sampler"]["step_size"])
+
+
+# -- the checks ------------------------------------------------------------------------------------
+def measure(sampler, step_size: float, grid_points, order):
+    """Residuals on the grid and on the same box at half the resolution, and the verdict."""
+    from sgmcmc.stationarity import DEFAULT_ORDER, default_grid, sampler_stationarity, verdict
+
+    order = DEFAULT_ORDER if order is None else order
+    grid = default_grid(sampler, grid_points)
+    fine = sampler_stationarity(sampler, step_size, grid=grid, order=order)
+    coarse = sampler_stationarity(sampler, step_size, grid=grid.coarsened(), order=order)
+    return coarse, fine, verdict(coarse, fine)
+
+
+def z_label(sampler) -> str:
+    from sgmcmc.stationarity import state_blocks
+
+    d, m, xi = state_blocks(sampler)
+    return ",".join(["θ"] + (["r"] if m else []) + (["ξ"] if xi is not None else [])) + f" ({d + m + (xi is not None)}D)"
+
+
+def describe_sampler(sampler, target, step_size: float) -> str:
+    import numpy as np
+
+    stochastic = getattr(sampler, "uses_stochastic_gradient", True)
+    parts = [f"step_size={step_size:g}"]
+    variance = target.noise_covariance(np.zeros((1, target.dim)))
+    if variance is not None:
+        diagonal = sorted(set(np.round(np.diag(np.atleast_2d(np.asarray(variance).reshape(-1, target.dim, target.dim)[0])), 6)))
+        parts.append("V=" + "/".join(f"{v:g}" for v in diagonal) + ("" if stochastic else " (unused: exact gradient)"))
+    parts.append(f"noise_estimate={noise_handling(sampler)}")
+    return ", ".join(parts)
+
+
+def noise_handling(sampler) -> str:
+    """How the sampler treats the gradient noise: its noise_estimate when it subtracts B̂, else why not."""
+    if not getattr(sampler, "uses_stochastic_gradient", True):
+        return "exact gradient"
+    try:
+        subtracts = sampler.recipe().noise_covariance is not None
+    except Exception:
+        return "-"
+    return getattr(sampler, "noise_estimate", "-") if subtracts else "none (B=0)"
+
+
+def check_one(args) -> None:
+    from hydra import initialize_config_dir
+
+    from sgmcmc.config import ConfigError
+    from sgmcmc.recipe import RecipeError
+    from sgmcmc.stationarity import STATIONARY_THRESHOLD
+
+    parsed = parse_overrides(args.overrides)
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+            container = compose(args.overrides)
+    except Exception as error:
+        fail(describe(error, parsed))
+    try:
+        sampler, target, step_size = build(container)
+    except ConfigError as error:
+        fail(str(error))
+    try:
+        start = time.perf_counter()
+        coarse, fine, outcome = measure(sampler, step_size, args.grid, args.order)
+        elapsed = time.perf_counter() - start
+    except RecipeError as error:
+        fail(f"sampler {sampler.name}: {error}", code=1)
+    except (ValueError, TypeError) as error:
+        fail(f"sampler {sampler.name} on {target.name}: {error}")
+    shape = " x ".join(map(str, fine.grid_shape))
+    box = " x ".join(f"[{lo:g}, {hi:g}]" for lo, hi in fine.bounds)
+    ratio = coarse.relative_residual / fine.relative_residual if fine.relative_residual > 0 else float("inf")
+    print(f"sampler {sampler.name} on {target.name}: {describe_sampler(sampler, target, step_size)}")
+    print(f"z = {z_label(sampler)}: grid {shape} over {box}, central differences of order {fine.order}")
+    print(f"relative residual    {fine.relative_residual:.3e}   (half resolution: {coarse.relative_residual:.3e}, ratio {ratio:.1f})")
+    print(f"max |L*p| / max term {fine.max_relative_residual:.3e}   (max |L*p| = {fine.max_abs_residual:.3e} with max p = 1)")
+    print(f"verdict: {outcome}   (threshold {STATIONARY_THRESHOLD:g}; {elapsed:.1f} s)")
+
+
+def sampler_keys(name: str) -> set:
+    import yaml
+
+    path = CONFIG_DIR / "sampler" / f"{name}.yaml"
+    return set((yaml.safe_load(path.read_text()) or {}).keys()) if path.is_file() else set()
+
+
+def check_all(args) -> None:
+    import pandas as pd
+    from hydra import initialize_config_dir
+
+    from sgmcmc.config import ConfigError
+    from sgmcmc.samplers import SAMPLERS
+    from sgmcmc.stationarity import CONVERGING_RATIO, DEFAULT_ORDER, STATIONARY_THRESHOLD
+
+    parsed = parse_overrides(args.overrides)
+    for override in parsed:
+        if override.key_or_group == "sampler":
+            fail("--all checks every sampler: drop the sampler=... override")
+    if not any(override.key_or_group == "target" for override in parsed):
+        args.overrides = [f"target={DEFAULT_ALL_TARGET}", *args.overrides]
+    sampler_overrides = {o.input_line: o.key_or_group.split(".", 1)[1] for o in parsed if o.key_or_group.startswith("sampler.")}
+    names = list(SAMPLERS)
+    for line, key in sampler_overrides.items():
+        if not any(key in sampler_keys(name) for name in names):
+            fail(f"{line!r}: no sampler has the key {key!r}")
+
+    rows, target_name, start = [], None, time.perf_counter()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        try:  # the common part (target, run, ...) once, so a bad target stops here with one line
+            compose([o for o in args.overrides if not o.startswith("sampler.")])
+        except Exception as error:
+            fail(describe(error, parsed))
+        for name in names:
+            keys = sampler_keys(name)
+            own = [line for line, key in sampler_overrides.items() if key in keys]
+            common = [o for o in args.overrides if not o.startswith("sampler.")]
+            row = {"sampler": name}
+            try:
+                container = compose([f"sampler={name}", *common, *own])
+                sampler, target, step_size = build(container)
+            except ConfigError as error:
+                rows.append({**row, "verdict": f"config error: {error}"})
+                continue
+            except Exception as error:
+                rows.append({**row, "verdict": f"no config: {describe(error, parsed)}"})
+                continue
+            target_name = target.name
+            row.update({"z": z_label(sampler), "step_size": step_size, "noise_estimate": noise_handling(sampler)})
+            try:
+                coarse, fine, outcome = measure(sampler, step_size, args.grid, args.order)
+            except Exception as error:  # RecipeError, missing energy, unknown V: report, keep going
+                rows.append({**row, "verdict": f"cannot check: {str(error).splitlines()[0]}"})
+                continue
+            row.update({
+                "grid": "x".join(map(str, fine.grid_shape)),
+                "residual (half grid)": f"{coarse.relative_residual:.2e}",
+                "residual": f"{fine.relative_residual:.2e}",
+                "ratio": f"{coarse.relative_residual / fine.relative_residual:.1f}" if fine.relative_residual > 0 else "inf",
+                "verdict": outcome,
+            })
+            rows.append(row)
+    table = pd.DataFrame(rows).fillna("")
+    columns = ["sampler", "z", "grid", "step_size", "noise_estimate", "residual (half grid)", "residual", "ratio", "verdict"]
+    table = table[[c for c in columns if c in table.columns]]
+    order = DEFAULT_ORDER if args.order is None else args.order
+    print(f"Fokker–Planck stationarity residual on {target_name or '?'} (Ma et al. 2015, Eq. 3 / Theorem 1), "
+          f"central differences of order {order}")
+    print(table.to_string(index=False))
+    print(f"stationary: residual shrinks >= {CONVERGING_RATIO:g}x when h halves and is < {STATIONARY_THRESHOLD:g}; "
+          f"NOT stationary: it does not shrink; unresolved: shrinking but >= {STATIONARY_THRESHOLD:g} (use a finer --grid). "
+          f"HMC / MH samplers are checked as their continuous dynamics (the MH test is not modelled). "
+          f"{time.perf_counter() - start:.1f} s")
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_arguments(sys.argv[1:] if argv is None else argv)
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    if args.all:
+        check_all(args)
+    else:
+        check_one(args)
+
+
+if __name__ == "__main__":
+    main()
