@@ -118,6 +118,8 @@ SAMPLER_FIELDS: dict[str, dict[str, Check]] = {
     "sgnht": {**COMMON, **_integrators("sgnht"), "diffusion": real(0.0)},
     "naive_sgrhmc": {**COMMON, **_integrators("naive_sgrhmc"), "metric": metric},
     "sgrhmc": {**COMMON, **_integrators("sgrhmc"), "metric": metric},
+    "sghmc_mh": {**COMMON, **_integrators("sghmc_mh"), "friction": real(0.0, strict=True), "n_leapfrog": integer(1),
+                 "metropolis": boolean},
 }
 
 SYNTHETIC = {
@@ -132,6 +134,8 @@ TARGET_FIELDS: dict[str, dict[str, Check]] = {
     "correlated_2d": SYNTHETIC,
     "gaussian_2d_cov": SYNTHETIC,
     "gaussian_2d_prec": SYNTHETIC,
+    "welling_teh_mixture": {"data_seed": integer(0), "n_data": integer(1), "batch_size": integer(1),
+                            "initial_position": optional(number_list()), "initial_spread": real(0.0)},
 }
 
 SCHEDULE_FIELDS: dict[str, dict[str, Check]] = {

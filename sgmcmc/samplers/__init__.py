@@ -10,6 +10,7 @@ from sgmcmc.samplers.base import Sampler
 from sgmcmc.samplers.hmc import HMC, NaiveSGHMC
 from sgmcmc.samplers.naive_sgrhmc import NaiveSGRHMC
 from sgmcmc.samplers.sghmc import SGHMC
+from sgmcmc.samplers.sghmc_mh import SGHMCMetropolis
 from sgmcmc.samplers.sgld import SGLD
 from sgmcmc.samplers.sgnht import SGNHT
 from sgmcmc.samplers.sgrhmc import SGRHMC
@@ -17,7 +18,7 @@ from sgmcmc.samplers.sgrld import SGRLD
 
 SAMPLERS = {
     cls.name: cls
-    for cls in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC)
+    for cls in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC, SGHMCMetropolis)
 }
 
 

@@ -30,6 +30,20 @@ def leapfrog(theta, momentum, step_size, n_steps, gradient):
     return theta, momentum
 
 
+def metropolis_hastings(rng, target, theta0, momentum0, theta, momentum):
+    """Accept (θ, r) over (θ₀, r₀) with probability min(1, exp(H(θ₀, r₀) − H(θ, r))), H = U + ½rᵀr with
+    the exact U (SPEC §0 K4), per chain. Returns the kept (θ, r) and the :class:`StepInfo`."""
+    old_energy = target.potential(theta0) + 0.5 * np.sum(momentum0**2, axis=1)
+    with np.errstate(over="ignore", invalid="ignore"):
+        new_energy = target.potential(theta) + 0.5 * np.sum(momentum**2, axis=1)
+        log_ratio = np.where(np.isfinite(new_energy), old_energy - new_energy, -np.inf)
+    accept_probability = np.exp(np.minimum(log_ratio, 0.0))
+    accepted = rng.random(theta.shape[0]) < accept_probability
+    theta = np.where(accepted[:, None], theta, theta0)
+    momentum = np.where(accepted[:, None], momentum, momentum0)
+    return theta, momentum, StepInfo(accept_probability, accepted)
+
+
 class HMC(Sampler):
     name = "hmc"
     integrators = ("leapfrog",)
@@ -56,15 +70,8 @@ class HMC(Sampler):
         theta, new_momentum = leapfrog(state.theta, momentum, step_size, self.n_leapfrog, self._gradient(rng))
         if not self.metropolis:
             return SamplerState(theta, new_momentum), StepInfo()
-        old_energy = self.target.potential(state.theta) + 0.5 * np.sum(momentum**2, axis=1)
-        with np.errstate(over="ignore", invalid="ignore"):
-            new_energy = self.target.potential(theta) + 0.5 * np.sum(new_momentum**2, axis=1)
-            log_ratio = np.where(np.isfinite(new_energy), old_energy - new_energy, -np.inf)
-        accept_probability = np.exp(np.minimum(log_ratio, 0.0))
-        accepted = rng.random(theta.shape[0]) < accept_probability
-        theta = np.where(accepted[:, None], theta, state.theta)
-        new_momentum = np.where(accepted[:, None], new_momentum, momentum)
-        return SamplerState(theta, new_momentum), StepInfo(accept_probability, accepted)
+        theta, new_momentum, info = metropolis_hastings(rng, self.target, state.theta, momentum, theta, new_momentum)
+        return SamplerState(theta, new_momentum), info
 
     def unpack(self, z):
         d = self.target.dim

@@ -8,6 +8,7 @@ from sgmcmc.targets.double_well import DoubleWell
 from sgmcmc.targets.gaussian_1d import Gaussian1D
 from sgmcmc.targets.gaussian_2d import Gaussian2D
 from sgmcmc.targets.lecture_quartic import LectureQuartic
+from sgmcmc.targets.welling_teh_mixture import WellingTehMixture
 
 CORRELATION_MATRIX = [[1.0, 0.9], [0.9, 1.0]]
 
@@ -18,6 +19,7 @@ TARGETS = {
     "correlated_2d": Correlated2D,
     "gaussian_2d_cov": lambda **kw: Gaussian2D(covariance=CORRELATION_MATRIX, name="gaussian_2d_cov", **kw),
     "gaussian_2d_prec": lambda **kw: Gaussian2D(precision=CORRELATION_MATRIX, name="gaussian_2d_prec", **kw),
+    "welling_teh_mixture": WellingTehMixture,
 }
 
 

@@ -4,9 +4,11 @@ import numpy as np
 import pytest
 from scipy import integrate
 
-from sgmcmc.targets import TARGETS, make_target
+from sgmcmc.targets import TARGETS, SyntheticTarget, make_target
 
 ALL = sorted(TARGETS)
+# targets whose gradient noise is the configured N(0, V) (data targets get theirs from minibatches)
+SYNTHETIC = sorted(name for name in TARGETS if isinstance(make_target(name), SyntheticTarget))
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -56,7 +58,7 @@ def test_double_well_normaliser_matches_spec():
     assert np.exp(make_target("double_well").log_normaliser) == pytest.approx(5.3652, abs=1e-4)
 
 
-@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("name", SYNTHETIC)
 def test_stochastic_gradient_is_unbiased_with_the_configured_covariance(name):
     target = make_target(name, noise_variance=4.0)
     theta = np.tile(np.random.default_rng(2).normal(size=(1, target.dim)), (200000, 1))

@@ -1,0 +1,74 @@
+"""The lecture toys (SPEC E10, §4.7): SGNHT's thermostat absorbs an unknown gradient noise that makes
+SGHMC with B̂ = 0 sample the wrong (temperature-2) law; and the experiment's smoke run writes its folder.
+
+Tolerances measured (400 chains, 24,000 steps at ε = 0.01, E θ² averaged over steps 12,001–24,000 every
+20th, seeds 0–5): |E θ² − 7.4755| was 0.009–0.133 for SGNHT (A = 0) and 0.966–1.051 for SGHMC (C = 1,
+B̂ = 0), whose E θ² (6.42–6.51) matches exp(−U/2)'s 6.446.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from experiments import lecture_toys
+from sgmcmc.samplers import make_sampler
+from sgmcmc.targets import make_target
+
+EXACT_SECOND_MOMENT = 7.4755  # SPEC T3
+TEMPERATURE_2_SECOND_MOMENT = 6.4456  # E θ² under exp(−U/2), by quadrature
+
+
+def _second_moment(name: str, seed: int = 0, n_chains: int = 400, n_steps: int = 24000, burn_in: int = 12000) -> float:
+    target = make_target("lecture_quartic", noise_variance=200.0)
+    parameters = {"diffusion": 0.0} if name == "sgnht" else {"friction": 1.0}
+    sampler = make_sampler(name, target, noise_estimate="zero", **parameters)
+    rng = np.random.default_rng(seed)
+    state = sampler.init(target.initial_position(n_chains, rng), rng)
+    values = []
+    for t in range(1, n_steps + 1):
+        state, _ = sampler.step(rng, state, 0.01)
+        if t > burn_in and t % 20 == 0:
+            values.append(np.mean(state.theta**2))
+    return float(np.mean(values))
+
+
+def test_thermostat_absorbs_unknown_noise_that_heats_sghmc():
+    thermostat = _second_moment("sgnht")
+    sghmc = _second_moment("sghmc")
+    assert abs(thermostat - EXACT_SECOND_MOMENT) < 0.35
+    assert abs(sghmc - EXACT_SECOND_MOMENT) > 0.7
+    assert abs(sghmc - TEMPERATURE_2_SECOND_MOMENT) < 0.3
+    assert abs(thermostat - EXACT_SECOND_MOMENT) < 0.4 * abs(sghmc - EXACT_SECOND_MOMENT)
+
+
+def test_temperature_2_prediction_matches_quadrature():
+    hot = lecture_toys.tempered_moments(make_target("lecture_quartic"), 2.0)
+    assert hot["second_moment"] == pytest.approx(TEMPERATURE_2_SECOND_MOMENT, abs=1e-3)
+
+
+def test_discrete_stationary_covariance_of_sgld_matches_the_closed_form():
+    precision = np.array([[1.0, 0.9], [0.9, 1.0]])
+    eigenvalues, eigenvectors = np.linalg.eigh(precision)
+    step = 0.3
+    closed_form = eigenvectors @ np.diag(1 / (eigenvalues * (1 - step * eigenvalues / 2))) @ eigenvectors.T
+    np.testing.assert_allclose(lecture_toys.discrete_stationary_covariance("sgld", step, 0.0, precision), closed_form)
+    # SGHMC's splitting chain tends to the exact covariance as ε → 0
+    small = lecture_toys.discrete_stationary_covariance("sghmc", 0.01, 0.5, precision)
+    np.testing.assert_allclose(small, np.linalg.inv(precision), rtol=2e-3)
+
+
+def test_smoke_run_writes_summary_and_figures(tmp_path):
+    lecture_toys.main(["--smoke", "--root", str(tmp_path), "--jobs", "1"])
+    folders = list((tmp_path / "lecture-toys").glob("*/summary.csv"))
+    assert len(folders) == 1
+    folder = folders[0].parent
+    assert (folder / "summary.md").read_text().startswith("# Lecture toys")
+    assert (folder / "provenance.json").is_file()
+    pngs = sorted(p.name for p in folder.glob("*.png"))
+    assert {"quartic_sghmc_vs_sgnht.png", "gaussian_sgld_vs_sghmc.png", "welling_teh_posterior.png"} <= set(pngs)
+    assert all((folder / name).stat().st_size > 10_000 for name in pngs)
+    summary = pd.read_csv(folder / "summary.csv")
+    assert {"part", "setting", "quantity", "ours", "reference"} <= set(summary.columns)
+    assert set(summary.part) == {"T3 quartic", "T5 gaussian_2d_prec", "T13 Welling-Teh mixture"}
+    replay = summary[summary.quantity == "replay max |theta - samples.npz|"]
+    assert len(replay) == 2 and (replay.ours == 0).all()
