@@ -44,6 +44,17 @@ def metropolis_hastings(rng, target, theta0, momentum0, theta, momentum):
     return theta, momentum, StepInfo(accept_probability, accepted)
 
 
+def resampled_trajectory_step(rng, target, state, trajectory, metropolis: bool):
+    """One step of the HMC family: r ~ N(0, I), (θ', r') = trajectory(θ, r), then the MH test of
+    :func:`metropolis_hastings` if ``metropolis`` (HMC, naive SGHMC, SGHMC + MH; SPEC §1, E7)."""
+    momentum = rng.standard_normal(state.theta.shape)
+    theta, new_momentum = trajectory(state.theta, momentum)
+    if not metropolis:
+        return SamplerState(theta, new_momentum), StepInfo()
+    theta, new_momentum, info = metropolis_hastings(rng, target, state.theta, momentum, theta, new_momentum)
+    return SamplerState(theta, new_momentum), info
+
+
 class HMC(Sampler):
     name = "hmc"
     integrators = ("leapfrog",)
@@ -66,12 +77,10 @@ class HMC(Sampler):
         return self.target.gradient
 
     def _step_leapfrog(self, rng, state, step_size):
-        momentum = rng.standard_normal(state.theta.shape)
-        theta, new_momentum = leapfrog(state.theta, momentum, step_size, self.n_leapfrog, self._gradient(rng))
-        if not self.metropolis:
-            return SamplerState(theta, new_momentum), StepInfo()
-        theta, new_momentum, info = metropolis_hastings(rng, self.target, state.theta, momentum, theta, new_momentum)
-        return SamplerState(theta, new_momentum), info
+        def trajectory(theta, momentum):
+            return leapfrog(theta, momentum, step_size, self.n_leapfrog, self._gradient(rng))
+
+        return resampled_trajectory_step(rng, self.target, state, trajectory, self.metropolis)
 
     def unpack(self, z):
         d = self.target.dim

@@ -27,9 +27,9 @@ import numpy as np
 
 from sgmcmc.noise import injected_noise
 from sgmcmc.samplers.base import Sampler
-from sgmcmc.samplers.hmc import metropolis_hastings
+from sgmcmc.samplers.hmc import resampled_trajectory_step
 from sgmcmc.samplers.sghmc import SGHMC
-from sgmcmc.state import SamplerState, StepInfo
+from sgmcmc.state import SamplerState
 
 
 class SGHMCMetropolis(Sampler):
@@ -65,12 +65,10 @@ class SGHMCMetropolis(Sampler):
         return theta, momentum
 
     def _step_trajectory(self, rng, state, step_size):
-        momentum = rng.standard_normal(state.theta.shape)
-        theta, new_momentum = self.trajectory(rng, state.theta, momentum, step_size)
-        if not self.metropolis:
-            return SamplerState(theta, new_momentum), StepInfo()
-        theta, new_momentum, info = metropolis_hastings(rng, self.target, state.theta, momentum, theta, new_momentum)
-        return SamplerState(theta, new_momentum), info
+        def trajectory(theta, momentum):
+            return self.trajectory(rng, theta, momentum, step_size)
+
+        return resampled_trajectory_step(rng, self.target, state, trajectory, self.metropolis)
 
     def unpack(self, z):
         d = self.target.dim
