@@ -26,7 +26,9 @@ FIGURE_ID = "recipe-fig2"
 LEFT_SAMPLERS = ("sgld", "sghmc", "naive_sgrhmc", "sgrhmc")
 LEFT_TARGETS = ("gaussian_1d", "double_well")
 RIGHT_SAMPLERS = ("sgld", "sghmc", "sgrhmc")
-LABELS = {"sgld": "SGLD", "sghmc": "SGHMC", "naive_sgrhmc": "naive SGRHMC", "sgrhmc": "gSGRHMC"}
+LABELS = {"sgld": "SGLD", "sghmc": "SGHMC", "naive_sgrhmc": "naive SGRHMC", "sgrhmc": "gSGRHMC",
+          "exact_iid": "exact i.i.d. draws"}
+EXACT = "exact_iid"  # reference curve: the same estimator on independent exact draws (the best any sampler can do)
 TARGET_LABELS = {"gaussian_1d": "one peak (T1)", "double_well": "two peaks (T2)"}
 # E2 step sizes (ours; SPEC is silent): the largest of {0.02, 0.05, 0.1, 0.2, 0.3} at which 200 chains x
 # 20,000 steps neither diverge nor show a KL bias above 0.005 (measured: SGLD 0.05 -> KL 0.137;
@@ -77,6 +79,14 @@ def kl_against_steps(chains: np.ndarray, target) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def exact_reference(target, n_chains: int, n_steps: int, seed: int = 0) -> pd.DataFrame:
+    """The E2 curve of ``n_chains`` sequences of independent exact draws (T4 has a closed-form sampler):
+    the KL a perfectly mixing sampler would show, i.e. the histogram estimator's own finite-sample floor."""
+    rng = np.random.default_rng(seed)
+    draws = np.stack([target.exact_sample(n_steps, rng) for _ in range(n_chains)])
+    return kl_against_steps(draws, target)
+
+
 def draw_left(table: pd.DataFrame, path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), sharey=True)
     for ax, target in zip(axes, LEFT_TARGETS):
@@ -96,10 +106,13 @@ def draw_left(table: pd.DataFrame, path) -> None:
 
 def draw_right(curves: pd.DataFrame, first_samples: dict, target, path) -> None:
     fig, axes = plt.subplots(1, 3, figsize=(15, 4), gridspec_kw={"width_ratios": [1, 1, 1]})
-    colors = {"sgld": "tab:blue", "sghmc": "tab:green", "sgrhmc": "tab:purple"}
+    colors = {"sgld": "tab:blue", "sghmc": "tab:green", "sgrhmc": "tab:purple", EXACT: "black"}
     for ax, column, name in zip(axes[:2], ("kl_pq", "kl_qp"), ("KL(p‖q)", "KL(q‖p)")):
-        for sampler in RIGHT_SAMPLERS:
+        for sampler in (*RIGHT_SAMPLERS, EXACT):
             rows = curves[curves.sampler == sampler].groupby("x")[column].agg(["mean", "std"]).reset_index()
+            if sampler == EXACT:
+                ax.plot(rows["x"], rows["mean"], "--", color="black", label=f"{LABELS[sampler]} (estimator floor)")
+                continue
             label = f"{LABELS[sampler]} (ε={RIGHT_STEP_SIZES[sampler]})"
             ax.errorbar(rows["x"], rows["mean"], yerr=rows["std"].fillna(0), fmt="-o", color=colors[sampler],
                         label=label, ms=4, capsize=3)
@@ -145,21 +158,39 @@ Step sizes are ours (the paper's are not published): each sampler at the largest
 stable there). For x <= 6 KL(p‖q) is dominated by empty bins (floor 1e-10), the same for every sampler;
 KL(q‖p) at x = 1 has the magnitude of the paper's axis (about 2.5), so the paper probably plotted that
 direction or a similar estimator.
+
+The dashed black curve ("exact i.i.d. draws") applies the same estimator to sequences of independent
+exact draws from T4 (θ₁ from exp(−θ₁⁴/10), θ₂ | θ₁ Gaussian), as many sequences as chains. It is the
+curve of a perfectly mixing sampler: with 4,800 bins and at most 10⁵ samples, the histogram KL is
+dominated by its own finite-sample error, so every sampler's curve lies close to it and the differences
+between samplers are a fraction of the curve's height (column `ratio_to_exact` = sampler KL(q‖p) over
+the exact-draw KL(q‖p) at the same x; 1 is the best possible).
 """
 
 
 def ordering_notes(right: pd.DataFrame) -> str:
     """Which sampler has the lowest mean KL at each x, in both directions (measured, not assumed)."""
+    right = right[right.sampler != EXACT]
     lines = []
     for column, name in (("kl_pq_mean", "KL(p‖q)"), ("kl_qp_mean", "KL(q‖p)")):
         best = right.loc[right.groupby("x")[column].idxmin(), ["x", "sampler"]]
         wins = {LABELS[s]: [int(x) for x in best[best.sampler == s].x] for s in RIGHT_SAMPLERS}
         lines.append(f"- Lowest {name} at x = " + "; ".join(f"{k}: {v if v else 'none'}" for k, v in wins.items()) + ".")
     fastest = all(right.loc[right.groupby("x")[c].idxmin(), "sampler"].eq("sgrhmc").all() for c in ("kl_pq_mean", "kl_qp_mean"))
+    excess = right.pivot(index="x", columns="sampler", values="ratio_to_exact")
+    spread = [f"x = {x}: " + ", ".join(f"{LABELS[s]} {excess.loc[x, s]:.2f}" for s in RIGHT_SAMPLERS) for x in excess.index]
+    early = excess.loc[excess.index <= 7]
+    last = right[right.x == right.x.max()].sort_values("kl_qp_mean")
     verdict = ("gSGRHMC has the lowest KL at every x, as in the paper." if fastest else
-               "**Differs from the paper:** gSGRHMC does not have the lowest KL at every x in our runs (see above); "
-               "with this G(θ) its advantage is stability at a larger step, which the finite-ε bias and the slower "
-               "motion of θ₁ in the tails (G^{-1/2} = (1+θ₁²)^{-1/2}) offset.")
+               "**Differs from the paper:** gSGRHMC does not have the lowest KL at every x in our runs (see above). "
+               "KL(q‖p) over the exact-draw floor: " + "; ".join(spread) + f". Up to x = {int(early.index.max())} "
+               f"every sampler is within {early.to_numpy().max():.2f}x of i.i.d. sampling, so this estimator leaves "
+               "little room for one sampler to fall clearly faster; at the largest x "
+               f"(x = {int(last.x.iloc[0])}) the order, lowest first, is "
+               + ", ".join(f"{LABELS[r.sampler]} (ε = {r.step_size:g}, KL(q‖p) {r.kl_qp_mean:.2g})" for r in last.itertuples())
+               + ". Once the curves leave the floor, the step-size bias sets the order (pilot biases in "
+               "`RIGHT_STEP_SIZES`' comment); with this G(θ) gSGRHMC's advantage is stability at a larger step, "
+               "which its larger bias offsets.")
     return "\n".join(["", "Measured ordering:", *lines, "", verdict, ""])
 
 
@@ -199,12 +230,16 @@ def main(argv=None) -> None:
         frame["step_size"] = RIGHT_STEP_SIZES[labels["sampler"]]
         curves.append(frame)
         first_samples[labels["sampler"]] = chains[0, :10]
+    n_chains, n_steps = chains.shape[:2]
+    curves.append(exact_reference(target, n_chains, n_steps).assign(sampler=EXACT, step_size=np.nan))
     curves = pd.concat(curves, ignore_index=True)
     draw_right(curves, first_samples, target, paper.path / "fig2_right_kl_vs_steps.png")
-    grouped = curves.groupby(["sampler", "step_size", "x", "steps"])
+    grouped = curves.groupby(["sampler", "step_size", "x", "steps"], dropna=False)
     right = grouped.kl_pq.agg(kl_pq_mean="mean", kl_pq_sd="std", n_chains="count").reset_index()
     right = right.merge(grouped.kl_qp.agg(kl_qp_mean="mean", kl_qp_sd="std").reset_index(),
                         on=["sampler", "step_size", "x", "steps"])
+    floor = right[right.sampler == EXACT].set_index("x").kl_qp_mean
+    right["ratio_to_exact"] = right.kl_qp_mean / right.x.map(floor)
     right.to_csv(paper.path / "fig2_right_curves.csv", index=False)
 
     summary = pd.concat([table.assign(panel="left"), right.assign(panel="right", target="correlated_2d")], ignore_index=True)

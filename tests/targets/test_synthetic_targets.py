@@ -76,3 +76,15 @@ def test_full_noise_covariance_is_used():
 def test_invalid_noise_variance_is_rejected():
     with pytest.raises(ValueError, match="noise_variance"):
         make_target("gaussian_2d_cov", noise_variance=[[1.0, 2.0], [2.0, 1.0]])
+
+
+def test_correlated_2d_exact_sample_matches_moments_and_the_conditional():
+    target = make_target("correlated_2d")
+    draws = target.exact_sample(400000, np.random.default_rng(4))
+    mean, second = target.exact_moments()
+    np.testing.assert_allclose(draws.mean(axis=0), mean, atol=0.01)
+    np.testing.assert_allclose((draws**2).mean(axis=0), second, rtol=0.01)
+    # θ₂ − θ₁²/4 + 1.2 is N(0, 1/16) whatever θ₁ is
+    residual = draws[:, 1] - draws[:, 0] ** 2 / 4 + 1.2
+    assert abs(residual.std() - 0.25) < 0.002
+    assert abs(np.corrcoef(residual, draws[:, 0] ** 2)[0, 1]) < 0.01
