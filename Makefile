@@ -10,9 +10,9 @@ export SGMCMC_DATA_DIR
 JOBS ?= 2
 PAPER_ROOT ?= results/paper
 SMOKE_ROOT ?= results/smoke
-PAPER_EXPERIMENTS := recipe_fig2 sghmc_slides lecture_toys
+PAPER_EXPERIMENTS := recipe_fig2 sghmc_slides lecture_toys ccadl_table1
 
-.PHONY: setup run test clean figures smoke check-samplers recipe-fig2 sghmc-slides lecture-toys
+.PHONY: setup run test clean figures smoke check-samplers recipe-fig2 sghmc-slides lecture-toys ccadl-table1 bench
 
 setup: $(STAMP)
 
@@ -38,7 +38,15 @@ sghmc-slides: $(STAMP)
 lecture-toys: $(STAMP)
 	$(BIN)/python -m experiments.lecture_toys --root $(PAPER_ROOT) --jobs $(JOBS)
 
-figures: recipe-fig2 sghmc-slides lecture-toys
+# Shang et al. 2015 Table 1 + Fig. 1: Hydra multirun sweeps on the joblib launcher (JOBS processes)
+ccadl-table1: $(STAMP)
+	$(BIN)/python -m experiments.ccadl_table1 --root $(PAPER_ROOT) --jobs $(JOBS)
+
+figures: recipe-fig2 sghmc-slides lecture-toys ccadl-table1
+
+# speed benchmarks -> results/bench/bench.json (never part of the tests)
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks.run --output results/bench/bench.json
 
 # every experiment with tiny settings, in seconds (also part of `make test`: tests/test_experiments_smoke.py)
 smoke: $(STAMP)

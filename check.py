@@ -148,16 +148,16 @@ def describe_sampler(sampler, target, step_size: float) -> str:
     if variance is not None:
         diagonal = sorted(set(np.round(np.diag(np.atleast_2d(np.asarray(variance).reshape(-1, target.dim, target.dim)[0])), 6)))
         parts.append("V=" + "/".join(f"{v:g}" for v in diagonal) + ("" if stochastic else " (unused: exact gradient)"))
-    parts.append(f"noise_estimate={noise_handling(sampler)}")
+    parts.append(f"noise_estimate={noise_handling(sampler, step_size)}")
     return ", ".join(parts)
 
 
-def noise_handling(sampler) -> str:
+def noise_handling(sampler, step_size: float = 0.0) -> str:
     """How the sampler treats the gradient noise: its noise_estimate when it subtracts B̂, else why not."""
     if not getattr(sampler, "uses_stochastic_gradient", True):
         return "exact gradient"
     try:
-        subtracts = sampler.recipe().noise_covariance is not None
+        subtracts = sampler.recipe_at(step_size).noise_covariance is not None
     except Exception:
         return "-"
     return getattr(sampler, "noise_estimate", "-") if subtracts else "none (B=0)"

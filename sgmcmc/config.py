@@ -13,7 +13,8 @@ from sgmcmc.samplers import SAMPLERS
 from sgmcmc.schedules import SCHEDULES
 from sgmcmc.targets import TARGETS
 
-NOISE_ESTIMATES = ("known", "zero")
+NOISE_ESTIMATES = ("known", "zero", "running")
+RUNNING_FORMS = ("full", "diagonal")
 METRICS = ("identity", "rational")
 
 
@@ -102,7 +103,8 @@ def metric(key, value):
 
 
 STEP = {"step_size": real(0.0, strict=True)}
-COMMON = {**STEP, "noise_estimate": choice(*NOISE_ESTIMATES)}
+COMMON = {**STEP, "noise_estimate": choice(*NOISE_ESTIMATES), "running_form": choice(*RUNNING_FORMS),
+          "noise_clip": boolean, "finite_population": boolean}
 
 
 def _integrators(name):
@@ -118,7 +120,8 @@ SAMPLER_FIELDS: dict[str, dict[str, Check]] = {
     "sgnht": {**COMMON, **_integrators("sgnht"), "diffusion": real(0.0)},
     "naive_sgrhmc": {**COMMON, **_integrators("naive_sgrhmc"), "metric": metric},
     "sgrhmc": {**COMMON, **_integrators("sgrhmc"), "metric": metric},
-    "sghmc_mh": {**COMMON, **_integrators("sghmc_mh"), "friction": real(0.0, strict=True), "n_leapfrog": integer(1),
+    "ccadl": {**COMMON, **_integrators("ccadl"), "diffusion": real(0.0)},
+    "sghmc_mh": {**STEP, "noise_estimate": choice("known", "zero"), **_integrators("sghmc_mh"), "friction": real(0.0, strict=True), "n_leapfrog": integer(1),
                  "metropolis": boolean},
 }
 
@@ -136,6 +139,9 @@ TARGET_FIELDS: dict[str, dict[str, Check]] = {
     "gaussian_2d_prec": SYNTHETIC,
     "welling_teh_mixture": {"data_seed": integer(0), "n_data": integer(1), "batch_size": integer(1),
                             "initial_position": optional(number_list()), "initial_spread": real(0.0)},
+    # data_seed null: the data are drawn from the run's seed (SPEC §2 T7)
+    "normal_gamma": {"data_seed": optional(integer(0)), "n_data": integer(2), "batch_size": integer(1),
+                     "initial_position": number_list()},
 }
 
 SCHEDULE_FIELDS: dict[str, dict[str, Check]] = {
@@ -192,11 +198,13 @@ def validate_config(config: dict) -> dict:
         raise ConfigError("the config must be a mapping")
     allowed = {"sampler", "target", "schedule", "run", "seed"}
     for key in config:
-        if key not in allowed:
-            raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(allowed))}")
+        if key not in allowed and key != "vars":
+            raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(allowed | {'vars'}))}")
     for key in allowed:
         if key not in config:
             raise ConfigError(f"{key} is missing")
+    if not isinstance(config.get("vars", {}), dict):
+        raise ConfigError("vars is invalid: expected a mapping of values that other keys interpolate (${vars.NAME})")
     checked = {
         "sampler": _check_group("sampler", config["sampler"], SAMPLER_FIELDS, required=("step_size",)),
         "target": _check_group("target", config["target"], TARGET_FIELDS),
@@ -204,6 +212,8 @@ def validate_config(config: dict) -> dict:
         "run": _check_fields("run", config["run"], RUN_FIELDS, required=tuple(k for k in RUN_FIELDS if k not in ("results_dir", "figures"))),
         "seed": integer(0)("seed", config["seed"]),
     }
+    if "vars" in config:  # shared values of an experiment (e.g. Shang et al.'s A), already interpolated
+        checked["vars"] = dict(config["vars"])
     run = checked["run"]
     if run["burn_in"] >= run["n_steps"]:
         raise ConfigError(f"run.burn_in={run['burn_in']} is invalid: allowed values are integers < run.n_steps={run['n_steps']}")

@@ -1,5 +1,6 @@
 """Metrics of samples against a target's exact density (SPEC §3, §4.4): KL both directions on the
-fixed histogram grid, W1 (1D), errors of E θ and E θ², autocorrelation time and ESS.
+fixed histogram grid, W1 (1D), errors of E θ and E θ², the RMSE of the marginal densities where the
+target gives its exact marginals (E4), autocorrelation time and ESS.
 
 The exact bin masses are computed once per target by Gauss–Legendre quadrature.
 """
@@ -14,6 +15,7 @@ from sgmcmc.diagnostics import (
     effective_sample_size,
     histogram_kl,
     integrated_autocorrelation_time,
+    marginal_density_rmse,
     moment_errors,
     wasserstein1_to_exact_1d,
 )
@@ -34,6 +36,7 @@ class Evaluator:
         else:
             self.masses = bin_masses_2d(target.log_density, *self.edges)
         self.exact_mean, self.exact_second_moment = target.exact_moments()
+        self.marginals = target.marginals() if hasattr(target, "marginals") else None
 
     def score(self, samples: np.ndarray) -> dict:
         """KL(p‖q), KL(q‖p), W1 (1D) and moment errors of the pooled samples (m, dim)."""
@@ -41,6 +44,8 @@ class Evaluator:
             return {}
         scores = dict(histogram_kl(samples, self.masses, self.edges))
         scores.update(moment_errors(samples, self.exact_mean, self.exact_second_moment))
+        if self.marginals is not None:  # SPEC §3 "RMSE of distribution" (E4)
+            scores.update(marginal_density_rmse(samples, self.marginals, self.edges))
         if self.target.dim == 1:
             lower = min(self.edges[0], float(samples.min())) - 1.0
             upper = max(self.edges[-1], float(samples.max())) + 1.0

@@ -55,6 +55,8 @@ def build(config: dict) -> Built:
     """Validate ``config`` and build its objects; every problem is a one-line :class:`ConfigError`."""
     config = validate_config(config)
     target_params = {k: v for k, v in config["target"].items() if k != "name"}
+    if "data_seed" in target_params and target_params["data_seed"] is None:
+        target_params["data_seed"] = config["seed"]  # data generated from the run's seed (SPEC §2 T7)
     try:
         target = make_target(config["target"]["name"], **target_params)
     except ValueError as error:
@@ -79,18 +81,20 @@ def build(config: dict) -> Built:
 
 
 def _check_at_start(sampler, schedule, config) -> None:
-    """D PSD, Q skew and ε(2D − εB̂) PSD at the initial state and the initial step size."""
+    """D PSD, Q skew and ε(2D − εB̂) PSD at the initial state and the initial step size (the last not
+    with ``noise_clip``, which clips instead, nor with a running estimate, which starts at 0)."""
     rng = np.random.default_rng(config["seed"])
     state = sampler.init(sampler.target.initial_position(min(8, config["run"]["n_chains"]), rng), rng)
+    step = schedule(0)
     try:
-        recipe = sampler.recipe()
-        sampler.validate(state)
-        if recipe.noise_covariance is not None:
+        recipe = sampler.recipe_at(step)
+        sampler.validate(state, step)
+        skip_noise_check = sampler.noise_clip or sampler.noise_estimate == "running"
+        if recipe.noise_covariance is not None and not skip_noise_check:
             z = sampler.pack(state)
-            step = schedule(0)
             psd_square_root(step * (2 * recipe.diffusion(z) - step * recipe.noise_covariance(z)), name="injected noise covariance eps*(2D - eps*B)")
     except RecipeError as error:
-        raise ConfigError(f"sampler (step_size={schedule(0)}): {error}") from None
+        raise ConfigError(f"sampler (step_size={step}): {error}") from None
 
 
 @contextmanager
@@ -146,6 +150,7 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
     write_table(folder / "trace.csv", trace)
     final = evaluator.score(outcome.samples.reshape(-1, built.target.dim)) if outcome.samples.size else {}
     final.update(chain_diagnostics(outcome.samples) if outcome.samples.size else {})
+    final.update(_thermostat(built, outcome, config))
     figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
     steps = max(outcome.steps_done, 1)
     metrics = {
@@ -159,12 +164,31 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
         "steps_per_second": steps / outcome.wall_time if outcome.wall_time > 0 else None,
         "chain_steps_per_second": steps * built.settings.n_chains / outcome.wall_time if outcome.wall_time > 0 else None,
         "acceptance_rate": outcome.acceptance_rate,
+        "noise_clips": outcome.noise_clips,
+        "reflections": outcome.reflections,
         "final": final,
         "figures": figures,
     }
     write_json(folder / "metrics.json", metrics)
     log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
     return outcome.status
+
+
+def _thermostat(built: Built, outcome, config: dict) -> dict:
+    """Mean ξ against its predicted value (SGNHT, CCAdL; constant step size only for the prediction)."""
+    if outcome.thermostat_mean is None:
+        return {}
+    out = {"thermostat_mean": outcome.thermostat_mean}
+    if outcome.thermostat_se is not None:
+        out["thermostat_se"] = outcome.thermostat_se
+    predict = getattr(built.sampler, "predicted_thermostat", None)
+    if predict is not None and config["schedule"]["name"] == "constant" and outcome.samples.size:
+        positions = outcome.samples.reshape(-1, built.target.dim)
+        positions = positions[:: max(1, positions.shape[0] // 2000)]
+        predicted = predict(positions, config["sampler"]["step_size"])
+        if predicted is not None:
+            out["thermostat_predicted"] = predicted
+    return out
 
 
 def _figures(folder: Path, built: Built, outcome, trace: pd.DataFrame, config: dict) -> list[str]:

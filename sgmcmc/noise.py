@@ -21,6 +21,18 @@ def is_diagonal(matrix: np.ndarray) -> bool:
     return not np.any(matrix[..., ~np.eye(k, dtype=bool)])
 
 
+def _injected_covariance(step_size, diffusion, noise_covariance, transform):
+    """ε(2D − ε T V̂ T): the (n, d) variances when V̂ is diagonal, else the (n, d, d) matrices."""
+    scale = np.ones_like(diffusion) if transform is None else transform
+    if is_diagonal(noise_covariance):
+        variance_diag = np.diagonal(noise_covariance, axis1=-2, axis2=-1)
+        return step_size * (2.0 * diffusion - step_size * scale**2 * variance_diag)
+    covariance = -(step_size**2) * scale[:, :, None] * noise_covariance * scale[:, None, :]
+    index = np.arange(diffusion.shape[1])
+    covariance[:, index, index] += 2.0 * step_size * diffusion
+    return covariance
+
+
 def injected_noise(
     rng: np.random.Generator,
     step_size: float,
@@ -42,19 +54,14 @@ def injected_noise(
     normal = rng.standard_normal(diffusion.shape)
     if noise_covariance is None:
         return np.sqrt(2.0 * step_size * diffusion) * normal
-    scale = np.ones_like(diffusion) if transform is None else transform
-    if is_diagonal(noise_covariance):
-        variance_diag = np.diagonal(noise_covariance, axis1=-2, axis2=-1)
-        variance = step_size * (2.0 * diffusion - step_size * scale**2 * variance_diag)
-        if np.any(variance < 0):
+    covariance = _injected_covariance(step_size, diffusion, noise_covariance, transform)
+    if covariance.ndim == 2:
+        if np.any(covariance < 0):
             raise RecipeError(
                 "injected noise covariance eps*(2D - eps*B) is not positive semidefinite: "
-                f"smallest variance {variance.min():.3g}; reduce the step size or the noise estimate"
+                f"smallest variance {covariance.min():.3g}; reduce the step size or the noise estimate"
             )
-        return np.sqrt(variance) * normal
-    covariance = -(step_size**2) * scale[:, :, None] * noise_covariance * scale[:, None, :]
-    index = np.arange(diffusion.shape[1])
-    covariance[:, index, index] += 2.0 * step_size * diffusion
+        return np.sqrt(covariance) * normal
     try:
         factor = np.linalg.cholesky(covariance)
     except np.linalg.LinAlgError:
@@ -63,3 +70,29 @@ def injected_noise(
             "reduce the step size or the noise estimate"
         ) from None
     return np.einsum("nij,nj->ni", factor, normal)
+
+
+def injected_noise_clipped(
+    rng: np.random.Generator,
+    step_size: float,
+    diffusion: np.ndarray,
+    noise_covariance: Optional[np.ndarray] = None,
+    transform: Optional[np.ndarray] = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Like :func:`injected_noise`, but where ε(2D − ε T V̂ T) has negative eigenvalues they are set to 0
+    (SPEC §4.8; Shang et al. 2015 §3 (i) needs A·I − hΣ̂/2 ⪰ 0 and SGHMC cannot inject "negative noise").
+
+    Returns (noise (n, d), number of eigenvalues clipped per chain (n,)). With a full V̂ the draw is
+    U diag(√λ⁺) z with (λ, U) the eigendecomposition; one standard normal array z per call.
+    """
+    normal = rng.standard_normal(diffusion.shape)
+    n, d = diffusion.shape
+    if noise_covariance is None:
+        return np.sqrt(2.0 * step_size * diffusion) * normal, np.zeros(n, dtype=int)
+    covariance = _injected_covariance(step_size, diffusion, np.broadcast_to(noise_covariance, (n, d, d)), transform)
+    if covariance.ndim == 2:
+        negative = covariance < 0
+        return np.sqrt(np.where(negative, 0.0, covariance)) * normal, negative.sum(axis=1)
+    values, vectors = np.linalg.eigh(covariance)
+    negative = values < 0
+    return np.einsum("nij,nj->ni", vectors, np.sqrt(np.where(negative, 0.0, values)) * normal), negative.sum(axis=1)

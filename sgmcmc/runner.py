@@ -50,6 +50,10 @@ class RunOutcome:
     error: Optional[str] = None
     wall_time: float = 0.0
     acceptance_rate: Optional[float] = None
+    noise_clips: int = 0
+    reflections: int = 0
+    thermostat_mean: Optional[float] = None  # mean ξ over chains and post-burn-in steps (SGNHT, CCAdL)
+    thermostat_se: Optional[float] = None  # its standard error from the spread of the chains' means
 
 
 def _finite(state) -> bool:
@@ -77,6 +81,7 @@ def run_chains(
     outcome = RunOutcome(samples=samples[:, :0])
     kept = 0
     accept_sum, accept_count = 0.0, 0
+    xi_sum, xi_count = 0.0, 0  # per-chain sum of ξ after burn-in, number of steps summed
     start = time.perf_counter()
     bar = tqdm(total=settings.n_steps, disable=not settings.progress, delay=2.0, mininterval=0.5, unit="step")
     try:
@@ -96,6 +101,13 @@ def run_chains(
             if info.accept_probability is not None:
                 accept_sum += float(info.accept_probability.sum())
                 accept_count += info.accept_probability.size
+            if info.clipped is not None:
+                outcome.noise_clips += int(info.clipped.sum())
+            if info.reflected is not None:
+                outcome.reflections += int(info.reflected.sum())
+            if state.xi is not None and t > settings.burn_in:
+                xi_sum = xi_sum + state.xi
+                xi_count += 1
             if t > settings.burn_in and (t - settings.burn_in) % settings.thin == 0:
                 samples[:, kept] = state.theta
                 kept += 1
@@ -124,4 +136,9 @@ def run_chains(
     outcome.samples = samples[:, :kept]
     if accept_count:
         outcome.acceptance_rate = accept_sum / accept_count
+    if xi_count:
+        chain_means = xi_sum / xi_count
+        outcome.thermostat_mean = float(chain_means.mean())
+        if chain_means.size > 1:
+            outcome.thermostat_se = float(chain_means.std(ddof=1) / np.sqrt(chain_means.size))
     return outcome

@@ -1,7 +1,9 @@
 """The small records a sampler passes around: its state and what one step reports.
 
 Arrays carry the chain dimension first: ``theta`` and ``momentum`` are (n_chains, dim), ``xi`` is
-(n_chains,). Fields a sampler does not use are ``None``.
+(n_chains,), ``noise`` (the running gradient-noise estimate Î_t of Shang et al. 2015, Eq. 18) is
+(n_chains, dim, dim) or (n_chains, dim) for the diagonal form, with ``noise_count`` = t the number of
+minibatches averaged into it. Fields a sampler does not use are ``None``.
 """
 
 from __future__ import annotations
@@ -17,10 +19,16 @@ class SamplerState(NamedTuple):
     theta: np.ndarray
     momentum: Optional[np.ndarray] = None
     xi: Optional[np.ndarray] = None
+    noise: Optional[np.ndarray] = None
+    noise_count: int = 0
 
 
 class StepInfo(NamedTuple):
-    """Per-step diagnostics: Metropolis–Hastings acceptance (per chain) where the sampler has a test."""
+    """Per-step diagnostics, per chain: Metropolis–Hastings acceptance where the sampler has a test,
+    the number of eigenvalues of the injected-noise covariance clipped at 0 (``noise_clip``), and the
+    number of coordinates reflected at a boundary of the target's support."""
 
     accept_probability: Optional[np.ndarray] = None
     accepted: Optional[np.ndarray] = None
+    clipped: Optional[np.ndarray] = None
+    reflected: Optional[np.ndarray] = None

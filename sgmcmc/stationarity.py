@@ -509,14 +509,14 @@ def sampler_stationarity(
 
     Ma et al. 2015, Eq. 3 and Theorem 1 (Fokker–Planck); SPEC §0 K1.
 
-    Reads ``sampler.recipe()``: H (``energy``), D, Q, Γ (finite differences of D + Q when the
+    Reads ``sampler.recipe_at(step_size)``: H (``energy``), D, Q, Γ (finite differences of D + Q when the
     recipe has none) and B̂. The exact ∇H is the recipe's ∇H̃ with its θ block replaced by
     ``target.gradient``. The gradient noise is V = ``target.noise_covariance(θ)`` (or the target's
     ``minibatch_noise_covariance`` when that is None) on the θ block if the recipe's ∇H̃ is
     stochastic (two random streams give different values; HMC's is not). The grid defaults to
     :func:`default_grid`. Calls :func:`stationarity_residual` with these.
     """
-    recipe = sampler.recipe()
+    recipe = sampler.recipe_at(step_size)
     if recipe.energy is None:
         raise ValueError(f"sampler {sampler.name!r} declares no energy H(z); cannot build p ∝ exp(−H)")
     target = sampler.target

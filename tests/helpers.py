@@ -51,3 +51,13 @@ def sample_and_score(sampler, step_size: float, n_steps: int, n_chains: int = 10
 def build(sampler_name: str, target_name: str, target_params=None, **sampler_params):
     target = make_target(target_name, **(target_params or {}))
     return make_sampler(sampler_name, target, **sampler_params)
+
+
+def numerical_gradient(potential, theta: np.ndarray, step: float = 1e-6) -> np.ndarray:
+    """Central finite differences of U at θ (n, d): the reference the targets' gradients are checked against."""
+    out = np.zeros_like(theta, dtype=float)
+    for j in range(theta.shape[1]):
+        shift = np.zeros(theta.shape[1])
+        shift[j] = step
+        out[:, j] = (potential(theta + shift) - potential(theta - shift)) / (2 * step)
+    return out

@@ -53,7 +53,9 @@ def test_default_experiment_writes_a_complete_result_folder(tmp_path):
 
 @pytest.mark.parametrize("sampler", sorted(SAMPLERS))
 def test_every_sampler_runs_on_double_well(sampler, tmp_path):
-    result = run_cli(f"sampler={sampler}", "target=double_well", *SMALL, results_dir=tmp_path)
+    # CCAdL's default running estimate needs per-example gradients; the synthetic target knows its V
+    extra = ["sampler.noise_estimate=known"] if sampler == "ccadl" else []
+    result = run_cli(f"sampler={sampler}", "target=double_well", *SMALL, *extra, results_dir=tmp_path)
     assert result.returncode == 0, result.stderr
     folder = Path(result.stdout.strip().splitlines()[-1])
     assert np.load(folder / "samples.npz")["theta"].shape == (40, 60, 1)
@@ -123,3 +125,11 @@ def test_diverging_chain_stops_with_status_diverged_and_keeps_samples(tmp_path):
     theta = np.load(folder / "samples.npz")["theta"]
     assert metrics["steps_done"] < 400
     assert theta.shape == (200, metrics["steps_done"] - 5, 1) and theta.shape[1] > 0 and np.isfinite(theta).all()
+
+
+def test_running_noise_estimate_on_a_synthetic_target_is_one_clear_error(tmp_path):
+    result = run_cli("sampler=ccadl", "target=double_well", *SMALL, results_dir=tmp_path)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "noise_estimate=running" in lines[0] and "known or zero" in lines[0], lines
+    assert not any(tmp_path.iterdir())

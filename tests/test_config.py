@@ -62,3 +62,21 @@ def test_metric_of_wrong_length_is_rejected():
     config = with_change(("sampler",), {"name": "sgrhmc", "step_size": 0.1, "metric": {"name": "rational", "scale": [1, 1, 1], "softening": [1, 1, 1]}})
     with pytest.raises(ConfigError, match="metric.scale must have 1 or 1 entries"):
         build(config)
+
+
+def test_noise_estimation_keys_are_validated():
+    from sgmcmc.config import ConfigError, validate_config
+    import pytest as _pytest
+
+    base = {"sampler": {"name": "ccadl", "step_size": 0.01}, "target": {"name": "normal_gamma"},
+            "schedule": {"name": "constant"}, "seed": 0,
+            "run": {"n_steps": 10, "n_chains": 1, "burn_in": 0, "thin": 1, "eval_every": 5, "progress": False}}
+    assert validate_config(base)["sampler"]["name"] == "ccadl"
+    for key, value, message in (("running_form", "sparse", "allowed values are full, diagonal"),
+                                ("noise_estimate", "guess", "allowed values are known, zero, running"),
+                                ("noise_clip", "yes", "allowed values are true, false")):
+        bad = {**base, "sampler": {**base["sampler"], key: value}}
+        with _pytest.raises(ConfigError, match=message):
+            validate_config(bad)
+    with _pytest.raises(ConfigError, match="vars is invalid"):
+        validate_config({**base, "vars": [1, 2]})

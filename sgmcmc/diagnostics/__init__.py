@@ -5,6 +5,7 @@ Pure functions over numpy arrays, chain dimension first; definitions follow SPEC
 
 from .autocorrelation import autocorrelation, effective_sample_size, integrated_autocorrelation_time, split_rhat
 from .histogram_divergence import histogram_density_rmse, histogram_kl
+from .marginal_rmse import marginal_density_rmse
 from .moments import moment_errors, wasserstein1_to_exact_1d
 from .quadrature import bin_masses_1d, bin_masses_2d, expectation_1d
 
@@ -17,6 +18,7 @@ __all__ = [
     "histogram_density_rmse",
     "histogram_kl",
     "integrated_autocorrelation_time",
+    "marginal_density_rmse",
     "moment_errors",
     "split_rhat",
     "wasserstein1_to_exact_1d",

@@ -7,6 +7,7 @@ H, D, Q) and one line here.
 from __future__ import annotations
 
 from sgmcmc.samplers.base import Sampler
+from sgmcmc.samplers.ccadl import CCAdL
 from sgmcmc.samplers.hmc import HMC, NaiveSGHMC
 from sgmcmc.samplers.naive_sgrhmc import NaiveSGRHMC
 from sgmcmc.samplers.sghmc import SGHMC
@@ -18,7 +19,7 @@ from sgmcmc.samplers.sgrld import SGRLD
 
 SAMPLERS = {
     cls.name: cls
-    for cls in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC, SGHMCMetropolis)
+    for cls in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC, SGHMCMetropolis, CCAdL)
 }
 
 

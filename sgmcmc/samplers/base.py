@@ -10,15 +10,37 @@ simultaneous Euler step, equal to the generic step for the same random numbers) 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import numpy as np
 
+from sgmcmc.noise import injected_noise, injected_noise_clipped
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
 from sgmcmc.state import SamplerState, StepInfo
 from sgmcmc.targets.base import Target
 
-NOISE_ESTIMATES = ("known", "zero")
+NOISE_ESTIMATES = ("known", "zero", "running")
+RUNNING_FORMS = ("full", "diagonal")
+
+
+class GradientEstimate(NamedTuple):
+    """One stochastic gradient ∇Ũ(θ) (n, d), the noise covariance V̂ the sampler subtracts (None, (d, d)
+    or (n, d, d)), and the running estimate's new (Î_t, t) (``None, 0`` unless ``noise_estimate=running``)."""
+
+    gradient: np.ndarray
+    covariance: Optional[np.ndarray]
+    noise: Optional[np.ndarray] = None
+    noise_count: int = 0
+
+
+def minibatch_covariance(per_example: np.ndarray, diagonal: bool = False) -> np.ndarray:
+    """V_t of Shang et al. (2015) Eq. 19: the empirical covariance (denominator n − 1) of the per-example
+    gradients (n_chains, n, d) of one minibatch; (n_chains, d, d), or (n_chains, d) when ``diagonal``."""
+    centred = per_example - per_example.mean(axis=1, keepdims=True)
+    denominator = max(per_example.shape[1] - 1, 1)
+    if diagonal:
+        return np.sum(centred**2, axis=1) / denominator
+    return np.einsum("nbi,nbj->nij", centred, centred) / denominator
 
 
 def block_diagonal(*blocks: np.ndarray) -> np.ndarray:
@@ -54,14 +76,29 @@ class Sampler(ABC):
     name = "sampler"
     integrators: tuple[str, ...] = ("euler", "generic")
 
-    def __init__(self, target: Target, integrator: Optional[str] = None, noise_estimate: str = "known"):
+    supports_running_estimate = True
+
+    def __init__(self, target: Target, integrator: Optional[str] = None, noise_estimate: str = "known",
+                 running_form: str = "full", noise_clip: bool = False, finite_population: bool = True):
         self.target = target
         self.integrator = integrator or self.integrators[0]
         if self.integrator not in self.integrators:
             raise ValueError(f"integrator must be one of {', '.join(self.integrators)}")
         if noise_estimate not in NOISE_ESTIMATES:
             raise ValueError(f"noise_estimate must be one of {', '.join(NOISE_ESTIMATES)}")
+        if running_form not in RUNNING_FORMS:
+            raise ValueError(f"running_form must be one of {', '.join(RUNNING_FORMS)}")
+        if noise_estimate == "running":
+            if not hasattr(target, "minibatch_gradient"):
+                raise ValueError(f"noise_estimate=running needs a data target with per-example gradients; "
+                                 f"target {target.name!r} has none (use known or zero)")
+            if self.integrator == "generic" or not self.supports_running_estimate:
+                raise ValueError(f"noise_estimate=running is not available for {self.name} with integrator "
+                                 f"{self.integrator} (use known or zero)")
         self.noise_estimate = noise_estimate
+        self.running_form = running_form
+        self.noise_clip = bool(noise_clip)
+        self.finite_population = bool(finite_population)
 
     # -- state ----------------------------------------------------------------------------------
     @abstractmethod
@@ -71,7 +108,7 @@ class Sampler(ABC):
     def step(self, rng: np.random.Generator, state: SamplerState, step_size: float) -> tuple[SamplerState, StepInfo]:
         """One update of every chain with step size ε."""
         if self.integrator == "generic":
-            z = recipe_step(self.recipe(), self.pack(state), step_size, rng)
+            z = recipe_step(self.recipe_at(step_size), self.pack(state), step_size, rng)
             return self.unpack(z), StepInfo()
         return getattr(self, f"_step_{self.integrator}")(rng, state, step_size)
 
@@ -79,6 +116,10 @@ class Sampler(ABC):
     def recipe(self) -> Recipe:
         """(∇H̃, D, Q, Γ, B̂) on the packed state z."""
         raise TypeError(f"sampler {self.name!r} declares no recipe")
+
+    def recipe_at(self, step_size: float) -> Recipe:
+        """The recipe used at step size ε (the same for every ε unless D depends on it, as in CCAdL)."""
+        return self.recipe()
 
     def pack(self, state: SamplerState) -> np.ndarray:
         """The state as one array z of shape (n_chains, dim_z)."""
@@ -93,9 +134,62 @@ class Sampler(ABC):
         """Inverse of :meth:`pack`."""
         return SamplerState(theta=z)
 
-    def validate(self, state: SamplerState) -> None:
+    def validate(self, state: SamplerState, step_size: float = 0.0) -> None:
         """Check D(z) symmetric PSD and Q(z) skew-symmetric at ``state`` (run start and tests)."""
-        check_recipe(self.recipe(), self.pack(state))
+        check_recipe(self.recipe_at(step_size), self.pack(state))
+
+    # -- gradient noise (SPEC §4.3; Shang et al. 2015 Eq. 17-19) ---------------------------------------
+    def initial_noise(self, n_chains: int) -> dict:
+        """The running estimate's fields of an initial state: Î₀ = 0, t = 0 (SPEC §4.8)."""
+        if self.noise_estimate != "running":
+            return {}
+        d = self.target.dim
+        shape = (n_chains, d) if self.running_form == "diagonal" else (n_chains, d, d)
+        return {"noise": np.zeros(shape), "noise_count": 0}
+
+    def gradient_and_noise(self, rng: np.random.Generator, state: SamplerState, theta: Optional[np.ndarray] = None) -> GradientEstimate:
+        """∇Ũ at ``theta`` (default ``state.theta``) and the covariance V̂ of its noise per ``noise_estimate``:
+
+        - ``known``: the target's V(θ) (None if the target does not know it);
+        - ``zero``: None (nothing subtracted);
+        - ``running``: Î_t = (1 − κ_t)Î_{t−1} + κ_t V_t with κ_t = 1/t (Eq. 18) and V_t the covariance of
+          this minibatch's per-example gradients (Eq. 19), and V̂ = Σ̂_t = c·Î_t with c = :meth:`running_scale`.
+        """
+        theta = state.theta if theta is None else theta
+        if self.noise_estimate != "running":
+            return GradientEstimate(self.target.stochastic_gradient(theta, rng), self.gradient_noise(theta))
+        gradient, per_example = self.target.minibatch_gradient(theta, rng)
+        diagonal = self.running_form == "diagonal"
+        count = state.noise_count + 1
+        noise = state.noise + (minibatch_covariance(per_example, diagonal) - state.noise) / count
+        covariance = self.running_scale() * noise
+        if diagonal:
+            covariance = diagonal_matrices(covariance)
+        return GradientEstimate(gradient, covariance, noise, count)
+
+    def running_scale(self) -> float:
+        """c in Σ̂ = c·Î: the target's exact N(N − n)/n for minibatches drawn without replacement
+        (``finite_population``, default), or Shang et al.'s Eq. 17 N²/n, which overstates the noise by
+        N/(N − n) (11% for N = 100, n = 10) and is what their Table 1 ran."""
+        if self.finite_population:
+            return float(self.target.noise_scale)
+        return self.target.n_data**2 / self.target.batch_size
+
+    def inject(self, rng, step_size, diffusion, covariance, transform=None) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """N(0, ε(2D − ε T V̂ T)) and, with ``noise_clip``, the clipped eigenvalues per chain (else None)."""
+        if self.noise_clip:
+            return injected_noise_clipped(rng, step_size, diffusion, covariance, transform)
+        return injected_noise(rng, step_size, diffusion, covariance, transform), None
+
+    def reflect(self, theta: np.ndarray, momentum: Optional[np.ndarray] = None):
+        """Reflect θ into the target's support (``Target.reflect``) and flip the reflected coordinates'
+        momentum (a specular reflection, which keeps exp(−H) invariant); returns (θ, r, count per chain or None)."""
+        theta, mask = self.target.reflect(theta)
+        if mask is None:
+            return theta, momentum, None
+        if momentum is not None:
+            momentum = np.where(mask, -momentum, momentum)
+        return theta, momentum, mask.sum(axis=1)
 
     # -- helpers ------------------------------------------------------------------------------------
     def gradient_noise(self, theta: np.ndarray) -> Optional[np.ndarray]:

@@ -8,14 +8,17 @@ Integrators (SPEC §4.1):
 - ``splitting`` (default): r' = r − εS∇Ũ(θ) − εF r + εγ + N(0, ε(2F − εSV̂S)); θ' = θ + εS r'
   (S, F, γ at the old θ);
 - ``euler``: the same r', but θ' = θ + εS r (the generic recipe step, Eq. 9 + K1);
+- ``theta_first`` (Shang et al. 2015 Eq. 14, SPEC §1 "SGHMC as run in [C]"): θ' = θ + εS(θ) r, then
+  r' = r − εS∇Ũ(θ') − εF r + εγ + N(0, ε(2F − εSV̂S)) with S, F, γ and V̂ at θ';
 - ``generic``: :func:`sgmcmc.recipe.recipe_step` on the matrices below.
+
+After θ moves, the target may reflect it into its support (the reflected coordinates' r flips).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.noise import injected_noise
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal, diagonal_matrices
 from sgmcmc.state import SamplerState, StepInfo
@@ -24,7 +27,7 @@ from sgmcmc.state import SamplerState, StepInfo
 class MomentumRecipeSampler(Sampler):
     """Base class; subclasses define ``transform`` (S), ``friction`` (F) and ``correction`` (γ)."""
 
-    integrators = ("splitting", "euler", "generic")
+    integrators = ("splitting", "euler", "theta_first", "generic")
 
     def transform(self, theta: np.ndarray) -> np.ndarray:
         return np.ones_like(theta)
@@ -37,28 +40,41 @@ class MomentumRecipeSampler(Sampler):
 
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)
-        return SamplerState(theta=theta, momentum=rng.standard_normal(theta.shape))
+        return SamplerState(theta=theta, momentum=rng.standard_normal(theta.shape), **self.initial_noise(theta.shape[0]))
 
-    def _momentum_update(self, rng, theta, momentum, step_size):
+    def _momentum_update(self, rng, state, theta, momentum, step_size):
+        """r' with everything evaluated at ``theta``; returns (S(θ), r', gradient estimate, clipped)."""
         transform, friction = self.transform(theta), self.friction(theta)
-        gradient = self.target.stochastic_gradient(theta, rng)
-        noise = injected_noise(rng, step_size, friction, self.gradient_noise(theta), transform)
+        estimate = self.gradient_and_noise(rng, state, theta)
+        noise, clipped = self.inject(rng, step_size, friction, estimate.covariance, transform)
         new_momentum = (
             momentum
-            - step_size * transform * gradient
+            - step_size * transform * estimate.gradient
             - step_size * friction * momentum
             + step_size * self.correction(theta)
             + noise
         )
-        return transform, new_momentum
+        return transform, new_momentum, estimate, clipped
+
+    def _finish(self, theta, momentum, estimate, clipped):
+        theta, momentum, reflected = self.reflect(theta, momentum)
+        state = SamplerState(theta=theta, momentum=momentum, noise=estimate.noise, noise_count=estimate.noise_count)
+        return state, StepInfo(clipped=clipped, reflected=reflected)
 
     def _step_splitting(self, rng, state, step_size):
-        transform, momentum = self._momentum_update(rng, state.theta, state.momentum, step_size)
-        return SamplerState(theta=state.theta + step_size * transform * momentum, momentum=momentum), StepInfo()
+        transform, momentum, estimate, clipped = self._momentum_update(rng, state, state.theta, state.momentum, step_size)
+        return self._finish(state.theta + step_size * transform * momentum, momentum, estimate, clipped)
 
     def _step_euler(self, rng, state, step_size):
-        transform, momentum = self._momentum_update(rng, state.theta, state.momentum, step_size)
-        return SamplerState(theta=state.theta + step_size * transform * state.momentum, momentum=momentum), StepInfo()
+        transform, momentum, estimate, clipped = self._momentum_update(rng, state, state.theta, state.momentum, step_size)
+        return self._finish(state.theta + step_size * transform * state.momentum, momentum, estimate, clipped)
+
+    def _step_theta_first(self, rng, state, step_size):
+        theta = state.theta + step_size * self.transform(state.theta) * state.momentum
+        theta, momentum, reflected = self.reflect(theta, state.momentum)
+        _, momentum, estimate, clipped = self._momentum_update(rng, state, theta, momentum, step_size)
+        new_state = SamplerState(theta=theta, momentum=momentum, noise=estimate.noise, noise_count=estimate.noise_count)
+        return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
     # -- the recipe -------------------------------------------------------------------------------
     def unpack(self, z):

@@ -38,6 +38,7 @@ class SGHMCMetropolis(Sampler):
 
     name = "sghmc_mh"
     integrators = ("trajectory",)
+    supports_running_estimate = False
 
     def __init__(self, target, friction: float = 1.0, n_leapfrog: int = 10, metropolis: bool = True, **kwargs):
         super().__init__(target, **kwargs)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.noise import injected_noise
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.state import SamplerState, StepInfo
@@ -19,13 +18,16 @@ class SGLD(Sampler):
     integrators = ("euler", "generic")
 
     def init(self, theta, rng):
-        return SamplerState(theta=np.array(theta, dtype=float))
+        theta = np.array(theta, dtype=float)
+        return SamplerState(theta=theta, **self.initial_noise(theta.shape[0]))
 
     def _step_euler(self, rng, state, step_size):
         theta = state.theta
-        gradient = self.target.stochastic_gradient(theta, rng)
-        noise = injected_noise(rng, step_size, np.ones_like(theta), self.gradient_noise(theta))
-        return SamplerState(theta=theta - step_size * gradient + noise), StepInfo()
+        estimate = self.gradient_and_noise(rng, state)
+        noise, clipped = self.inject(rng, step_size, np.ones_like(theta), estimate.covariance)
+        theta, _, reflected = self.reflect(theta - step_size * estimate.gradient + noise)
+        new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count)
+        return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
     def recipe(self):
         def identity(z):

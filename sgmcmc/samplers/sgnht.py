@@ -6,14 +6,19 @@ Integrators (SPEC §1, §4.1):
 - ``splitting`` (default, Ding et al. / lecture order): r' = r − ε∇Ũ(θ) − εξr + N(0, ε(2A − εV̂));
   θ' = θ + εr'; ξ' = ξ + ε(r'ᵀr'/d − 1);
 - ``euler`` ([R] Eq. 15): θ' = θ + εr; the same r'; ξ' = ξ + ε(rᵀr/d − 1);
+- ``theta_first`` (Shang et al. 2015, the ordering of their comparison, SPEC §1 (c)): θ' = θ + εr;
+  r' = r − ε∇Ũ(θ') − εξr + N(0, ε(2A − εV̂)); ξ' = ξ + ε(r'ᵀr'/d − 1) ([C] runs it with V̂ = 0:
+  ``noise_estimate: zero``);
 - ``generic``: the generic recipe step.
+
+With gradient noise of covariance V, ξ settles at A + ε·tr(V)/(2d) when V̂ = 0 ([C] Prop. 1):
+:meth:`predicted_thermostat`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.noise import injected_noise
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal
 from sgmcmc.state import SamplerState, StepInfo
@@ -21,7 +26,7 @@ from sgmcmc.state import SamplerState, StepInfo
 
 class SGNHT(Sampler):
     name = "sgnht"
-    integrators = ("splitting", "euler", "generic")
+    integrators = ("splitting", "euler", "theta_first", "generic")
 
     def __init__(self, target, diffusion: float = 1.0, **kwargs):
         super().__init__(target, **kwargs)
@@ -31,26 +36,70 @@ class SGNHT(Sampler):
 
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)
-        return SamplerState(theta=theta, momentum=rng.standard_normal(theta.shape), xi=np.full(theta.shape[0], self.diffusion))
+        momentum = rng.standard_normal(theta.shape)
+        return SamplerState(theta=theta, momentum=momentum, xi=np.full(theta.shape[0], self.diffusion),
+                            **self.initial_noise(theta.shape[0]))
 
-    def _momentum_update(self, rng, state, step_size):
-        gradient = self.target.stochastic_gradient(state.theta, rng)
-        diffusion = np.full_like(state.theta, self.diffusion)
-        noise = injected_noise(rng, step_size, diffusion, self.gradient_noise(state.theta))
-        return state.momentum - step_size * gradient - step_size * state.xi[:, None] * state.momentum + noise
+    def friction_matrix(self, estimate, step_size):
+        """Extra friction on r beyond ξ (none for SGNHT; CCAdL's (ε/2)Σ̂)."""
+        return None
+
+    def _momentum_update(self, rng, state, theta, step_size):
+        estimate = self.gradient_and_noise(rng, state, theta)
+        diffusion = np.full_like(theta, self.diffusion)
+        noise, clipped = self.inject(rng, step_size, diffusion, self.subtracted_noise(estimate), None)
+        momentum = state.momentum - step_size * estimate.gradient - step_size * state.xi[:, None] * state.momentum + noise
+        extra = self.friction_matrix(estimate, step_size)
+        if extra is not None:
+            momentum = momentum - step_size * np.einsum("nij,nj->ni", extra, state.momentum)
+        return momentum, estimate, clipped
+
+    def subtracted_noise(self, estimate):
+        """V̂ that the injected noise makes room for: the estimate itself (ε(2A − εV̂), SPEC §4.3)."""
+        return estimate.covariance
 
     def _thermostat_update(self, xi, momentum, step_size):
         return xi + step_size * (np.mean(momentum**2, axis=1) - 1.0)
 
+    def _state(self, theta, momentum, xi, estimate):
+        return SamplerState(theta, momentum, xi, estimate.noise, estimate.noise_count)
+
     def _step_splitting(self, rng, state, step_size):
-        momentum = self._momentum_update(rng, state, step_size)
-        theta = state.theta + step_size * momentum
-        return SamplerState(theta, momentum, self._thermostat_update(state.xi, momentum, step_size)), StepInfo()
+        momentum, estimate, clipped = self._momentum_update(rng, state, state.theta, step_size)
+        theta, momentum, reflected = self.reflect(state.theta + step_size * momentum, momentum)
+        xi = self._thermostat_update(state.xi, momentum, step_size)
+        return self._state(theta, momentum, xi, estimate), StepInfo(clipped=clipped, reflected=reflected)
 
     def _step_euler(self, rng, state, step_size):
-        momentum = self._momentum_update(rng, state, step_size)
-        theta = state.theta + step_size * state.momentum
-        return SamplerState(theta, momentum, self._thermostat_update(state.xi, state.momentum, step_size)), StepInfo()
+        momentum, estimate, clipped = self._momentum_update(rng, state, state.theta, step_size)
+        theta, momentum, reflected = self.reflect(state.theta + step_size * state.momentum, momentum)
+        xi = self._thermostat_update(state.xi, state.momentum, step_size)
+        return self._state(theta, momentum, xi, estimate), StepInfo(clipped=clipped, reflected=reflected)
+
+    def _step_theta_first(self, rng, state, step_size):
+        theta, old_momentum, reflected = self.reflect(state.theta + step_size * state.momentum, state.momentum)
+        state = state._replace(theta=theta, momentum=old_momentum)
+        momentum, estimate, clipped = self._momentum_update(rng, state, theta, step_size)
+        xi = self._thermostat_update(state.xi, momentum, step_size)
+        return self._state(theta, momentum, xi, estimate), StepInfo(clipped=clipped, reflected=reflected)
+
+    def predicted_thermostat(self, theta: np.ndarray, step_size: float):
+        """Where ξ settles at step size ε, averaged over positions θ (m, d) (e.g. the kept samples):
+        A + ε·(1 − k)·E tr V(θ)/(2d) ([C] Prop. 1 with β = 1), where k is the fraction of the gradient
+        noise the sampler compensates (SGNHT subtracts it from the injected noise, CCAdL removes it by
+        friction): k = 0 for ``zero``, 1 for ``known``, and c_used/c_exact for ``running`` (a running
+        estimate scaled by Eq. 17's N²/n over-compensates by N/(N − n)). None if V is unknown."""
+        compensated = {"zero": 0.0, "known": 1.0}.get(self.noise_estimate)
+        if compensated is None:
+            compensated = self.running_scale() / self.target.noise_scale
+        if compensated == 1.0:
+            return float(self.diffusion)
+        covariance = self.target.noise_covariance(theta)
+        if covariance is None:
+            return None
+        covariance = np.broadcast_to(covariance, (theta.shape[0], self.target.dim, self.target.dim))
+        trace = np.trace(covariance, axis1=-2, axis2=-1)
+        return float(self.diffusion + step_size * (1.0 - compensated) * np.mean(trace) / (2 * self.target.dim))
 
     def unpack(self, z):
         d = self.target.dim

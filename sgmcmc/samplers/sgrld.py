@@ -11,7 +11,6 @@ from typing import Optional
 import numpy as np
 
 from sgmcmc.geometry import DiagonalMetric
-from sgmcmc.noise import injected_noise
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, diagonal_matrices
 from sgmcmc.state import SamplerState, StepInfo
@@ -26,15 +25,18 @@ class SGRLD(Sampler):
         self.metric = metric or target.default_metric()
 
     def init(self, theta, rng):
-        return SamplerState(theta=np.array(theta, dtype=float))
+        theta = np.array(theta, dtype=float)
+        return SamplerState(theta=theta, **self.initial_noise(theta.shape[0]))
 
     def _step_euler(self, rng, state, step_size):
         theta = state.theta
         inverse_metric = self.metric.inverse(theta)
-        gradient = self.target.stochastic_gradient(theta, rng)
-        drift = -inverse_metric * gradient + self.metric.inverse_derivative(theta)
-        noise = injected_noise(rng, step_size, inverse_metric, self.gradient_noise(theta), inverse_metric)
-        return SamplerState(theta=theta + step_size * drift + noise), StepInfo()
+        estimate = self.gradient_and_noise(rng, state)
+        drift = -inverse_metric * estimate.gradient + self.metric.inverse_derivative(theta)
+        noise, clipped = self.inject(rng, step_size, inverse_metric, estimate.covariance, inverse_metric)
+        theta, _, reflected = self.reflect(theta + step_size * drift + noise)
+        new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count)
+        return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
     def recipe(self):
         return Recipe(

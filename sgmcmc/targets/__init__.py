@@ -7,7 +7,9 @@ from sgmcmc.targets.correlated_2d import Correlated2D
 from sgmcmc.targets.double_well import DoubleWell
 from sgmcmc.targets.gaussian_1d import Gaussian1D
 from sgmcmc.targets.gaussian_2d import Gaussian2D
+from sgmcmc.targets.data import DataTarget
 from sgmcmc.targets.lecture_quartic import LectureQuartic
+from sgmcmc.targets.normal_gamma import NormalGamma
 from sgmcmc.targets.welling_teh_mixture import WellingTehMixture
 
 CORRELATION_MATRIX = [[1.0, 0.9], [0.9, 1.0]]
@@ -20,6 +22,7 @@ TARGETS = {
     "gaussian_2d_cov": lambda **kw: Gaussian2D(covariance=CORRELATION_MATRIX, name="gaussian_2d_cov", **kw),
     "gaussian_2d_prec": lambda **kw: Gaussian2D(precision=CORRELATION_MATRIX, name="gaussian_2d_prec", **kw),
     "welling_teh_mixture": WellingTehMixture,
+    "normal_gamma": NormalGamma,
 }
 
 
@@ -30,4 +33,4 @@ def make_target(name: str, **params) -> Target:
     return TARGETS[name](**params)
 
 
-__all__ = ["Target", "SyntheticTarget", "TARGETS", "make_target"]
+__all__ = ["Target", "SyntheticTarget", "DataTarget", "TARGETS", "make_target"]

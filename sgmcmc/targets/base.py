@@ -59,6 +59,11 @@ class Target(ABC):
         """θ₀ for every chain, shape (n_chains, dim)."""
         return np.zeros((n_chains, self.dim))
 
+    def reflect(self, theta: np.ndarray) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """Map θ back into the support after a step: (θ, boolean mask (n, dim) of reflected coordinates),
+        or (θ, None) for targets on all of R^d (the default)."""
+        return theta, None
+
 
 class SyntheticTarget(Target):
     """A target given by a formula, with Gaussian gradient noise of fixed covariance V (SPEC §4.3).

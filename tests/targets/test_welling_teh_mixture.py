@@ -7,12 +7,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from scipy import integrate
 
 from sgmcmc.config import ConfigError, validate_config
 from sgmcmc.diagnostics import bin_masses_2d
 from sgmcmc.targets import make_target
 from sgmcmc.targets.welling_teh_mixture import DATA_VARIANCE, draw_data
+from tests.helpers import numerical_gradient
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,11 +34,7 @@ def test_data_are_drawn_from_theta_0_1_with_the_seed():
 
 def test_gradient_matches_finite_differences_of_potential(target):
     theta = np.random.default_rng(0).normal(size=(8, 2)) + [0.5, 0.0]
-    numerical = np.zeros_like(theta)
-    for j in range(2):
-        shift = np.zeros(2)
-        shift[j] = 1e-6
-        numerical[:, j] = (target.potential(theta + shift) - target.potential(theta - shift)) / 2e-6
+    numerical = numerical_gradient(target.potential, theta)
     np.testing.assert_allclose(target.gradient(theta), numerical, rtol=1e-6, atol=1e-5)
 
 
