@@ -133,7 +133,7 @@ def draw_fig1(runs: pd.DataFrame, paper: PaperFolder, target_seed: int, path: Pa
             if row == 0 and column == 0:
                 ax.legend(fontsize=8, loc="upper left")
     fig.suptitle("Shang et al. 2015 Fig. 1: Normal-Gamma marginals, 10 chains × 10⁵ samples per method "
-                 "(as in their Table 1: running Σ̂ scaled by N²/n), seed {target_seed}", fontsize=11)
+                 f"(as in their Table 1: running Σ̂ scaled by N²/n), seed {target_seed}", fontsize=11)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

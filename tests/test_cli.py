@@ -73,7 +73,7 @@ def test_two_dimensional_target_draws_the_contour(tmp_path):
 @pytest.mark.parametrize(
     "override, needle",
     [
-        ("sampler=nope", "sampler='nope' is invalid: allowed values are hmc, naive_sghmc"),
+        ("sampler=nope", "sampler='nope' is invalid: allowed values are ccadl, ccadl_shang2015, hmc, naive_sghmc"),
         ("target=nope", "target='nope' is invalid: allowed values are"),
         ("schedule=nope", "schedule='nope' is invalid: allowed values are constant, cyclical, polynomial"),
         ("sampler.step_size=-1", "sampler.step_size=-1.0 is invalid: allowed values are numbers > 0.0"),
@@ -84,7 +84,7 @@ def test_two_dimensional_target_draws_the_contour(tmp_path):
         ("seed=-3", "seed=-3 is invalid"),
         ("run.progress=maybe", "run.progress='maybe' is invalid: allowed values are true, false"),
         ("sampler.noise_estimate=exact", "sampler.noise_estimate='exact' is invalid: allowed values are known, zero"),
-        ("sampler.integrator=rk4", "sampler.integrator='rk4' is invalid: allowed values are splitting, euler, generic"),
+        ("sampler.integrator=rk4", "sampler.integrator='rk4' is invalid: allowed values are splitting, euler, theta_first, generic"),
         ("sampler.frictio=1", "sampler.frictio is not a known key of sampler 'sgrhmc'"),
         ("bogus=1", "bogus is not a known key"),
         ("run.burn_in=500", "run.burn_in=500 is invalid: allowed values are integers < run.n_steps=120"),
