@@ -90,8 +90,9 @@ class SGNHT(Sampler):
         friction): k = 0 for ``zero``, 1 for ``known``, and c_used/c_exact for ``running`` (a running
         estimate scaled by Eq. 17's N²/n over-compensates by N/(N − n)). None if V is unknown."""
         compensated = {"zero": 0.0, "known": 1.0}.get(self.noise_estimate)
-        if compensated is None:
-            compensated = self.running_scale() / self.target.noise_scale
+        if compensated is None:  # running; a full batch (noise_scale 0) has no noise to compensate
+            exact_scale = self.target.noise_scale
+            compensated = self.running_scale() / exact_scale if exact_scale > 0 else 1.0
         if compensated == 1.0:
             return float(self.diffusion)
         covariance = self.target.noise_covariance(theta)
