@@ -28,12 +28,13 @@ from concurrent.futures import ProcessPoolExecutor
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from scipy import integrate, linalg
+from scipy import integrate
 from scipy.ndimage import maximum_filter
 
 from experiments.common import Setting, compose, load_samples, parse_args, run_settings, setting
 from sgmcmc.diagnostics import autocorrelation, bin_masses_1d, histogram_kl, integrated_autocorrelation_time
 from sgmcmc.paper import PaperFolder
+from sgmcmc.samplers.linearised import linear_step, stationary_covariance
 from sgmcmc.targets import make_target
 from sgmcmc.targets.welling_teh_mixture import PUBLISHED_MODES, draw_data, mixture_potential
 
@@ -344,15 +345,11 @@ def discrete_stationary_covariance(sampler: str, step: float, friction: float, p
     noise_estimate known (total momentum/position noise 2Cε resp. 2ε per step): a discrete Lyapunov equation."""
     d = precision.shape[0]
     if sampler == "sgld":
-        transition = np.eye(d) - step * precision
-        return linalg.solve_discrete_lyapunov(transition, 2 * step * np.eye(d))
+        return stationary_covariance(np.eye(d) - step * precision, 2 * step * np.eye(d))
     # splitting SGHMC: r' = (1 − εC) r − εPθ + w, θ' = θ + ε r' (w ~ N(0, 2Cε I))
-    momentum_row = np.hstack([-step * precision, (1 - step * friction) * np.eye(d)])
-    position_row = np.hstack([np.eye(d), np.zeros((d, d))]) + step * momentum_row
-    transition = np.vstack([position_row, momentum_row])
-    noise_in = np.vstack([step * np.eye(d), np.eye(d)])
-    full = linalg.solve_discrete_lyapunov(transition, noise_in @ (2 * friction * step * np.eye(d)) @ noise_in.T)
-    return full[:d, :d]
+    transition, covariance = linear_step(step, (1 - step * friction) * np.eye(d), precision,
+                                         2 * friction * step * np.eye(d), "splitting")
+    return stationary_covariance(transition, covariance)[:d, :d]
 
 
 def draw_gaussian(target, paths: dict, acfs: dict, labels: dict, path) -> None:

@@ -185,9 +185,10 @@ def _thermostat(built: Built, outcome, config: dict) -> dict:
     if predict is not None and config["schedule"]["name"] == "constant" and outcome.samples.size:
         positions = outcome.samples.reshape(-1, built.target.dim)
         positions = positions[:: max(1, positions.shape[0] // 2000)]
-        predicted = predict(positions, config["sampler"]["step_size"])
-        if predicted is not None:
-            out["thermostat_predicted"] = predicted
+        for key, method in (("thermostat_predicted", predict), ("thermostat_first_order", built.sampler.first_order_thermostat)):
+            value = method(positions, config["sampler"]["step_size"])
+            if value is not None:
+                out[key] = value
     return out
 
 

@@ -44,6 +44,14 @@ class CCAdL(SGNHT):
         """Nothing: CCAdL injects √(2Ah)·N(0, I) and removes the gradient noise's heat by friction."""
         return None
 
+    def predicted_friction(self, estimate, step_size):
+        """(h/2)Σ̂ (Algorithm 1 step 5)."""
+        return 0.5 * step_size * estimate
+
+    def predicted_subtracted(self, estimate):
+        """Nothing is subtracted from the injected √(2Ah)·N(0, I)."""
+        return np.zeros_like(estimate)
+
     def recipe(self):
         raise TypeError("CCAdL's diffusion D = A·I + (h/2)Σ(θ) depends on the step size: use recipe_at(h)")
 

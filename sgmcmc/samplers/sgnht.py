@@ -21,6 +21,7 @@ import numpy as np
 
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal
+from sgmcmc.samplers.linearised import mean_hessian, thermostat_fixed_point
 from sgmcmc.state import SamplerState, StepInfo
 
 
@@ -84,23 +85,50 @@ class SGNHT(Sampler):
         return self._state(theta, momentum, xi, estimate), StepInfo(clipped=clipped, reflected=reflected)
 
     def predicted_thermostat(self, theta: np.ndarray, step_size: float):
-        """Where ξ settles at step size ε, averaged over positions θ (m, d) (e.g. the kept samples):
-        A + ε·(1 − k)·E tr V(θ)/(2d) ([C] Prop. 1 with β = 1), where k is the fraction of the gradient
-        noise the sampler compensates (SGNHT subtracts it from the injected noise, CCAdL removes it by
-        friction): k = 0 for ``zero``, 1 for ``known``, and c_used/c_exact for ``running`` (a running
-        estimate scaled by Eq. 17's N²/n over-compensates by N/(N − n)). None if V is unknown."""
+        """Where ξ settles at step size ε, averaged over positions θ (m, d) (e.g. the kept samples).
+
+        To first order in ε this is A + ε·(1 − k)·E tr V(θ)/(2d) ([C] Prop. 1 with β = 1), where k is the
+        fraction of the gradient noise V the sampler compensates: k = 0 for ``zero``, 1 for ``known``, and
+        c_used/c_exact for ``running`` (a running estimate scaled by Eq. 17's N²/n over-compensates by
+        N/(N − n)). The explicit friction step adds a term of the same order (ξ ≈ A + εA²/2 even without
+        gradient noise), so this returns the exact fixed point of the step linearised at fixed ξ
+        (:func:`~sgmcmc.samplers.linearised.thermostat_fixed_point`): friction ξI + :meth:`predicted_friction`,
+        momentum noise 2εA·I + ε²(V̄ − :meth:`predicted_subtracted`) with V̄ = E V(θ), and the force
+        linearised with the mean Hessian of U over θ. None if V is unknown, nan if no ξ cools the momentum."""
+        noise, compensated = self._mean_noise(theta)
+        if noise is None:
+            return None
+        return thermostat_fixed_point(step_size, self.diffusion, noise,
+                                      self.predicted_friction(compensated * noise, step_size),
+                                      self.predicted_subtracted(compensated * noise),
+                                      mean_hessian(self.target, theta), self.integrator)
+
+    def first_order_thermostat(self, theta: np.ndarray, step_size: float):
+        """[C] Prop. 1's A + ε·(1 − k)·E tr V(θ)/(2d) (see :meth:`predicted_thermostat`); None if V is unknown."""
+        noise, compensated = self._mean_noise(theta)
+        if noise is None:
+            return None
+        return float(self.diffusion + step_size * (1.0 - compensated) * np.trace(noise) / (2 * self.target.dim))
+
+    def _mean_noise(self, theta):
+        """(E V(θ) over the positions, fraction k of it the sampler compensates)."""
         compensated = {"zero": 0.0, "known": 1.0}.get(self.noise_estimate)
         if compensated is None:  # running; a full batch (noise_scale 0) has no noise to compensate
             exact_scale = self.target.noise_scale
             compensated = self.running_scale() / exact_scale if exact_scale > 0 else 1.0
-        if compensated == 1.0:
-            return float(self.diffusion)
         covariance = self.target.noise_covariance(theta)
         if covariance is None:
-            return None
-        covariance = np.broadcast_to(covariance, (theta.shape[0], self.target.dim, self.target.dim))
-        trace = np.trace(covariance, axis1=-2, axis2=-1)
-        return float(self.diffusion + step_size * (1.0 - compensated) * np.mean(trace) / (2 * self.target.dim))
+            return None, compensated
+        d = self.target.dim
+        return np.mean(np.broadcast_to(covariance, (theta.shape[0], d, d)), axis=0), compensated
+
+    def predicted_friction(self, estimate: np.ndarray, step_size: float) -> np.ndarray:
+        """Friction on p beyond ξ given the noise estimate Σ̂ (d, d): none for SGNHT."""
+        return np.zeros_like(estimate)
+
+    def predicted_subtracted(self, estimate: np.ndarray) -> np.ndarray:
+        """Covariance taken off the injected noise (divided by ε²) given Σ̂: Σ̂ itself for SGNHT."""
+        return estimate
 
     def unpack(self, z):
         d = self.target.dim
@@ -140,3 +168,4 @@ class SGNHT(Sampler):
             return self.target.potential(z[:, :d]) + kinetic + 0.5 * d * (z[:, 2 * d] - self.diffusion) ** 2
 
         return Recipe(energy_gradient, diffusion, curl, correction, noise_covariance, energy)
+
