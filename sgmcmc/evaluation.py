@@ -27,6 +27,7 @@ class Evaluator:
 
     def __init__(self, target: Target):
         self.target = target
+        self._trace_metrics = getattr(target, "trace_metrics", None)
         self.enabled = target.has_exact_density and target.dim in (1, 2)
         if not self.enabled:
             return
@@ -51,6 +52,14 @@ class Evaluator:
             upper = max(self.edges[-1], float(samples.max())) + 1.0
             scores["w1"] = wasserstein1_to_exact_1d(samples[:, 0], self.target.log_density, lower, upper)
         return {key: float(value) for key, value in scores.items()}
+
+
+    def score_mean(self, mean: np.ndarray) -> dict:
+        """The target's metrics of the per-chain running posterior mean (c, dim) (e.g. test log-likelihood
+        and accuracy of the mean predictor, SPEC §3 E5/E6); {} for targets without any."""
+        if self._trace_metrics is None:
+            return {}
+        return {key: float(value) for key, value in self._trace_metrics(mean).items()}
 
 
 def chain_diagnostics(chains: np.ndarray) -> dict:

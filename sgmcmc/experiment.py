@@ -2,7 +2,8 @@
 schedule, run, and write the versioned result folder.
 
 Result folder (``<results_dir>/<time>-<sampler>-<target>-<hex>/``): ``config.yaml`` (resolved),
-``run.log``, ``samples.npz`` (``theta``: (n_chains, n_kept, dim)), ``trace.csv``, ``figures/*.png``,
+``run.log``, ``samples.npz`` (``theta``: (n_chains, n_kept, dim)), ``moments.npz`` (per-chain ``mean`` and, up
+to d = 512, ``covariance`` of every post-burn-in step, and their ``count``), ``trace.csv``, ``figures/*.png``,
 ``provenance.json`` and, written last, ``metrics.json`` with the status
 (completed / diverged / interrupted / failed).
 """
@@ -146,10 +147,16 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
     with _sigterm_as_interrupt():
         outcome = run_chains(built.sampler, built.schedule, built.settings, np.random.default_rng(config["seed"]), evaluator)
     write_samples(folder / "samples.npz", theta=outcome.samples)
+    if outcome.moments is not None and outcome.moments.count:
+        covariance = outcome.moments.covariance()
+        extra = {} if covariance is None else {"covariance": covariance}
+        write_samples(folder / "moments.npz", mean=outcome.moments.mean, count=np.array(outcome.moments.count), **extra)
     trace = pd.DataFrame(outcome.trace)
     write_table(folder / "trace.csv", trace)
     final = evaluator.score(outcome.samples.reshape(-1, built.target.dim)) if outcome.samples.size else {}
     final.update(chain_diagnostics(outcome.samples) if outcome.samples.size else {})
+    if outcome.moments is not None and outcome.moments.count:
+        final.update(evaluator.score_mean(outcome.moments.mean))
     final.update(_thermostat(built, outcome, config))
     figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
     steps = max(outcome.steps_done, 1)

@@ -54,6 +54,56 @@ class RunOutcome:
     reflections: int = 0
     thermostat_mean: Optional[float] = None  # mean ξ over chains and post-burn-in steps (SGNHT, CCAdL)
     thermostat_se: Optional[float] = None  # its standard error from the spread of the chains' means
+    moments: Optional["RunningMoments"] = None  # per-chain mean (and covariance) of every post-burn-in step
+
+
+# Per-chain second moments are tracked up to this dimension (c·d² numbers; DRBM has d in the thousands).
+MOMENT_COVARIANCE_MAX_DIM = 512
+
+
+class RunningMoments:
+    """Per-chain running mean of θ (c, d) over every post-burn-in step (not only the kept, thinned ones),
+    and the covariance when d ≤ ``MOMENT_COVARIANCE_MAX_DIM``; Welford's update, one BLAS rank-1 per chain.
+    The running mean is the posterior-mean estimate w̄_t of Shang et al. (2015) §4.2 (SPEC §3, E5)."""
+
+    def __init__(self, n_chains: int, dim: int):
+        self.count = 0
+        self.mean = np.zeros((n_chains, dim))
+        self._scatter = np.zeros((n_chains, dim, dim)) if dim <= MOMENT_COVARIANCE_MAX_DIM else None
+
+    def update(self, theta: np.ndarray) -> None:
+        self.count += 1
+        delta = theta - self.mean
+        self.mean += delta / self.count
+        if self._scatter is not None:
+            self._scatter += delta[:, :, None] * (theta - self.mean)[:, None, :]
+
+    def covariance(self) -> Optional[np.ndarray]:
+        """Per-chain sample covariance (c, d, d) (denominator count − 1), None if not tracked or < 2 steps."""
+        if self._scatter is None or self.count < 2:
+            return None
+        return self._scatter / (self.count - 1)
+
+    def pooled(self) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """Mean and covariance of all chains' steps pooled (equal counts per chain)."""
+        mean = self.mean.mean(axis=0)
+        covariance = self.covariance()
+        if covariance is None:
+            return mean, None
+        n = self.count
+        within = covariance.mean(axis=0) * (n - 1) / n
+        spread = self.mean - mean
+        between = spread.T @ spread / self.mean.shape[0]
+        total = self.mean.shape[0] * n
+        return mean, (within + between) * total / max(total - 1, 1)
+
+
+def _show(bar, row: dict) -> None:
+    """The headline metric of the latest trace row on the progress bar."""
+    for key, label in (("kl_pq", "kl"), ("test_log_likelihood", "test_ll"), ("test_error", "test_err"), ("perplexity", "perplexity")):
+        if key in row:
+            bar.set_postfix({label: f"{row[key]:.4g}"}, refresh=False)
+            return
 
 
 def _finite(state) -> bool:
@@ -78,7 +128,8 @@ def run_chains(
     theta0 = target.initial_position(settings.n_chains, rng)
     state = sampler.init(theta0, rng)
     samples = np.empty((settings.n_chains, settings.n_kept, target.dim))
-    outcome = RunOutcome(samples=samples[:, :0])
+    outcome = RunOutcome(samples=samples[:, :0], moments=RunningMoments(settings.n_chains, target.dim))
+    n_data, batch_size = getattr(target, "n_data", None), getattr(target, "batch_size", None)
     kept = 0
     accept_sum, accept_count = 0.0, 0
     xi_sum, xi_count = 0.0, 0  # per-chain sum of ξ after burn-in, number of steps summed
@@ -105,21 +156,26 @@ def run_chains(
                 outcome.noise_clips += int(info.clipped.sum())
             if info.reflected is not None:
                 outcome.reflections += int(info.reflected.sum())
-            if state.xi is not None and t > settings.burn_in:
-                xi_sum = xi_sum + state.xi
-                xi_count += 1
+            if t > settings.burn_in:
+                outcome.moments.update(state.theta)
+                if state.xi is not None:
+                    xi_sum = xi_sum + state.xi
+                    xi_count += 1
             if t > settings.burn_in and (t - settings.burn_in) % settings.thin == 0:
                 samples[:, kept] = state.theta
                 kept += 1
             if t % settings.eval_every == 0 or t == settings.n_steps:
                 row = {"step": t, "n_samples": kept * settings.n_chains, "step_size": schedule(t - 1)}
+                if n_data:
+                    row["passes"] = t * batch_size / n_data
                 if accept_count:
                     row["acceptance_rate"] = accept_sum / accept_count
                 if evaluator is not None and kept:
                     row.update(evaluator.score(samples[:, :kept].reshape(-1, target.dim)))
+                if evaluator is not None and outcome.moments.count:
+                    row.update(evaluator.score_mean(outcome.moments.mean))
                 outcome.trace.append(row)
-                if "kl_pq" in row:
-                    bar.set_postfix(kl=f"{row['kl_pq']:.2e}", refresh=False)
+                _show(bar, row)
             if t % 50 == 0 or t == settings.n_steps:
                 bar.update(t - bar.n)
     except KeyboardInterrupt:

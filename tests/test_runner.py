@@ -4,7 +4,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.runner import RunningMoments, RunSettings, run_chains
 from sgmcmc.results import new_run_folder
 from sgmcmc.schedules import Constant
 from tests.helpers import build
@@ -61,3 +61,27 @@ def test_run_folders_are_never_reused_even_in_parallel(tmp_path):
     with ThreadPoolExecutor(8) as pool:
         made = list(pool.map(lambda _: new_run_folder(tmp_path, "same-label"), range(64)))
     assert len(set(made)) == 64 and all(folder.is_dir() for folder in made)
+
+
+def test_running_moments_match_numpy():
+    rng = np.random.default_rng(0)
+    steps = rng.normal(size=(50, 3, 4)) * [1.0, 2.0, 0.5, 3.0] + [0.0, 1.0, -2.0, 5.0]
+    moments = RunningMoments(3, 4)
+    for theta in steps:
+        moments.update(theta)
+    np.testing.assert_allclose(moments.mean, steps.mean(axis=0))
+    for chain in range(3):
+        np.testing.assert_allclose(moments.covariance()[chain], np.cov(steps[:, chain].T))
+    mean, covariance = moments.pooled()
+    pooled = steps.reshape(-1, 4)
+    np.testing.assert_allclose(mean, pooled.mean(axis=0))
+    np.testing.assert_allclose(covariance, np.cov(pooled.T))
+
+
+def test_no_covariance_in_high_dimension(monkeypatch):
+    monkeypatch.setattr("sgmcmc.runner.MOMENT_COVARIANCE_MAX_DIM", 2)
+    moments = RunningMoments(2, 3)
+    moments.update(np.ones((2, 3)))
+    moments.update(np.zeros((2, 3)))
+    assert moments.covariance() is None
+    np.testing.assert_allclose(moments.mean, 0.5)

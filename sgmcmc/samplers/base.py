@@ -40,7 +40,7 @@ def minibatch_covariance(per_example: np.ndarray, diagonal: bool = False) -> np.
     denominator = max(per_example.shape[1] - 1, 1)
     if diagonal:
         return np.sum(centred**2, axis=1) / denominator
-    return np.einsum("nbi,nbj->nij", centred, centred) / denominator
+    return np.matmul(centred.transpose(0, 2, 1), centred) / denominator  # batched BLAS, O(n·d²) per chain
 
 
 def block_diagonal(*blocks: np.ndarray) -> np.ndarray:
