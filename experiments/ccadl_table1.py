@@ -19,21 +19,17 @@ inset at the peak) under ``results/paper/ccadl-table1/<run-id>/``.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-import yaml
-
-from experiments.common import load_samples, parse_args
+from experiments.common import load_samples, multirun, parse_args, read_run, record
 from sgmcmc.paper import PaperFolder
 from sgmcmc.targets import make_target
 
 FIGURE_ID = "ccadl-table1"
-REPO = Path(__file__).resolve().parent.parent
 METHODS = {"sghmc": "SGHMC", "sgnht": "SGNHT", "ccadl": "CCAdL"}
 SAMPLER_CONFIGS = {"sghmc": "sghmc_shang2015", "sgnht": "sgnht_shang2015", "ccadl": "ccadl_shang2015"}
 STEP_SIZES = (0.001, 0.01)
@@ -59,36 +55,15 @@ SWEEPS = {
 }
 
 
-def multirun(paper: PaperFolder, sweep: str, smoke: bool, jobs: int) -> list[Path]:
-    """One ``python run.py -m`` sweep into ``runs/<sweep>/``; returns the run folders it wrote."""
-    runs_dir = paper.runs_dir / sweep
-    command = [sys.executable, str(REPO / "run.py"), "-m", "+experiment=ccadl_table1", *SWEEPS[sweep],
-               f"run.results_dir={runs_dir}", "run.progress=false", "run.figures=false",
-               f"hydra.sweep.dir={paper.path / 'sweeps' / sweep}"]
-    if jobs > 1:
-        command += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}"]
-    if smoke:
-        command += SMOKE
-    print(f"  sweep {sweep}: {' '.join(command[2:])}", flush=True)
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
-    if result.returncode != 0:
-        lines = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
-        print(f"error: sweep {sweep} failed: {lines[-1]}", file=sys.stderr)
-        sys.exit(result.returncode if result.returncode == 2 else 1)
-    return sorted(path for path in runs_dir.iterdir() if path.is_dir())
-
-
 def collect(paper: PaperFolder, sweep: str, folders: list[Path]) -> list[dict]:
     """One row per run: its setting (from the run's resolved config.yaml) and final metrics."""
     rows = []
     for folder in folders:
-        config = yaml.safe_load((folder / "config.yaml").read_text())
+        config, status = read_run(folder)
         setting = {"sweep": sweep, "method": METHODS[config["sampler"]["name"]], "h": float(config["vars"]["h"]),
                    "A": float(config["vars"]["A"]), "finite_population": bool(config["vars"]["finite_population"]),
                    "batch_size": int(config["target"]["batch_size"]), "seed": int(config["seed"])}
-        metrics_path = folder / "metrics.json"
-        status = yaml.safe_load(metrics_path.read_text())["status"] if metrics_path.is_file() else "failed"
-        metrics = paper.record_run(folder, status, setting)
+        metrics = record(paper, folder, status, setting)
         rows.append({**setting, "status": status, "folder": str(folder.relative_to(paper.path)),
                      "noise_clips": metrics.get("noise_clips", 0), "reflections": metrics.get("reflections", 0),
                      "n_samples": metrics["n_samples"], **metrics["final"]})
@@ -243,7 +218,8 @@ def main(argv=None) -> None:
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
     rows = []
     for sweep in SWEEPS:
-        rows += collect(paper, sweep, multirun(paper, sweep, args.smoke, args.jobs))
+        folders = multirun(paper, "ccadl_table1", sweep, SWEEPS[sweep], args.jobs, SMOKE if args.smoke else ())
+        rows += collect(paper, sweep, folders)
     rows = pd.DataFrame(rows)
     failed = rows[rows.status != "completed"]
     if len(failed):

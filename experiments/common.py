@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -19,7 +21,9 @@ matplotlib.use("Agg")
 from sgmcmc.config import ConfigError  # noqa: E402
 from sgmcmc.paper import PaperFolder  # noqa: E402
 
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "configs"
+REPO = Path(__file__).resolve().parent.parent
+CONFIG_DIR = REPO / "configs"
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -104,3 +108,42 @@ def load_samples(paper: PaperFolder, run_record: dict):
 
 def read_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
+
+
+def multirun(paper: PaperFolder, experiment: str, sweep: str, overrides: list, jobs: int, extra: list = ()) -> list[Path]:
+    """One Hydra multirun ``python run.py -m +experiment=<experiment> <overrides>`` into ``runs/<sweep>/``
+    (the joblib launcher when ``jobs`` > 1); returns the run folders it wrote. A failing sweep stops the
+    experiment with its last error line (exit 2 for a config error)."""
+    runs_dir = paper.runs_dir / sweep
+    command = [sys.executable, str(REPO / "run.py"), "-m", f"+experiment={experiment}", *overrides,
+               f"run.results_dir={runs_dir}", "run.progress=false", "run.figures=false",
+               f"hydra.sweep.dir={paper.path / 'sweeps' / sweep}"]
+    if jobs > 1:
+        command += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}"]
+    command += list(extra)
+    print(f"  sweep {sweep}: {' '.join(command[2:])}", flush=True)
+    # parallel jobs share the cores: one BLAS thread each (oversubscribed OpenBLAS threads ran 10-20x slower)
+    env = {**os.environ, **({key: "1" for key in BLAS_THREAD_VARIABLES} if jobs > 1 else {})}
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
+    if result.returncode != 0:
+        lines = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
+        print(f"error: sweep {sweep} failed: {lines[-1]}", file=sys.stderr)
+        sys.exit(result.returncode if result.returncode == 2 else 1)
+    return sorted(path for path in runs_dir.iterdir() if path.is_dir())
+
+
+def read_run(folder: Path) -> tuple[dict, str]:
+    """A sweep run's resolved config and status ("failed" when it never wrote ``metrics.json``)."""
+    import yaml
+
+    config = yaml.safe_load((folder / "config.yaml").read_text())
+    metrics_path = folder / "metrics.json"
+    return config, read_json(metrics_path)["status"] if metrics_path.is_file() else "failed"
+
+
+def record(paper: PaperFolder, folder: Path, status: str, setting: dict) -> dict:
+    """Record a sweep run in ``paper``; its metrics (empty ones for a run that never finished)."""
+    if status == "failed" and not (folder / "metrics.json").is_file():
+        paper.runs.append({"folder": str(folder.relative_to(paper.path)), "status": status, **setting})
+        return {"final": {}, "n_samples": 0}
+    return paper.record_run(folder, status, setting)

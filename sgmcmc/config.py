@@ -142,6 +142,10 @@ TARGET_FIELDS: dict[str, dict[str, Check]] = {
     # data_seed null: the data are drawn from the run's seed (SPEC §2 T7)
     "normal_gamma": {"data_seed": optional(integer(0)), "n_data": integer(2), "batch_size": integer(1),
                      "initial_position": number_list()},
+    # data_dir null: sgmcmc.data.resolve_data_dir's default (SPEC §2 T8, §4.9)
+    "logistic_mnist79": {"data_dir": optional(lambda key, value: _string(key, value)), "projection_seed": integer(0),
+                         "n_components": integer(1), "batch_size": integer(1),
+                         "prior_variance": real(0.0, strict=True), "initial_scale": real(0.0, strict=True)},
 }
 
 SCHEDULE_FIELDS: dict[str, dict[str, Check]] = {
@@ -197,9 +201,10 @@ def validate_config(config: dict) -> dict:
     if not isinstance(config, dict):
         raise ConfigError("the config must be a mapping")
     allowed = {"sampler", "target", "schedule", "run", "seed"}
+    optional_keys = {"vars", "data_dir"}
     for key in config:
-        if key not in allowed and key != "vars":
-            raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(allowed | {'vars'}))}")
+        if key not in allowed and key not in optional_keys:
+            raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(allowed | optional_keys))}")
     for key in allowed:
         if key not in config:
             raise ConfigError(f"{key} is missing")
@@ -212,6 +217,8 @@ def validate_config(config: dict) -> dict:
         "run": _check_fields("run", config["run"], RUN_FIELDS, required=tuple(k for k in RUN_FIELDS if k not in ("results_dir", "figures"))),
         "seed": integer(0)("seed", config["seed"]),
     }
+    if "data_dir" in config:  # the data folder of configs/config.yaml, interpolated by the data targets' configs
+        checked["data_dir"] = optional(_string)("data_dir", config["data_dir"])
     if "vars" in config:  # shared values of an experiment (e.g. Shang et al.'s A), already interpolated
         checked["vars"] = dict(config["vars"])
     run = checked["run"]

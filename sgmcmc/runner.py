@@ -117,15 +117,20 @@ def run_chains(
     rng: np.random.Generator,
     evaluator: Optional[Evaluator] = None,
     stop_requested: Callable[[], bool] = lambda: False,
+    theta0: Optional[np.ndarray] = None,
 ) -> RunOutcome:
     """Run ``settings.n_chains`` chains of ``sampler`` from the target's initial positions.
 
     Random numbers come from ``rng`` only, in a fixed order, so a seed fixes the samples bit for bit.
     The sample kept at step t (1-based) is the state after t steps, for t > burn_in and
-    (t − burn_in) divisible by ``thin``.
+    (t − burn_in) divisible by ``thin``. ``theta0`` (n_chains, dim) replaces the target's initial positions
+    (e.g. over-dispersed starts for a reference run); nothing is then drawn for them.
     """
     target = sampler.target
-    theta0 = target.initial_position(settings.n_chains, rng)
+    if theta0 is None:
+        theta0 = target.initial_position(settings.n_chains, rng)
+    elif np.shape(theta0) != (settings.n_chains, target.dim):
+        raise ValueError(f"theta0 must have shape ({settings.n_chains}, {target.dim}); got {np.shape(theta0)}")
     state = sampler.init(theta0, rng)
     samples = np.empty((settings.n_chains, settings.n_kept, target.dim))
     outcome = RunOutcome(samples=samples[:, :0], moments=RunningMoments(settings.n_chains, target.dim))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -61,3 +62,12 @@ def numerical_gradient(potential, theta: np.ndarray, step: float = 1e-6) -> np.n
         shift[j] = step
         out[:, j] = (potential(theta + shift) - potential(theta - shift)) / (2 * step)
     return out
+
+
+def fake_mnist_source(seed=0, n_train=40, n_test=16):
+    """A tiny stand-in for ``load_mnist(..., digits=(7, 9))``: random 784-pixel images labelled 7 or 9."""
+    rng = np.random.default_rng(seed)
+    return SimpleNamespace(train_images=rng.integers(0, 256, (n_train, 784), dtype=np.uint8),
+                           train_labels=rng.choice(np.array([7, 9], dtype=np.uint8), n_train),
+                           test_images=rng.integers(0, 256, (n_test, 784), dtype=np.uint8),
+                           test_labels=rng.choice(np.array([7, 9], dtype=np.uint8), n_test))
