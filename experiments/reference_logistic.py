@@ -35,7 +35,7 @@ from sgmcmc.schedules import Constant
 N_CHAINS = 10
 RHAT_LIMIT = 1.01
 MAX_STORED_DRAWS = 5000
-FULL = dict(pilot_steps=30, burn_in=200, kept=1000, thin=1)
+FULL = dict(pilot_steps=30, burn_in=200, kept=3000, thin=1)
 SMOKE = dict(pilot_steps=5, burn_in=10, kept=20, thin=1)
 
 
