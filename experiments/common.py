@@ -42,8 +42,11 @@ def setting(overrides, **labels) -> Setting:
     return Setting(tuple(overrides), tuple(labels.items()))
 
 
-def parse_args(description: str, argv=None) -> argparse.Namespace:
+def parse_args(description: str, argv=None, **options) -> argparse.Namespace:
+    """The shared options, plus ``name=(default, help)`` string options of the experiment's own."""
     parser = argparse.ArgumentParser(description=description)
+    for name, (default, text) in options.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", default=default, help=text)
     parser.add_argument("--smoke", action="store_true", help="tiny settings that run in seconds (CI, make smoke)")
     parser.add_argument("--root", default="results/paper", help="folder that receives <figure-id>/<run-id>/")
     parser.add_argument("--jobs", type=int, default=2, help="runs in parallel processes (default 2)")
