@@ -54,7 +54,7 @@ figures: recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic c
 
 # speed benchmarks -> results/bench/bench.json (never part of the tests)
 bench: $(STAMP)
-	$(BIN)/python -m benchmarks.run --output results/bench/bench.json
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.run --output results/bench/bench.json
 
 # every experiment with tiny settings, in seconds (also part of `make test`: tests/test_experiments_smoke.py)
 smoke: $(STAMP)

@@ -1,6 +1,12 @@
-"""Speed benchmarks (``make bench``): seconds per 10⁶ steps of SGHMC, SGNHT and CCAdL as run for
-Shang et al. (2015) Table 1 on the Normal-Gamma target, for 1 chain and for 10 vectorised chains, written
-to a JSON report. Speed goals live here, never in the unit tests.
+"""Speed benchmarks (``make bench``), written to a JSON report; speed goals live here, never in the unit tests:
+
+1. seconds per 10⁶ steps of SGHMC, SGNHT and CCAdL as run for Shang et al. (2015) Table 1 on the
+   Normal-Gamma target, for 1 chain and for 10 vectorised chains;
+2. logistic regression on MNIST 7 vs 9 (Fig. 2 settings, 4 chains): steps per second of each sampler with
+   the full 100×100 running covariance, and its ratio to the bare minibatch gradient (gather the minibatch,
+   per-example gradients, their sum), the floor for this work (issue goal: CCAdL ≤ 4×). Needs the MNIST
+   files (``SGMCMC_DATA``); skipped with the reason otherwise. ``make bench`` pins BLAS to one thread (the
+   batched 100×100 products ran 10-20× slower with oversubscribed OpenBLAS threads on a busy 2-core machine).
 
 Each measurement runs ``--steps`` steps through :func:`sgmcmc.runner.run_chains` (the same path as a
 real run: minibatch draw, per-example gradients, running covariance, clipping, reflection, sample
@@ -13,12 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import time
 from pathlib import Path
 
 import numpy as np
 
+from sgmcmc.data import DataError
 from sgmcmc.results import provenance
 from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
@@ -49,6 +57,35 @@ def seconds_per_million_steps(name: str, n_chains: int, n_steps: int) -> dict:
             "seconds_per_million_samples": per_million / n_chains}
 
 
+def logistic_step_costs(n_steps: int, n_chains: int = 4) -> list[dict]:
+    """Seconds per step of each Fig. 2 sampler (h = 1e-4, A = 1, full running covariance) against the bare
+    minibatch gradient on the same chains."""
+    from sgmcmc.targets.logistic_regression import logistic_mnist79
+
+    target = logistic_mnist79()
+    rng = np.random.default_rng(0)
+    theta = target.initial_position(n_chains, rng)
+    for _ in range(20):
+        target.minibatch_gradient(theta, rng)
+    start = time.perf_counter()
+    for _ in range(n_steps):
+        target.minibatch_gradient(theta, rng)
+    gradient = (time.perf_counter() - start) / n_steps
+    rows = []
+    for name, params in TABLE1_SAMPLERS.items():
+        sampler = make_sampler(name, target, **params)
+        state = sampler.init(theta, rng)
+        for _ in range(20):
+            state, _ = sampler.step(rng, state, 1e-4)
+        start = time.perf_counter()
+        for _ in range(n_steps):
+            state, _ = sampler.step(rng, state, 1e-4)
+        step = (time.perf_counter() - start) / n_steps
+        rows.append({"sampler": name, "n_chains": n_chains, "steps_timed": n_steps, "seconds_per_step": step,
+                     "steps_per_second": 1.0 / step, "bare_gradient_seconds": gradient, "ratio_to_bare_gradient": step / gradient})
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20000, help="steps timed per measurement")
@@ -75,6 +112,15 @@ def main(argv=None) -> None:
                   "so the cost per step hardly changes from 1 to 10 chains; vectorising over chains is what "
                   "makes 10^6 samples cheap (10 chains x 1.1e5 steps)."),
     }
+    try:
+        report["logistic_mnist79"] = logistic_step_costs(max(50, args.steps // 40))
+        for row in report["logistic_mnist79"]:
+            print(f"logistic {row['sampler']:6s} {row['n_chains']} chains: {row['steps_per_second']:7.1f} steps/s, "
+                  f"{row['ratio_to_bare_gradient']:.2f}x the bare minibatch gradient", flush=True)
+    except (DataError, OSError) as error:  # the data may be absent: the report says why
+        report["logistic_mnist79"] = {"skipped": str(error)}
+        print(f"logistic regression skipped: {error}")
+    report["blas_threads"] = {key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     path = Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")

@@ -25,6 +25,7 @@ from sgmcmc.config import ConfigError, validate_config
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.recipe import RecipeError, psd_square_root
+from sgmcmc.data import DataError
 from sgmcmc.results import new_run_folder, provenance, write_json, write_samples, write_table, write_text
 from sgmcmc.runner import COMPLETED, RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
@@ -62,6 +63,8 @@ def build(config: dict) -> Built:
         target = make_target(config["target"]["name"], **target_params)
     except ValueError as error:
         raise ConfigError(f"target: {error}") from None
+    except DataError as error:  # missing, corrupt or unreachable data: one line, exit 2, like a bad value
+        raise ConfigError(f"data_dir: {error}") from None
     sampler_params = {k: v for k, v in config["sampler"].items() if k not in ("name", "step_size")}
     if "metric" in sampler_params:
         metric = _metric(sampler_params.pop("metric"))

@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["run.n_steps=120", "run.n_chains=40", "run.burn_in=60", "run.eval_every=30", "run.progress=false"]
 
 
-def run_cli(*args, results_dir):
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def run_cli(*args, results_dir, env=None):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env or {}))
     command = [sys.executable, str(ROOT / "run.py"), *args, f"run.results_dir={results_dir}"]
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
 
@@ -133,3 +133,16 @@ def test_running_noise_estimate_on_a_synthetic_target_is_one_clear_error(tmp_pat
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "noise_estimate=running" in lines[0] and "known or zero" in lines[0], lines
     assert not any(tmp_path.iterdir())
+
+
+def test_missing_data_offline_is_one_line_naming_the_files_and_folder(tmp_path):
+    """No MNIST in the data folder and no network (downloads point at a closed local port): one line, exit 2."""
+    data = tmp_path / "data"
+    data.mkdir()
+    result = run_cli("target=logistic_mnist79", "sampler=sgld", f"data_dir={data}", *SMALL, results_dir=tmp_path / "runs",
+                     env={"http_proxy": "http://127.0.0.1:9", "https_proxy": "http://127.0.0.1:9"})
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert "train-images-idx3-ubyte.gz" in lines[0] and str(data) in lines[0], lines[0]
+    assert folders(tmp_path / "runs") == []
