@@ -17,13 +17,19 @@ import urllib.request
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Dict, Tuple
+from typing import BinaryIO, Callable, Dict, Optional, Tuple
 
 from sgmcmc.data.folder import ENV_VAR, DataError
 
 DOWNLOAD_TIMEOUT = 20.0
 CHUNK = 1 << 20
 
+# Compressors for a download whose URL serves the file uncompressed (e.g. LIBSVM's letter, connect-4).
+_WRITERS: Dict[str, Callable[[BinaryIO], BinaryIO]] = {
+    ".gz": lambda f: gzip.GzipFile(fileobj=f, mode="wb", mtime=0),
+    ".bz2": lambda f: bz2.BZ2File(f, "wb", compresslevel=9),
+    ".xz": lambda f: lzma.LZMAFile(f, "wb"),
+}
 _OPENERS: Dict[str, Callable[[Path], BinaryIO]] = {
     ".gz": lambda p: gzip.open(p, "rb"),
     ".bz2": lambda p: bz2.open(p, "rb"),
@@ -45,8 +51,8 @@ class DataFile:
 
     relative_path: str
     urls: Tuple[str, ...]
-    sha256: str  # of the decompressed content
-    size: int  # decompressed bytes
+    sha256: Optional[str]  # of the decompressed content; None: unknown (only the stream and the parser check it)
+    size: int  # decompressed bytes (ignored without a checksum)
     dataset: str = ""  # e.g. "MNIST", used in messages
     companions: Tuple[str, ...] = ()  # file names of the whole set, used in messages
 
@@ -86,9 +92,12 @@ def content_digest(path: Path, like: str = "") -> Tuple[str, int]:
 
 
 def verify(path: os.PathLike, data_file: DataFile) -> Path:
-    """Check the decompressed SHA-256 and size of ``path`` against ``data_file``; raise DataError if they differ."""
+    """Check the decompressed SHA-256 and size of ``path`` against ``data_file``; raise DataError if they differ.
+    Without a known checksum, only that the compressed stream decompresses to its end."""
     path = Path(path)
     got, size = content_digest(path, data_file.relative_path)
+    if data_file.sha256 is None:
+        return path
     if got != data_file.sha256.lower() or size != data_file.size:
         sizes = "" if size == data_file.size else f", {size} bytes instead of {data_file.size}"
         raise DataError(
@@ -101,12 +110,15 @@ def verify(path: os.PathLike, data_file: DataFile) -> Path:
 def _cache_key(path: Path, data_file: DataFile) -> tuple:
     """What identifies one version of a file on disk, for the per-process verification cache."""
     stat = path.stat()
-    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino, data_file.sha256.lower(), data_file.size)
+    return (str(path.resolve()), stat.st_size, stat.st_mtime_ns, stat.st_ino, (data_file.sha256 or "").lower(), data_file.size)
 
 
 def verify_cached(path: os.PathLike, data_file: DataFile) -> Path:
-    """Like :func:`verify`, but skip the hashing when this process already checked the same file version."""
+    """Like :func:`verify`, but skip the hashing when this process already checked the same file version
+    (a file without a known checksum is taken as it is: its parser checks it)."""
     path = Path(path)
+    if data_file.sha256 is None:
+        return path
     key = _cache_key(path, data_file)
     if key not in _verified:
         verify(path, data_file)
@@ -115,14 +127,17 @@ def verify_cached(path: os.PathLike, data_file: DataFile) -> Path:
 
 
 def _download(url: str, target: Path, data_file: DataFile) -> None:
-    """Download ``url`` to a temporary file next to ``target``, verify it, then move it into place."""
+    """Download ``url`` to a temporary file next to ``target``, verify it, then move it into place. When the
+    target is compressed (.gz/.bz2/.xz) and the URL does not end in that suffix, the bytes are compressed
+    on the way."""
     try:
         handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     except OSError as exc:
         raise _FolderNotWritable(f"cannot write to {target.parent}: {_reason(exc)}") from exc
     temp = Path(temp_name)
     try:
-        with os.fdopen(handle, "wb") as out:
+        compress = _WRITERS.get(target.suffix) if not url.endswith(target.suffix) else None
+        with os.fdopen(handle, "wb") as raw, (compress(raw) if compress else raw) as out:
             request = urllib.request.Request(url, headers={"User-Agent": "sgmcmc-data/0.1"})
             with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response:
                 for chunk in iter(lambda: response.read(CHUNK), b""):

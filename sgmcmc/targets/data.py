@@ -41,6 +41,33 @@ def _check_count(name: str, value, lower: int, upper: int | None = None) -> int:
     return value
 
 
+def positive_number(name: str, value) -> float:
+    """``value`` as a finite float > 0, else a ValueError naming the parameter."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number; got {value!r}") from None
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number; got {value!r}")
+    return value
+
+
+def check_features(prefix: str, features, labels, n_columns: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(features (N, D) float64, labels (N,) as given), checked for shape and finiteness; a ValueError whose
+    message starts with ``prefix`` (e.g. "test_") otherwise. The label values are the caller's to check."""
+    features = np.asarray(features, dtype=float)
+    labels = np.asarray(labels)
+    if features.ndim != 2 or features.shape[1] < 1:
+        raise ValueError(f"{prefix}features must be a 2D array (N, D); got shape {features.shape}")
+    if n_columns is not None and features.shape[1] != n_columns:
+        raise ValueError(f"{prefix}features must have {n_columns} columns; got {features.shape[1]}")
+    if labels.shape != (features.shape[0],):
+        raise ValueError(f"{prefix}labels must have shape ({features.shape[0]},); got {labels.shape}")
+    if not np.all(np.isfinite(features)):
+        raise ValueError(f"{prefix}features must be finite")
+    return features, labels
+
+
 class DataTarget(Target):
     """The base of every target built from N data points with minibatches of n (see the module docstring).
 

@@ -35,7 +35,7 @@ from typing import Optional
 import numpy as np
 from scipy.special import expit
 
-from sgmcmc.targets.data import DataTarget, _check_count
+from sgmcmc.targets.data import DataTarget, _check_count, check_features, positive_number
 
 # Where the projected features are cached when the data folder is read-only: <project root>/data_cache/cache/.
 PROJECT_CACHE = Path(__file__).resolve().parents[2] / "data_cache" / "cache"
@@ -48,28 +48,9 @@ LABEL_OF_DIGIT = {7: 1, 9: -1}
 _CACHE_VERSION = 1
 
 
-def _positive(name: str, value) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number; got {value!r}") from None
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive number; got {value!r}")
-    return value
-
-
 def _check_data(prefix: str, features, labels, dim: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
     """(features (N, d) float64, labels (N,) float64 in {−1, +1}), or a ValueError naming ``prefix``."""
-    features = np.asarray(features, dtype=float)
-    labels = np.asarray(labels)
-    if features.ndim != 2 or features.shape[1] < 1:
-        raise ValueError(f"{prefix}features must be a 2D array (N, d); got shape {features.shape}")
-    if dim is not None and features.shape[1] != dim:
-        raise ValueError(f"{prefix}features must have {dim} columns; got {features.shape[1]}")
-    if labels.shape != (features.shape[0],):
-        raise ValueError(f"{prefix}labels must have shape ({features.shape[0]},); got {labels.shape}")
-    if not np.all(np.isfinite(features)):
-        raise ValueError(f"{prefix}features must be finite")
+    features, labels = check_features(prefix, features, labels, dim)
     if not np.all((labels == 1) | (labels == -1)):
         raise ValueError(f"{prefix}labels must be -1 or +1")
     return features, labels.astype(float)
@@ -115,8 +96,8 @@ class LogisticRegression(DataTarget):
         else:
             self.test_features, self.test_labels = _check_data("test_", test_features, test_labels, self.dim)
             self._test_signed = self.test_labels[:, None] * self.test_features
-        self.prior_variance = _positive("prior_variance", prior_variance)
-        self.initial_scale = _positive("initial_scale", initial_scale)
+        self.prior_variance = positive_number("prior_variance", prior_variance)
+        self.initial_scale = positive_number("initial_scale", initial_scale)
 
     @property
     def has_test_set(self) -> bool:
