@@ -11,7 +11,8 @@ Hydra multiruns of ``python run.py -m +experiment=ccadl_fig2`` (joblib launcher 
 sweep per (pass budget, A), each over the three samplers and that budget's step sizes. Writes
 ``fig2_logistic.png``, ``summary.csv`` and ``summary.md`` under ``results/paper/ccadl-fig2/<run-id>/``.
 
-    python -m experiments.ccadl_fig2 [--smoke] [--root results/paper] [--jobs 2]
+    python -m experiments.ccadl_fig2 [--smoke] [--root results/paper] [--jobs 2] [--reference results/reference]
+    python -m experiments.ccadl_fig2 --summarise results/paper/ccadl-fig2/<run-id>   # summary + figure again
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import pandas as pd
 from matplotlib.patches import Ellipse
 from scipy import stats
 
-from experiments.common import load_samples, multirun, parse_args, read_run, record
+from experiments.common import load_samples, multirun, parse_args, read_json, read_run, record
 from experiments.reference_logistic import reference_name
 from sgmcmc.paper import PaperFolder
 from sgmcmc.reference import ReferenceMissing, load_reference
@@ -82,18 +83,25 @@ def budget_row(trace: pd.DataFrame, passes: float) -> pd.Series:
 
 
 def posterior_samples(paper: PaperFolder, row, budget: int) -> np.ndarray:
-    """Kept samples after the budget's steps, pooled over chains (m, d)."""
+    """Kept samples after the budget's steps, per chain (chains, m, d)."""
     theta = load_samples(paper, {"folder": row.folder})
     first = budget // row.thin  # kept sample k is the state after (k + 1)·thin steps (burn-in 0)
-    return theta[:, first:].reshape(-1, theta.shape[-1])
+    return theta[:, first:]
 
 
-def compare(samples: np.ndarray, reference) -> dict:
-    """Distances of a method's posterior mean and covariance from the reference."""
-    sd = np.sqrt(np.diag(reference.covariance))
+def _rms_z(mean: np.ndarray, reference) -> float:
+    return float(np.sqrt(np.mean(((mean - reference.mean) / np.sqrt(np.diag(reference.covariance))) ** 2)))
+
+
+def compare(chains: np.ndarray, reference) -> dict:
+    """Distances of a method's posterior mean and covariance (all chains pooled) from the reference, with
+    the spread of the per-chain mean distance (its standard error: sd over chains / √chains)."""
+    samples = chains.reshape(-1, chains.shape[-1])
     mean, covariance = samples.mean(axis=0), np.cov(samples.T)
+    per_chain = [_rms_z(chain.mean(axis=0), reference) for chain in chains]
     i, j = COORDINATES
-    return {"mean_rms_z": float(np.sqrt(np.mean(((mean - reference.mean) / sd) ** 2))),
+    return {"mean_rms_z": _rms_z(mean, reference),
+            "mean_rms_z_chain_se": float(np.std(per_chain, ddof=1) / np.sqrt(len(per_chain))) if len(per_chain) > 1 else float("nan"),
             "w25_distance": float(np.hypot(mean[i] - reference.mean[i], mean[j] - reference.mean[j])),
             "w2_mean": float(mean[i]), "w5_mean": float(mean[j]),
             "covariance_relative_error": float(np.linalg.norm(covariance - reference.covariance) / np.linalg.norm(reference.covariance)),
@@ -166,10 +174,10 @@ def summarise(rows: pd.DataFrame, paper: PaperFolder, reference, smoke: bool):
                  "test_log_likelihood_sd": at_budget.test_log_likelihood_sd, "test_accuracy": at_budget.test_accuracy,
                  "noise_clips": row.noise_clips, "steps_per_second": row.steps_per_second}
         if row.A == 10:
-            samples = posterior_samples(paper, row, budget_steps(passes_for[row.h]))
-            posterior[(row.method, row.h)] = samples
-            if reference is not None and samples.shape[0] > 1:
-                entry.update(compare(samples, reference))
+            chains = posterior_samples(paper, row, budget_steps(passes_for[row.h]))
+            posterior[(row.method, row.h)] = chains.reshape(-1, chains.shape[-1])
+            if reference is not None and chains.shape[1] > 1:
+                entry.update(compare(chains, reference))
         table.append(entry)
     order = {name: k for k, name in enumerate(METHODS.values())}
     table = pd.DataFrame(table).sort_values(["h", "A", "method"], key=lambda c: c.map(order) if c.name == "method" else c)
@@ -186,11 +194,18 @@ def verdicts(table: pd.DataFrame, reference) -> str:
     lines.append(f"- test log-likelihood at the pass budget: CCAdL at least as high as both others in {wins} of "
                  f"{len(pivot)} (h, A) settings ({cells}).")
     if reference is not None and "mean_rms_z" in table:
-        posterior = table[table.A == 10].pivot_table(index="h", columns="method", values="mean_rms_z")
+        part = table[table.A == 10]
+        posterior = part.pivot_table(index="h", columns="method", values="mean_rms_z")
+        error = part.pivot_table(index="h", columns="method", values="mean_rms_z_chain_se")
         closest = int((posterior.idxmin(axis=1) == "CCAdL").sum())
-        cells = "; ".join(f"h={h:g}: " + ", ".join(f"{m} {v:.2f}" for m, v in row.items()) for h, row in posterior.iterrows())
-        lines.append(f"- posterior mean closest to the HMC reference (RMS of (mean − reference)/reference sd over the "
-                     f"100 coordinates, A = 10): CCAdL closest at {closest} of {len(posterior)} step sizes ({cells}).")
+        cells = "; ".join(f"h={h:g}: " + ", ".join(f"{m} {v:.2f} ± {error.loc[h, m]:.2f}" for m, v in row.items())
+                          for h, row in posterior.iterrows())
+        lines.append(f"- posterior mean closest to the HMC reference (RMS over the 100 coordinates of (mean − reference)/"
+                     f"reference sd, A = 10, ± the standard error from the spread of the 4 chains' own means): CCAdL "
+                     f"closest at {closest} of {len(posterior)} step sizes ({cells}).")
+        pair = part.pivot_table(index="h", columns="method", values="w25_distance")
+        lines.append("- distance of the (w₂, w₅) mean from the reference's (the bottom row): " + "; ".join(
+            f"h={h:g}: " + ", ".join(f"{m} {v:.3f}" for m, v in row.items()) for h, row in pair.iterrows()) + ".")
         lines.append(f"- HMC reference mean of (w₂, w₅): ({reference.mean[COORDINATES[0]]:.4f}, {reference.mean[COORDINATES[1]]:.4f}), "
                      f"max split R-hat {reference.rhat.max():.4f}, min bulk ESS {reference.ess.min():.0f} ({reference.folder}).")
     else:
@@ -215,13 +230,22 @@ from the HMC reference on the same projection.
 
 
 def main(argv=None) -> None:
-    args = parse_args(__doc__.splitlines()[0], argv, reference=("results/reference", "folder of the HMC reference posteriors"))
-    paper = PaperFolder.create(FIGURE_ID, args.root)
-    print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
-    rows = []
-    for sweep, overrides in sweeps(args.smoke).items():
-        extra = SMOKE if args.smoke else ()
-        rows += collect(paper, sweep, multirun(paper, "ccadl_fig2", sweep, overrides, args.jobs, extra))
+    args = parse_args(__doc__.splitlines()[0], argv, reference=("results/reference", "folder of the HMC reference posteriors"),
+                      summarise=("", "rebuild summary and figure of an existing ccadl-fig2 folder (no new runs)"))
+    first_written = None
+    if args.summarise:
+        paper = PaperFolder(FIGURE_ID, Path(args.summarise))
+        first_written = read_json(paper.path / "provenance.json") if (paper.path / "provenance.json").is_file() else None
+        rows = []
+        for sweep in sweeps(args.smoke):
+            rows += collect(paper, sweep, sorted(p for p in (paper.runs_dir / sweep).iterdir() if p.is_dir()))
+    else:
+        paper = PaperFolder.create(FIGURE_ID, args.root)
+        print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
+        rows = []
+        for sweep, overrides in sweeps(args.smoke).items():
+            extra = SMOKE if args.smoke else ()
+            rows += collect(paper, sweep, multirun(paper, "ccadl_fig2", sweep, overrides, args.jobs, extra))
     try:
         reference = load_reference(reference_name(0), args.reference, make_target="reference-logistic")
     except ReferenceMissing as error:
@@ -236,7 +260,8 @@ def main(argv=None) -> None:
     body = ("## Test log-likelihood at the pass budget, and distances from the HMC reference (A = 10)\n\n"
             + table.to_markdown(index=False, floatfmt=".4g") + "\n\n" + verdicts(table, reference) + "\n")
     paper.write_summary(table, "Shang et al. (2015) Fig. 2: Bayesian logistic regression on MNIST 7 vs 9", NOTES, body=body)
-    paper.finish({"smoke": args.smoke, "sweeps": sweeps(args.smoke), "jobs": args.jobs,
+    paper.finish({"smoke": args.smoke, "sweeps": sweeps(args.smoke), "jobs": args.jobs, "summarised_only": bool(args.summarise),
+                  "first_written": first_written,
                   "reference": None if reference is None else str(reference.folder)}, sys.argv)
     print(paper.path)
 
