@@ -146,6 +146,10 @@ TARGET_FIELDS: dict[str, dict[str, Check]] = {
     "logistic_mnist79": {"data_dir": optional(lambda key, value: _string(key, value)), "projection_seed": integer(0),
                          "n_components": integer(1), "batch_size": integer(1),
                          "prior_variance": real(0.0, strict=True), "initial_scale": real(0.0, strict=True)},
+    # SPEC §2 T9, §4.10: n_hidden / batch_size null = the paper's per-data-set values
+    "drbm": {"dataset": choice("connect4", "letter", "acoustic"), "data_dir": optional(lambda key, value: _string(key, value)),
+             "n_hidden": optional(integer(1)), "batch_size": optional(integer(1)), "split_seed": integer(0),
+             "prior_variance": real(0.0, strict=True), "initial_scale": real(0.0, strict=True)},
 }
 
 SCHEDULE_FIELDS: dict[str, dict[str, Check]] = {

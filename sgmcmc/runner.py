@@ -100,7 +100,7 @@ class RunningMoments:
 
 def _show(bar, row: dict) -> None:
     """The headline metric of the latest trace row on the progress bar."""
-    for key, label in (("kl_pq", "kl"), ("test_log_likelihood", "test_ll"), ("test_error", "test_err"), ("perplexity", "perplexity")):
+    for key, label in (("kl_pq", "kl"), ("test_error", "test_err"), ("test_log_likelihood", "test_ll"), ("perplexity", "perplexity")):
         if key in row:
             bar.set_postfix({label: f"{row[key]:.4g}"}, refresh=False)
             return

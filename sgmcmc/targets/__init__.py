@@ -9,6 +9,7 @@ from sgmcmc.targets.gaussian_1d import Gaussian1D
 from sgmcmc.targets.gaussian_2d import Gaussian2D
 from sgmcmc.targets.data import DataTarget
 from sgmcmc.targets.lecture_quartic import LectureQuartic
+from sgmcmc.targets.drbm import DiscriminativeRBM, drbm
 from sgmcmc.targets.logistic_regression import LogisticRegression, logistic_mnist79
 from sgmcmc.targets.normal_gamma import NormalGamma
 from sgmcmc.targets.welling_teh_mixture import WellingTehMixture
@@ -25,6 +26,7 @@ TARGETS = {
     "welling_teh_mixture": WellingTehMixture,
     "normal_gamma": NormalGamma,
     "logistic_mnist79": logistic_mnist79,
+    "drbm": drbm,
 }
 
 
@@ -35,4 +37,4 @@ def make_target(name: str, **params) -> Target:
     return TARGETS[name](**params)
 
 
-__all__ = ["Target", "SyntheticTarget", "DataTarget", "LogisticRegression", "TARGETS", "make_target"]
+__all__ = ["Target", "SyntheticTarget", "DataTarget", "LogisticRegression", "DiscriminativeRBM", "TARGETS", "make_target"]

@@ -312,3 +312,23 @@ class DiscriminativeRBM(DataTarget):
         sd = float(np.std(error, ddof=1)) if error.size > 1 else 0.0
         return {"test_error": float(np.mean(error)), "test_error_sd": sd,
                 "test_log_likelihood": float(np.mean(log_likelihood))}
+
+
+# SPEC T9, §4.10: hidden units and minibatch size per data set.
+DATASET_DEFAULTS = {"connect4": (20, 1000), "letter": (100, 500), "acoustic": (20, 1000)}
+
+
+def drbm(dataset: str = "letter", data_dir=None, n_hidden=None, batch_size=None, split_seed: int = 0,
+         prior_variance: float = 1.0, initial_scale: float = 0.01) -> DiscriminativeRBM:
+    """The DRBM of SPEC T9 on a LIBSVM data set (``connect4``, ``letter`` or ``acoustic``), loaded by
+    :func:`sgmcmc.data.libsvm.load_libsvm` (connect-4 split 80/20 by ``split_seed``); ``n_hidden`` and
+    ``batch_size`` default to the paper's 20/100/20 and 1000/500/1000."""
+    if dataset not in DATASET_DEFAULTS:
+        raise ValueError(f"dataset must be one of {', '.join(DATASET_DEFAULTS)}; got {dataset!r}")
+    from sgmcmc.data.libsvm import load_libsvm
+
+    split = load_libsvm(dataset, data_dir, split_seed=split_seed)
+    hidden, batch = DATASET_DEFAULTS[dataset]
+    return DiscriminativeRBM(split.train_x, split.train_y, split.n_classes, n_hidden or hidden,
+                             test_features=split.test_x, test_labels=split.test_y, batch_size=batch_size or batch,
+                             prior_variance=prior_variance, initial_scale=initial_scale, name=f"drbm_{dataset}")

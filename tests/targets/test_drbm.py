@@ -331,3 +331,28 @@ def test_softplus_equals_logaddexp():
     o = np.concatenate([np.linspace(-800, 800, 4001), [-1e300, 1e300, -40.0, 40.0, 0.0, 1e-20]])
     with np.errstate(over="raise", divide="raise", invalid="raise"):
         np.testing.assert_allclose(_softplus(o), np.logaddexp(0.0, o), rtol=1e-15, atol=0)
+
+
+def test_factory_uses_the_papers_sizes_and_the_loader(monkeypatch):
+    """``drbm(dataset)`` (the registered target): the loader's split, 20/100/20 hidden units and minibatches
+    of 1000/500/1000 unless configured (SPEC §4.10); an unknown data set is a clear error."""
+    import sgmcmc.data.libsvm as libsvm
+    from sgmcmc.targets import make_target
+    from sgmcmc.targets.drbm import drbm
+
+    rng = np.random.default_rng(0)
+
+    def fake(name, data_dir=None, split_seed=0):
+        classes = {"letter": 26, "connect4": 3, "acoustic": 3}[name]
+        width = {"letter": 16, "connect4": 126, "acoustic": 50}[name]
+        return libsvm.LabelledSplit(rng.normal(size=(1200, width)), rng.integers(0, classes, 1200), rng.normal(size=(30, width)),
+                                    rng.integers(0, classes, 30), classes, name, tuple(range(classes)))
+
+    monkeypatch.setattr(libsvm, "load_libsvm", fake)
+    letter = make_target("drbm", dataset="letter")
+    assert (letter.dim, letter.batch_size, letter.n_hidden, letter.name) == (4326, 500, 100, "drbm_letter")
+    connect4 = drbm("connect4", n_hidden=5, batch_size=100)
+    assert (connect4.dim, connect4.batch_size) == (parameter_count(126, 3, 5), 100)
+    assert drbm("acoustic").dim == 1083 and drbm("acoustic").batch_size == 1000
+    with pytest.raises(ValueError, match="connect4, letter, acoustic"):
+        drbm("mnist")
