@@ -89,19 +89,19 @@ def posterior_samples(paper: PaperFolder, row, budget: int) -> np.ndarray:
     return theta[:, first:]
 
 
-def _rms_z(mean: np.ndarray, reference) -> float:
-    return float(np.sqrt(np.mean(((mean - reference.mean) / np.sqrt(np.diag(reference.covariance))) ** 2)))
-
-
 def compare(chains: np.ndarray, reference) -> dict:
-    """Distances of a method's posterior mean and covariance (all chains pooled) from the reference, with
-    the spread of the per-chain mean distance (its standard error: sd over chains / √chains)."""
+    """Distances of a method's posterior mean and covariance (all chains pooled) from the reference, and the
+    RMS z that the pooled mean's sampling error alone would give (from the spread of the chains' means:
+    √(mean_i s²_between,i / (chains · σ_i²))): a distance well above it is bias or unfinished relaxation."""
     samples = chains.reshape(-1, chains.shape[-1])
     mean, covariance = samples.mean(axis=0), np.cov(samples.T)
-    per_chain = [_rms_z(chain.mean(axis=0), reference) for chain in chains]
+    sd = np.sqrt(np.diag(reference.covariance))
+    chain_means = chains.mean(axis=1)
+    sampling = (float(np.sqrt(np.mean(chain_means.var(axis=0, ddof=1) / chain_means.shape[0] / sd**2)))
+                if chains.shape[0] > 1 else float("nan"))
     i, j = COORDINATES
-    return {"mean_rms_z": _rms_z(mean, reference),
-            "mean_rms_z_chain_se": float(np.std(per_chain, ddof=1) / np.sqrt(len(per_chain))) if len(per_chain) > 1 else float("nan"),
+    return {"mean_rms_z": float(np.sqrt(np.mean(((mean - reference.mean) / sd) ** 2))),
+            "sampling_rms_z": sampling,
             "w25_distance": float(np.hypot(mean[i] - reference.mean[i], mean[j] - reference.mean[j])),
             "w2_mean": float(mean[i]), "w5_mean": float(mean[j]),
             "covariance_relative_error": float(np.linalg.norm(covariance - reference.covariance) / np.linalg.norm(reference.covariance)),
@@ -196,13 +196,13 @@ def verdicts(table: pd.DataFrame, reference) -> str:
     if reference is not None and "mean_rms_z" in table:
         part = table[table.A == 10]
         posterior = part.pivot_table(index="h", columns="method", values="mean_rms_z")
-        error = part.pivot_table(index="h", columns="method", values="mean_rms_z_chain_se")
+        error = part.pivot_table(index="h", columns="method", values="sampling_rms_z")
         closest = int((posterior.idxmin(axis=1) == "CCAdL").sum())
-        cells = "; ".join(f"h={h:g}: " + ", ".join(f"{m} {v:.2f} ± {error.loc[h, m]:.2f}" for m, v in row.items())
-                          for h, row in posterior.iterrows())
+        cells = "; ".join(f"h={h:g}: " + ", ".join(f"{m} {v:.2f} (sampling error alone {error.loc[h, m]:.2f})"
+                                                     for m, v in row.items()) for h, row in posterior.iterrows())
         lines.append(f"- posterior mean closest to the HMC reference (RMS over the 100 coordinates of (mean − reference)/"
-                     f"reference sd, A = 10, ± the standard error from the spread of the 4 chains' own means): CCAdL "
-                     f"closest at {closest} of {len(posterior)} step sizes ({cells}).")
+                     f"reference sd, A = 10; beside it the RMS the pooled mean's sampling error alone would give, from "
+                     f"the spread of the chains' means): CCAdL closest at {closest} of {len(posterior)} step sizes ({cells}).")
         pair = part.pivot_table(index="h", columns="method", values="w25_distance")
         lines.append("- distance of the (w₂, w₅) mean from the reference's (the bottom row): " + "; ".join(
             f"h={h:g}: " + ", ".join(f"{m} {v:.3f}" for m, v in row.items()) for h, row in pair.iterrows()) + ".")
@@ -236,6 +236,7 @@ def main(argv=None) -> None:
     if args.summarise:
         paper = PaperFolder(FIGURE_ID, Path(args.summarise))
         first_written = read_json(paper.path / "provenance.json") if (paper.path / "provenance.json").is_file() else None
+        first_written = (first_written or {}).get("settings", {}).get("first_written") or first_written  # the sweep's own
         rows = []
         for sweep in sweeps(args.smoke):
             rows += collect(paper, sweep, sorted(p for p in (paper.runs_dir / sweep).iterdir() if p.is_dir()))
