@@ -8,11 +8,23 @@ Cholesky factor per chain otherwise.
 
 from __future__ import annotations
 
-from typing import Optional
+from dataclasses import dataclass
+from typing import Optional, Union
 
 import numpy as np
 
 from sgmcmc.recipe import RecipeError
+
+
+@dataclass(frozen=True)
+class DiagonalCovariance:
+    """A batch of diagonal covariance matrices kept as their diagonals ``variances`` (n, d): what a
+    diagonal running estimate gives (Shang et al. 2015 §4.3, the DRBM runs), never formed as d×d."""
+
+    variances: np.ndarray
+
+
+Covariance = Union[np.ndarray, DiagonalCovariance]
 
 
 def is_diagonal(matrix: np.ndarray) -> bool:
@@ -24,6 +36,8 @@ def is_diagonal(matrix: np.ndarray) -> bool:
 def _injected_covariance(step_size, diffusion, noise_covariance, transform):
     """ε(2D − ε T V̂ T): the (n, d) variances when V̂ is diagonal, else the (n, d, d) matrices."""
     scale = np.ones_like(diffusion) if transform is None else transform
+    if isinstance(noise_covariance, DiagonalCovariance):
+        return step_size * (2.0 * diffusion - step_size * scale**2 * noise_covariance.variances)
     if is_diagonal(noise_covariance):
         variance_diag = np.diagonal(noise_covariance, axis1=-2, axis2=-1)
         return step_size * (2.0 * diffusion - step_size * scale**2 * variance_diag)
@@ -45,7 +59,8 @@ def injected_noise(
     Parameters
     ----------
     diffusion : (n, d) array, the diagonal of D in the block that receives noise.
-    noise_covariance : None, (d, d) or (n, d, d): V̂, the gradient-noise covariance estimate.
+    noise_covariance : None, (d, d), (n, d, d) or a :class:`DiagonalCovariance`: V̂, the gradient-noise
+        covariance estimate.
     transform : None (identity) or (n, d): the diagonal of T.
 
     Always draws exactly one standard normal array of shape (n, d), so a step's random numbers are
@@ -89,7 +104,9 @@ def injected_noise_clipped(
     n, d = diffusion.shape
     if noise_covariance is None:
         return np.sqrt(2.0 * step_size * diffusion) * normal, np.zeros(n, dtype=int)
-    covariance = _injected_covariance(step_size, diffusion, np.broadcast_to(noise_covariance, (n, d, d)), transform)
+    if not isinstance(noise_covariance, DiagonalCovariance):
+        noise_covariance = np.broadcast_to(noise_covariance, (n, d, d))
+    covariance = _injected_covariance(step_size, diffusion, noise_covariance, transform)
     if covariance.ndim == 2:
         negative = covariance < 0
         return np.sqrt(np.where(negative, 0.0, covariance)) * normal, negative.sum(axis=1)

@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from sgmcmc.noise import injected_noise, injected_noise_clipped
+from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
 from sgmcmc.state import SamplerState, StepInfo
 from sgmcmc.targets.base import Target
@@ -164,7 +164,7 @@ class Sampler(ABC):
         noise = state.noise + (minibatch_covariance(per_example, diagonal) - state.noise) / count
         covariance = self.running_scale() * noise
         if diagonal:
-            covariance = diagonal_matrices(covariance)
+            covariance = DiagonalCovariance(covariance)  # (n, d) variances, never d×d (DRBM: d in the thousands)
         return GradientEstimate(gradient, covariance, noise, count)
 
     def running_scale(self) -> float:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import block_diagonal
 from sgmcmc.samplers.sgnht import SGNHT
@@ -34,9 +35,12 @@ class CCAdL(SGNHT):
         super().__init__(target, diffusion=diffusion, noise_estimate=noise_estimate, **kwargs)
 
     def friction_matrix(self, estimate, step_size):
-        """(h/2)Σ̂: the covariance-controlled friction (Eq. 12, Algorithm 1 step 5)."""
+        """(h/2)Σ̂: the covariance-controlled friction (Eq. 12, Algorithm 1 step 5); its diagonal (n, d) when
+        Σ̂ is a diagonal estimate."""
         if estimate.covariance is None:
             return None
+        if isinstance(estimate.covariance, DiagonalCovariance):
+            return 0.5 * step_size * estimate.covariance.variances
         n, d = estimate.gradient.shape
         return 0.5 * step_size * np.broadcast_to(estimate.covariance, (n, d, d))
 

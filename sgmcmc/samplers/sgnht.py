@@ -42,7 +42,7 @@ class SGNHT(Sampler):
                             **self.initial_noise(theta.shape[0]))
 
     def friction_matrix(self, estimate, step_size):
-        """Extra friction on r beyond ξ (none for SGNHT; CCAdL's (ε/2)Σ̂)."""
+        """Extra friction on r beyond ξ (none for SGNHT; CCAdL's (ε/2)Σ̂): (n, d, d), or its diagonal (n, d)."""
         return None
 
     def _momentum_update(self, rng, state, theta, step_size):
@@ -51,7 +51,9 @@ class SGNHT(Sampler):
         noise, clipped = self.inject(rng, step_size, diffusion, self.subtracted_noise(estimate), None)
         momentum = state.momentum - step_size * estimate.gradient - step_size * state.xi[:, None] * state.momentum + noise
         extra = self.friction_matrix(estimate, step_size)
-        if extra is not None:
+        if extra is not None and extra.ndim == 2:  # a diagonal friction (n, d)
+            momentum = momentum - step_size * extra * state.momentum
+        elif extra is not None:
             momentum = momentum - step_size * np.einsum("nij,nj->ni", extra, state.momentum)
         return momentum, estimate, clipped
 
