@@ -7,6 +7,8 @@
    per-example gradients, their sum), the floor for this work (issue goal: CCAdL ≤ 4×). Needs the MNIST
    files (``SGMCMC_DATA``); skipped with the reason otherwise. ``make bench`` pins BLAS to one thread (the
    batched 100×100 products ran 10-20× slower with oversubscribed OpenBLAS threads on a busy 2-core machine).
+3. discriminative RBMs (Fig. 3 settings, 1 chain, diagonal running estimate): passes over the data per
+   second of each sampler on letter and connect-4 (skipped without the LIBSVM files).
 
 Each measurement runs ``--steps`` steps through :func:`sgmcmc.runner.run_chains` (the same path as a
 real run: minibatch draw, per-example gradients, running covariance, clipping, reflection, sample
@@ -86,6 +88,30 @@ def logistic_step_costs(n_steps: int, n_chains: int = 4) -> list[dict]:
     return rows
 
 
+def drbm_passes_per_second(n_steps: int) -> list[dict]:
+    """Passes per second (steps/s × n/N) of each Fig. 3 sampler on the DRBM, 1 chain, h = 1e-3, A = 10."""
+    from sgmcmc.targets.drbm import drbm
+
+    rows = []
+    for dataset in ("letter", "connect4"):
+        target = drbm(dataset)
+        for name, params in TABLE1_SAMPLERS.items():
+            params = {**params, **({"running_form": "diagonal"} if params.get("noise_estimate") == "running" else {})}
+            params = {key: (10.0 if key in ("friction", "diffusion") else value) for key, value in params.items()}
+            sampler = make_sampler(name, target, **params)
+            rng = np.random.default_rng(0)
+            state = sampler.init(target.initial_position(1, rng), rng)
+            for _ in range(3):
+                state, _ = sampler.step(rng, state, 1e-3)
+            start = time.perf_counter()
+            for _ in range(n_steps):
+                state, _ = sampler.step(rng, state, 1e-3)
+            step = (time.perf_counter() - start) / n_steps
+            rows.append({"dataset": dataset, "sampler": name, "dim": target.dim, "steps_timed": n_steps,
+                         "seconds_per_step": step, "passes_per_second": target.batch_size / target.n_data / step})
+    return rows
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20000, help="steps timed per measurement")
@@ -120,6 +146,14 @@ def main(argv=None) -> None:
     except (DataError, OSError) as error:  # the data may be absent: the report says why
         report["logistic_mnist79"] = {"skipped": str(error)}
         print(f"logistic regression skipped: {error}")
+    try:
+        report["drbm"] = drbm_passes_per_second(max(10, args.steps // 400))
+        for row in report["drbm"]:
+            print(f"drbm {row['dataset']:8s} {row['sampler']:6s}: {row['passes_per_second']:.3f} passes/s "
+                  f"({row['seconds_per_step'] * 1e3:.1f} ms per step)", flush=True)
+    except (DataError, OSError) as error:
+        report["drbm"] = {"skipped": str(error)}
+        print(f"drbm skipped: {error}")
     report["blas_threads"] = {key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     path = Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
