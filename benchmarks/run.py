@@ -59,6 +59,18 @@ def seconds_per_million_steps(name: str, n_chains: int, n_steps: int) -> dict:
             "seconds_per_million_samples": per_million / n_chains}
 
 
+def seconds_per_step(sampler, theta, step_size: float, n_steps: int, warm_up: int) -> float:
+    """Wall seconds per ``sampler.step`` from ``theta`` after ``warm_up`` untimed steps."""
+    rng = np.random.default_rng(0)
+    state = sampler.init(theta, rng)
+    for _ in range(warm_up):
+        state, _ = sampler.step(rng, state, step_size)
+    start = time.perf_counter()
+    for _ in range(n_steps):
+        state, _ = sampler.step(rng, state, step_size)
+    return (time.perf_counter() - start) / n_steps
+
+
 def logistic_step_costs(n_steps: int, n_chains: int = 4) -> list[dict]:
     """Seconds per step of each Fig. 2 sampler (h = 1e-4, A = 1, full running covariance) against the bare
     minibatch gradient on the same chains."""
@@ -75,14 +87,7 @@ def logistic_step_costs(n_steps: int, n_chains: int = 4) -> list[dict]:
     gradient = (time.perf_counter() - start) / n_steps
     rows = []
     for name, params in TABLE1_SAMPLERS.items():
-        sampler = make_sampler(name, target, **params)
-        state = sampler.init(theta, rng)
-        for _ in range(20):
-            state, _ = sampler.step(rng, state, 1e-4)
-        start = time.perf_counter()
-        for _ in range(n_steps):
-            state, _ = sampler.step(rng, state, 1e-4)
-        step = (time.perf_counter() - start) / n_steps
+        step = seconds_per_step(make_sampler(name, target, **params), theta, 1e-4, n_steps, warm_up=20)
         rows.append({"sampler": name, "n_chains": n_chains, "steps_timed": n_steps, "seconds_per_step": step,
                      "steps_per_second": 1.0 / step, "bare_gradient_seconds": gradient, "ratio_to_bare_gradient": step / gradient})
     return rows
@@ -98,15 +103,8 @@ def drbm_passes_per_second(n_steps: int) -> list[dict]:
         for name, params in TABLE1_SAMPLERS.items():
             params = {**params, **({"running_form": "diagonal"} if params.get("noise_estimate") == "running" else {})}
             params = {key: (10.0 if key in ("friction", "diffusion") else value) for key, value in params.items()}
-            sampler = make_sampler(name, target, **params)
-            rng = np.random.default_rng(0)
-            state = sampler.init(target.initial_position(1, rng), rng)
-            for _ in range(3):
-                state, _ = sampler.step(rng, state, 1e-3)
-            start = time.perf_counter()
-            for _ in range(n_steps):
-                state, _ = sampler.step(rng, state, 1e-3)
-            step = (time.perf_counter() - start) / n_steps
+            theta = target.initial_position(1, np.random.default_rng(0))
+            step = seconds_per_step(make_sampler(name, target, **params), theta, 1e-3, n_steps, warm_up=3)
             rows.append({"dataset": dataset, "sampler": name, "dim": target.dim, "steps_timed": n_steps,
                          "seconds_per_step": step, "passes_per_second": target.batch_size / target.n_data / step})
     return rows
