@@ -36,12 +36,12 @@ _OPENERS: Dict[str, Callable[[Path], BinaryIO]] = {
     ".xz": lambda p: lzma.open(p, "rb"),
 }
 # What a broken compressed stream raises (truncation gives EOFError).
-_STREAM_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError)
+STREAM_ERRORS = (EOFError, OSError, zlib.error, lzma.LZMAError)
 
 _verified: set = set()
 
 
-class _FolderNotWritable(Exception):
+class FolderNotWritable(Exception):
     """The data folder refuses a new file; no URL can help."""
 
 
@@ -82,7 +82,7 @@ def content_digest(path: Path, like: str = "") -> Tuple[str, int]:
             for chunk in iter(lambda: stream.read(CHUNK), b""):
                 digest.update(chunk)
                 size += len(chunk)
-    except _STREAM_ERRORS as exc:
+    except STREAM_ERRORS as exc:
         if Path(like or str(path)).suffix.lower() not in _OPENERS:
             raise DataError(f"cannot read {path}: {exc}") from exc
         raise DataError(
@@ -126,22 +126,27 @@ def verify_cached(path: os.PathLike, data_file: DataFile) -> Path:
     return path
 
 
-def _download(url: str, target: Path, data_file: DataFile) -> None:
-    """Download ``url`` to a temporary file next to ``target``, verify it, then move it into place. When the
-    target is compressed (.gz/.bz2/.xz) and the URL does not end in that suffix, the bytes are compressed
-    on the way."""
+def copy_url(url: str, out: BinaryIO) -> None:
+    """Write the bytes served at ``url`` to ``out``."""
+    request = urllib.request.Request(url, headers={"User-Agent": "sgmcmc-data/0.1"})
+    with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response:
+        for chunk in iter(lambda: response.read(CHUNK), b""):
+            out.write(chunk)
+
+
+def download_into(target: Path, data_file: DataFile, write: Callable[[BinaryIO], None], compress: bool) -> None:
+    """Fill a temporary file next to ``target`` with ``write(out)`` (compressed on the way by the target's
+    suffix when ``compress``), verify it against ``data_file``, then move it into place: a failed or
+    interrupted download never leaves a file under the target's name."""
     try:
         handle, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
     except OSError as exc:
-        raise _FolderNotWritable(f"cannot write to {target.parent}: {_reason(exc)}") from exc
+        raise FolderNotWritable(f"cannot write to {target.parent}: {reason(exc)}") from exc
     temp = Path(temp_name)
     try:
-        compress = _WRITERS.get(target.suffix) if not url.endswith(target.suffix) else None
-        with os.fdopen(handle, "wb") as raw, (compress(raw) if compress else raw) as out:
-            request = urllib.request.Request(url, headers={"User-Agent": "sgmcmc-data/0.1"})
-            with urllib.request.urlopen(request, timeout=DOWNLOAD_TIMEOUT) as response:
-                for chunk in iter(lambda: response.read(CHUNK), b""):
-                    out.write(chunk)
+        compressor = _WRITERS.get(target.suffix) if compress else None
+        with os.fdopen(handle, "wb") as raw, (compressor(raw) if compressor else raw) as out:
+            write(out)
         try:
             verify(temp, data_file)
         except DataError as exc:
@@ -151,7 +156,13 @@ def _download(url: str, target: Path, data_file: DataFile) -> None:
         temp.unlink(missing_ok=True)
 
 
-def _reason(exc: BaseException) -> str:
+def _download(url: str, target: Path, data_file: DataFile) -> None:
+    """Download ``url`` into ``target`` (:func:`download_into`); when the target is compressed (.gz/.bz2/.xz)
+    and the URL does not end in that suffix, the bytes are compressed on the way."""
+    download_into(target, data_file, lambda out: copy_url(url, out), compress=not url.endswith(target.suffix))
+
+
+def reason(exc: BaseException) -> str:
     """A short one-line description of why a download failed."""
     if isinstance(exc, urllib.error.HTTPError):
         text = str(exc)
@@ -162,7 +173,7 @@ def _reason(exc: BaseException) -> str:
     return " ".join((text or type(exc).__name__).split())
 
 
-def _missing_message(data_file: DataFile, data_dir: Path, attempts: str) -> str:
+def missing_message(data_file: DataFile, data_dir: Path, attempts: str) -> str:
     """The one-line error for a file that is neither in the folder nor downloadable."""
     label = f"{data_file.dataset} file" if data_file.dataset else "data file"
     names = ", ".join(data_file.companions or (data_file.name,))
@@ -180,38 +191,38 @@ def fetch(data_file: DataFile, data_dir: os.PathLike) -> Path:
     target = data_dir / data_file.relative_path
     if target.exists():
         return verify_cached(target, data_file)
-    created = _make_folders(target.parent, data_file, data_dir)
+    created = make_folders(target.parent, data_file, data_dir)
     failures = []
     for url in data_file.urls:
         try:
             _download(url, target, data_file)
         except DataError as exc:
             failures.append(f"{url} ({exc})")
-        except _FolderNotWritable as exc:
+        except FolderNotWritable as exc:
             failures.append(f"{url} ({exc})")
             break
         except Exception as exc:  # noqa: BLE001 - any network/IO failure means: try the next URL
-            failures.append(f"{url} ({_reason(exc)})")
+            failures.append(f"{url} ({reason(exc)})")
         else:
             return verify_cached(target, data_file)
-    _remove_empty(created)
+    remove_empty(created)
     attempts = "from " + " or ".join(failures) if failures else "(no download URL known)"
-    raise DataError(_missing_message(data_file, data_dir, attempts))
+    raise DataError(missing_message(data_file, data_dir, attempts))
 
 
-def _make_folders(folder: Path, data_file: DataFile, data_dir: Path) -> list:
+def make_folders(folder: Path, data_file: DataFile, data_dir: Path) -> list:
     """Create ``folder`` and its missing parents; the ones created, deepest first."""
     missing = [p for p in (folder, *folder.parents) if not p.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        _remove_empty(missing)
-        reason = f"(cannot create {folder}: {_reason(exc)})"
-        raise DataError(_missing_message(data_file, data_dir, reason)) from exc
+        remove_empty(missing)
+        why = f"(cannot create {folder}: {reason(exc)})"
+        raise DataError(missing_message(data_file, data_dir, why)) from exc
     return missing
 
 
-def _remove_empty(folders: list) -> None:
+def remove_empty(folders: list) -> None:
     """Remove the given folders (deepest first) where they are still empty."""
     for folder in folders:
         try:
