@@ -55,6 +55,9 @@ class RunOutcome:
     thermostat_mean: Optional[float] = None  # mean ξ over chains and post-burn-in steps (SGNHT, CCAdL)
     thermostat_se: Optional[float] = None  # its standard error from the spread of the chains' means
     moments: Optional["RunningMoments"] = None  # per-chain mean (and covariance) of every post-burn-in step
+    final_theta: Optional[np.ndarray] = None  # the last finite state's θ (n_chains, dim)
+    evaluation_time: float = 0.0  # seconds of wall_time spent scoring the trace rows
+    state_metrics: dict = field(default_factory=dict)  # the target's metrics of the last scored state (LDA perplexity)
 
 
 # Per-chain second moments are tracked up to this dimension (c·d² numbers; DRBM has d in the thousands).
@@ -73,10 +76,11 @@ class RunningMoments:
 
     def update(self, theta: np.ndarray) -> None:
         self.count += 1
-        delta = theta - self.mean
-        self.mean += delta / self.count
-        if self._scatter is not None:
-            self._scatter += delta[:, :, None] * (theta - self.mean)[:, None, :]
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverging chain's last finite values may overflow
+            delta = theta - self.mean
+            self.mean += delta / self.count
+            if self._scatter is not None:
+                self._scatter += delta[:, :, None] * (theta - self.mean)[:, None, :]
 
     def covariance(self) -> Optional[np.ndarray]:
         """Per-chain sample covariance (c, d, d) (denominator count − 1), None if not tracked or < 2 steps."""
@@ -132,9 +136,13 @@ def run_chains(
     elif np.shape(theta0) != (settings.n_chains, target.dim):
         raise ValueError(f"theta0 must have shape ({settings.n_chains}, {target.dim}); got {np.shape(theta0)}")
     state = sampler.init(theta0, rng)
+    # Metrics that draw random numbers (LDA's held-out Gibbs) use their own generator, so how often the
+    # trace is scored never changes the samples (drawn only for such targets: other runs keep their streams).
+    evaluation_rng = np.random.default_rng(rng.integers(2**62)) if hasattr(target, "sample_metrics") else None
     samples = np.empty((settings.n_chains, settings.n_kept, target.dim))
     outcome = RunOutcome(samples=samples[:, :0], moments=RunningMoments(settings.n_chains, target.dim))
     n_data, batch_size = getattr(target, "n_data", None), getattr(target, "batch_size", None)
+    trace_position = getattr(target, "trace_position", None)
     kept = 0
     accept_sum, accept_count = 0.0, 0
     xi_sum, xi_count = 0.0, 0  # per-chain sum of ξ after burn-in, number of steps summed
@@ -170,16 +178,23 @@ def run_chains(
                 samples[:, kept] = state.theta
                 kept += 1
             if t % settings.eval_every == 0 or t == settings.n_steps:
+                scoring = time.perf_counter()
                 row = {"step": t, "n_samples": kept * settings.n_chains, "step_size": schedule(t - 1)}
                 if n_data:
                     row["passes"] = t * batch_size / n_data
+                if trace_position is not None:
+                    row.update(trace_position(t))
                 if accept_count:
                     row["acceptance_rate"] = accept_sum / accept_count
                 if evaluator is not None and kept:
                     row.update(evaluator.score(samples[:, :kept].reshape(-1, target.dim)))
                 if evaluator is not None and outcome.moments.count:
                     row.update(evaluator.score_mean(outcome.moments.mean))
+                if evaluator is not None:
+                    outcome.state_metrics = evaluator.score_state(state.theta, evaluation_rng)
+                    row.update(outcome.state_metrics)
                 outcome.trace.append(row)
+                outcome.evaluation_time += time.perf_counter() - scoring
                 _show(bar, row)
             if t % 50 == 0 or t == settings.n_steps:
                 bar.update(t - bar.n)
@@ -195,6 +210,7 @@ def run_chains(
         bar.close()
     outcome.wall_time = time.perf_counter() - start
     outcome.samples = samples[:, :kept]
+    outcome.final_theta = state.theta
     if accept_count:
         outcome.acceptance_rate = accept_sum / accept_count
     if xi_count:

@@ -95,6 +95,10 @@ class Sampler(ABC):
             if self.integrator == "generic" or not self.supports_running_estimate:
                 raise ValueError(f"noise_estimate=running is not available for {self.name} with integrator "
                                  f"{self.integrator} (use known or zero)")
+        knows_noise = type(target).noise_covariance is not Target.noise_covariance
+        if self.integrator == "aboba" and (noise_estimate == "running" or (noise_estimate == "known" and knows_noise)):
+            raise ValueError(f"integrator aboba has no gradient-noise correction: use noise_estimate=zero "
+                             f"(got {noise_estimate})")
         self.noise_estimate = noise_estimate
         self.running_form = running_form
         self.noise_clip = bool(noise_clip)
