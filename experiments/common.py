@@ -23,7 +23,8 @@ from sgmcmc.paper import PaperFolder  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO / "configs"
-BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+# Thread pools of BLAS and of numba (LDA's Gibbs kernels): one thread per process when jobs run in parallel.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,8 @@ def multirun(paper: PaperFolder, experiment: str, sweep: str, overrides: list, j
         command += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}"]
     command += list(extra)
     print(f"  sweep {sweep}: {' '.join(command[2:])}", flush=True)
-    # parallel jobs share the cores: one BLAS thread each (oversubscribed OpenBLAS threads ran 10-20x slower)
-    env = {**os.environ, **({key: "1" for key in BLAS_THREAD_VARIABLES} if jobs > 1 else {})}
+    # parallel jobs share the cores: one BLAS/numba thread each (oversubscribed OpenBLAS threads ran 10-20x slower)
+    env = {**os.environ, **({key: "1" for key in THREAD_VARIABLES} if jobs > 1 else {})}
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
     if result.returncode != 0:
         lines = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()

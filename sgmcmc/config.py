@@ -150,6 +150,13 @@ TARGET_FIELDS: dict[str, dict[str, Check]] = {
     "drbm": {"dataset": choice("connect4", "letter", "acoustic"), "data_dir": optional(lambda key, value: _string(key, value)),
              "n_hidden": optional(integer(1)), "batch_size": optional(integer(1)), "split_seed": integer(0),
              "prior_variance": real(0.0, strict=True), "initial_scale": real(0.0, strict=True)},
+    # SPEC §2 T10, §4.11: source / vocabulary null = the data folder's Wikipedia sample and dictnostops.txt
+    "lda": {"data_dir": optional(lambda key, value: _string(key, value)), "source": optional(lambda key, value: _string(key, value)),
+            "vocabulary": optional(lambda key, value: _string(key, value)),
+            "source_format": choice("auto", "wikiextractor", "xml", "lines"), "n_topics": integer(1),
+            "alpha": real(0.0, strict=True), "beta": real(0.0, strict=True), "batch_size": integer(1), "n_sweeps": integer(2),
+            "corpus_size": real(0.0, strict=True), "n_held_out": integer(1), "buffer_size": integer(1),
+            "stream_seed": integer(0)},
 }
 
 SCHEDULE_FIELDS: dict[str, dict[str, Check]] = {

@@ -28,6 +28,7 @@ class Evaluator:
     def __init__(self, target: Target):
         self.target = target
         self._trace_metrics = getattr(target, "trace_metrics", None)
+        self._sample_metrics = getattr(target, "sample_metrics", None)
         self.enabled = target.has_exact_density and target.dim in (1, 2)
         if not self.enabled:
             return
@@ -61,12 +62,25 @@ class Evaluator:
             return {}
         return {key: float(value) for key, value in self._trace_metrics(mean).items()}
 
+    def score_state(self, theta: np.ndarray, rng: np.random.Generator) -> dict:
+        """The target's metrics of the current state (c, dim) (e.g. LDA's held-out perplexity, SPEC §3 E3,
+        which averages its predictive over the calls); {} for targets without any."""
+        if self._sample_metrics is None:
+            return {}
+        return {key: float(value) for key, value in self._sample_metrics(theta, rng).items()}
+
+
+# Above this dimension the chain diagnostics use this many evenly spaced coordinates (LDA: K·W = 385,100).
+DIAGNOSTIC_MAX_COORDINATES = 10_000
+
 
 def chain_diagnostics(chains: np.ndarray) -> dict:
     """Autocorrelation time (SPEC §3, in kept samples, averaged over coordinates) and ArviZ's bulk ESS
     (summed over nothing: one value per coordinate, reported as the minimum) of (n_chains, n_kept, dim)."""
     if chains.shape[1] < 4:
         return {}
+    if chains.shape[2] > DIAGNOSTIC_MAX_COORDINATES:
+        chains = chains[:, :, np.linspace(0, chains.shape[2] - 1, DIAGNOSTIC_MAX_COORDINATES).round().astype(int)]
     return {
         "autocorrelation_time": float(integrated_autocorrelation_time(chains)),
         "ess_bulk_min": float(np.min(effective_sample_size(chains))),

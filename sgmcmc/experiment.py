@@ -168,8 +168,11 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
     final.update(chain_diagnostics(outcome.samples) if outcome.samples.size else {})
     if outcome.moments is not None and outcome.moments.count:
         final.update(evaluator.score_mean(outcome.moments.mean))
+    final.update(outcome.state_metrics)
     final.update(_thermostat(built, outcome, config))
     figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
+    write_artifacts = getattr(built.target, "write_artifacts", None)
+    artifacts = write_artifacts(folder, outcome.final_theta) if write_artifacts is not None and outcome.steps_done else []
     steps = max(outcome.steps_done, 1)
     metrics = {
         "status": outcome.status,
@@ -181,15 +184,29 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
         "wall_time_s": outcome.wall_time,
         "steps_per_second": steps / outcome.wall_time if outcome.wall_time > 0 else None,
         "chain_steps_per_second": steps * built.settings.n_chains / outcome.wall_time if outcome.wall_time > 0 else None,
+        "evaluation_time_s": outcome.evaluation_time,
+        **_document_rate(built.target, outcome),
         "acceptance_rate": outcome.acceptance_rate,
         "noise_clips": outcome.noise_clips,
         "reflections": outcome.reflections,
         "final": final,
         "figures": figures,
+        "artifacts": artifacts,
     }
     write_json(folder / "metrics.json", metrics)
     log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
     return outcome.status
+
+
+def _document_rate(target, outcome) -> dict:
+    """Seconds per 100 documents of a streaming target (LDA), sampling only (trace scoring excluded),
+    as [R] Fig. 3's runtime table reports them."""
+    per_step = getattr(target, "documents_per_step", None)
+    if per_step is None or not outcome.steps_done:
+        return {}
+    documents = outcome.steps_done * per_step
+    return {"documents": documents,
+            "seconds_per_100_documents": 100.0 * (outcome.wall_time - outcome.evaluation_time) / documents}
 
 
 # The prediction averages V(θ) (O(N·d²) per position for a data target) and solves a 2d-dimensional

@@ -58,9 +58,10 @@ def contour_2d(samples: np.ndarray, target: Target, path: Path, title: str = "",
     return _save(figure, path)
 
 
-def chain_traces(samples: np.ndarray, path: Path, first_step: int, thin: int, n_chains: int = 4) -> Path:
-    """θ against step for the first few chains, one panel per coordinate."""
-    dim = samples.shape[2]
+def chain_traces(samples: np.ndarray, path: Path, first_step: int, thin: int, n_chains: int = 4,
+                 max_coordinates: int = 6) -> Path:
+    """θ against step for the first few chains, one panel per coordinate (the first ``max_coordinates``)."""
+    dim = min(samples.shape[2], max_coordinates)
     figure, axes = plt.subplots(dim, 1, figsize=(7, 2.5 * dim), squeeze=False)
     steps = first_step + thin * np.arange(samples.shape[1])
     for coordinate in range(dim):
@@ -71,11 +72,31 @@ def chain_traces(samples: np.ndarray, path: Path, first_step: int, thin: int, n_
     return _save(figure, path)
 
 
-def metric_trace(trace: pd.DataFrame, path: Path) -> Path | None:
-    """KL (both directions) and W1 against step count, log scale."""
-    columns = [c for c in ("kl_pq", "kl_qp", "w1") if c in trace and trace[c].notna().any()]
+# Data targets' metrics (SPEC §3 E3, E5, E6) and the trace column they are drawn against.
+DATA_METRICS = ("perplexity", "test_log_likelihood", "test_error", "test_accuracy")
+
+
+def data_metric_trace(trace: pd.DataFrame, path: Path) -> Path | None:
+    """The data targets' metrics (held-out perplexity, test log-likelihood, test error) against documents
+    seen, passes over the data or steps, one panel each; None if the trace has none."""
+    columns = [c for c in DATA_METRICS if c in trace and trace[c].notna().any()]
     if not columns:
         return None
+    x = next(c for c in ("documents", "passes", "step") if c in trace)
+    figure, axes = plt.subplots(len(columns), 1, figsize=(6, 3.2 * len(columns)), squeeze=False)
+    for ax, column in zip(axes[:, 0], columns):
+        ax.plot(trace[x], trace[column], marker=".")
+        ax.set_ylabel(column.replace("_", " "))
+    axes[-1, 0].set_xlabel({"documents": "documents seen", "passes": "passes over the data"}.get(x, x))
+    return _save(figure, path)
+
+
+def metric_trace(trace: pd.DataFrame, path: Path) -> Path | None:
+    """KL (both directions) and W1 against step count, log scale; for data targets their own metrics
+    (:func:`data_metric_trace`)."""
+    columns = [c for c in ("kl_pq", "kl_qp", "w1") if c in trace and trace[c].notna().any()]
+    if not columns:
+        return data_metric_trace(trace, path)
     figure, axes = plt.subplots(figsize=(6, 4))
     for column in columns:
         values = trace[column].clip(lower=1e-8)

@@ -14,6 +14,15 @@ from sgmcmc.targets.logistic_regression import LogisticRegression, logistic_mnis
 from sgmcmc.targets.normal_gamma import NormalGamma
 from sgmcmc.targets.welling_teh_mixture import WellingTehMixture
 
+
+
+def lda(**params):
+    """Online LDA (SPEC T10), imported on use: its Gibbs kernels load numba."""
+    from sgmcmc.targets.lda import lda as make_lda
+
+    return make_lda(**params)
+
+
 CORRELATION_MATRIX = [[1.0, 0.9], [0.9, 1.0]]
 
 TARGETS = {
@@ -27,6 +36,7 @@ TARGETS = {
     "normal_gamma": NormalGamma,
     "logistic_mnist79": logistic_mnist79,
     "drbm": drbm,
+    "lda": lda,
 }
 
 
