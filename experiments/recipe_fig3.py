@@ -34,7 +34,7 @@ EUCLIDEAN = ("sgld", "sghmc")
 COLORS = {"SGLD": "tab:blue", "SGHMC": "tab:orange", "SGRLD": "tab:green", "SGRHMC": "tab:red", "online VB": "0.3"}
 PAPER_SECONDS = {"SGLD": 0.778, "SGHMC": 0.815, "SGRLD": 0.730, "SGRHMC": 0.806}  # [R] Fig. 3 table, per 100 docs
 RIEMANNIAN_A = 0.01
-TUNING_GRID = (1e-7, 3e-7, 1e-6, 3e-6, 1e-5)
+TUNING_GRID = (1e-6, 3e-6, 1e-5, 3e-5, 1e-4)
 DOCUMENTS, TUNE_DOCUMENTS = 10_000, 2_000
 # --smoke: a few minibatches of a small stream (CI): 100 held-out documents, 4 evaluations.
 SMOKE = {"documents": 200, "tune_documents": 100, "grid": (1e-6, 1e-5), "overrides": [
