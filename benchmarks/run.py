@@ -152,6 +152,16 @@ def main(argv=None) -> None:
     except (DataError, OSError) as error:
         report["drbm"] = {"skipped": str(error)}
         print(f"drbm skipped: {error}")
+    try:
+        from benchmarks.lda import run_all
+
+        report["lda"] = run_all()
+        for row in report["lda"]:
+            print(f"lda {row['sampler']:6s} {row['documents']:6d} documents: {row['seconds_per_100_documents']:.3f} s per 100 "
+                  f"documents, peak RSS {row['peak_rss_mb']:.0f} MB ({row['numba_threads']} numba threads)", flush=True)
+    except (RuntimeError, OSError) as error:  # e.g. the Wikipedia sample is absent offline
+        report["lda"] = {"skipped": str(error)}
+        print(f"lda skipped: {error}")
     report["blas_threads"] = {key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     path = Path(args.output)
     path.parent.mkdir(parents=True, exist_ok=True)
