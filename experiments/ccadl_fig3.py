@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 
 from experiments.common import multirun, parse_args, read_run, record
@@ -66,7 +67,9 @@ def available(dataset: str) -> str | None:
 
 
 def collect(paper: PaperFolder, dataset: str, folders: list[Path]) -> list[dict]:
-    rows = []
+    from sgmcmc.targets.drbm import drbm
+
+    rows, target = [], None
     for folder in folders:
         config, status = read_run(folder)
         setting = {"dataset": dataset, "method": METHODS[config["sampler"]["name"]], "h": float(config["vars"]["h"]),
@@ -77,7 +80,13 @@ def collect(paper: PaperFolder, dataset: str, folders: list[Path]) -> list[dict]
         rows.append({**setting, "status": status, "folder": str(folder.relative_to(paper.path)),
                      "passes": None if final is None else float(final.passes),
                      "test_error": None if final is None else float(final.test_error),
+                     "error_rise": None if final is None else float(final.test_error - trace.test_error.min()),
                      "steps_per_second": metrics.get("steps_per_second"), "noise_clips": metrics.get("noise_clips", 0)})
+        samples = folder / "samples.npz"
+        if status == "completed" and samples.is_file():
+            target = target or drbm(dataset, split_seed=int(config["target"]["split_seed"]))
+            with np.load(samples) as data:
+                rows[-1].update(target.sample_test_errors(data["theta"].reshape(-1, target.dim)))
     return rows
 
 
@@ -118,11 +127,32 @@ def verdicts(rows: pd.DataFrame) -> str:
         lines.append(f"- {dataset}: at the largest h, CCAdL's error is no worse than SGHMC's and SGNHT's for {best} of "
                      f"{len(largest)} A values ({'; '.join(f'A={a:g}: ' + ', '.join(f'{m} {v:.3f}' for m, v in r.items()) for a, r in largest.iterrows())}); "
                      f"{inside} of {len(part)} final errors inside the paper's axis range {low}–{high}.")
+        if "predictive_error" in part:
+            for column, label in (("predictive_error", "posterior-predictive error of the kept samples"),
+                                  ("sample_error_median", "median test error of the kept samples one by one")):
+                table = part[part.h == max(spec["step_sizes"])].pivot_table(index="A", columns="method", values=column)
+                lines.append(f"  - {label}, largest h: " + "; ".join(
+                    f"A={a:g}: " + ", ".join(f"{m} {v:.3f}" for m, v in r.items()) for a, r in table.iterrows()))
+        rise = part.groupby("method").error_rise.mean()
+        lines.append("  - the error at θ̄ rises from its minimum along the run to its final value by (mean over h and A) "
+                     + ", ".join(f"{m} {v:.3f}" for m, v in rise.items()))
     return "\n".join(lines)
 
 
 def main(argv=None) -> None:
-    args = parse_args(__doc__.splitlines()[0], argv, datasets=(",".join(DATASETS), "data sets to run"))
+    args = parse_args(__doc__.splitlines()[0], argv, datasets=(",".join(DATASETS), "data sets to run"),
+                      summarise=("", "rebuild summary and figure of an existing ccadl-fig3 folder (no new runs)"))
+    if args.summarise:
+        paper = PaperFolder(FIGURE_ID, Path(args.summarise))
+        rows, missing = [], {}
+        for dataset in args.datasets.split(","):
+            for sweep in sweeps(dataset, args.smoke):
+                folder = paper.runs_dir / sweep
+                if folder.is_dir():
+                    rows += collect(paper, dataset, sorted(p for p in folder.iterdir() if p.is_dir()))
+                else:
+                    missing[dataset] = f"no runs in {folder}"
+        return _write(paper, rows, missing, args)
     paper = PaperFolder.create(FIGURE_ID, args.root)
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
     rows, missing = [], {}
@@ -135,13 +165,18 @@ def main(argv=None) -> None:
         for sweep, overrides in sweeps(dataset, args.smoke).items():
             extra = SMOKE if args.smoke else ()
             rows += collect(paper, dataset, multirun(paper, "ccadl_fig3", sweep, overrides, args.jobs, extra))
+    _write(paper, rows, missing, args)
+
+
+def _write(paper: PaperFolder, rows: list, missing: dict, args) -> None:
     rows = pd.DataFrame(rows)
     draw(paper, rows, missing, paper.path / "fig3_drbm.png")
     shown = rows.drop(columns=["folder"]).sort_values(["dataset", "h", "A", "method"]) if len(rows) else rows
     body = (shown.to_markdown(index=False, floatfmt=".4g") + "\n\n" + verdicts(rows) + "\n\n"
             + "".join(f"- {d}: data not available ({r})\n" for d, r in missing.items()))
     paper.write_summary(rows, "Shang et al. (2015) Fig. 3: discriminative RBMs", NOTES, body=body)
-    paper.finish({"smoke": args.smoke, "datasets": args.datasets, "missing": missing, "jobs": args.jobs}, sys.argv)
+    paper.finish({"smoke": args.smoke, "datasets": args.datasets, "missing": missing, "jobs": args.jobs,
+                  "summarised_only": bool(args.summarise)}, sys.argv)
     print(paper.path)
 
 

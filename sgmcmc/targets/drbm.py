@@ -299,6 +299,22 @@ class DiscriminativeRBM(DataTarget):
         log_p = self.log_predict_proba(theta, self.test_features)
         return self._pick(log_p, self.test_labels).sum(axis=1)
 
+    def sample_test_errors(self, samples) -> dict:
+        """Test errors from posterior samples (m, dim) rather than their mean: ``predictive_error`` of the posterior
+        predictive argmax_y (1/m) Σ_s p(y | x, θ_s), and the median and mean ``sample_error`` of the samples one by one.
+        Unlike the error at θ̄ (SPEC §3 E6) they do not suffer when the chain moves between the posterior's
+        equivalent modes (e.g. permuted hidden units), whose average θ̄ predicts worse than any of them."""
+        self._require_test_set()
+        samples = self._theta(samples)
+        total = np.zeros((self.test_features.shape[0], self.n_classes))
+        errors = []
+        for start in range(0, samples.shape[0], 8):
+            probabilities = self.predict_proba(samples[start:start + 8], self.test_features)
+            total += probabilities.sum(axis=0)
+            errors.extend(np.mean(np.argmax(probabilities, axis=2) != self.test_labels[None, :], axis=1))
+        return {"predictive_error": float(np.mean(np.argmax(total, axis=1) != self.test_labels)),
+                "sample_error_median": float(np.median(errors)), "sample_error_mean": float(np.mean(errors))}
+
     def trace_metrics(self, mean_theta) -> dict:
         """The E6 metrics at each chain's posterior mean (c, dim): {"test_error": mean over chains,
         "test_error_sd": sd over chains (ddof 1; 0 for one chain), "test_log_likelihood": mean over chains}, as

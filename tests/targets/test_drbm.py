@@ -356,3 +356,17 @@ def test_factory_uses_the_papers_sizes_and_the_loader(monkeypatch):
     assert drbm("acoustic").dim == 1083 and drbm("acoustic").batch_size == 1000
     with pytest.raises(ValueError, match="connect4, letter, acoustic"):
         drbm("mnist")
+
+
+def test_sample_test_errors_average_the_predictive_not_the_parameters():
+    """Identical samples give the error at that θ three times; the predictive error of two samples is the argmax of
+    their averaged p(y | x, θ_s), computed here by hand."""
+    target = _target()
+    theta = _points(target, 5, n=2)
+    same = target.sample_test_errors(np.repeat(theta[:1], 3, axis=0))
+    expected = target.test_error(theta[:1])[0]
+    assert same == {"predictive_error": expected, "sample_error_median": expected, "sample_error_mean": expected}
+    two = target.sample_test_errors(theta)
+    averaged = target.predict_proba(theta, target.test_features).mean(axis=0)
+    assert two["predictive_error"] == np.mean(np.argmax(averaged, axis=1) != target.test_labels)
+    assert two["sample_error_median"] == np.median(target.test_error(theta))
