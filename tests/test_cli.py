@@ -84,7 +84,7 @@ def test_two_dimensional_target_draws_the_contour(tmp_path):
         ("seed=-3", "seed=-3 is invalid"),
         ("run.progress=maybe", "run.progress='maybe' is invalid: allowed values are true, false"),
         ("sampler.noise_estimate=exact", "sampler.noise_estimate='exact' is invalid: allowed values are known, zero"),
-        ("sampler.integrator=rk4", "sampler.integrator='rk4' is invalid: allowed values are splitting, euler, theta_first, generic"),
+        ("sampler.integrator=rk4", "sampler.integrator='rk4' is invalid: allowed values are splitting, euler, theta_first, aboba, generic"),
         ("sampler.frictio=1", "sampler.frictio is not a known key of sampler 'sgrhmc'"),
         ("bogus=1", "bogus is not a known key"),
         ("run.burn_in=500", "run.burn_in=500 is invalid: allowed values are integers < run.n_steps=120"),
