@@ -9,15 +9,20 @@ and no result folder. The last line printed is the result folder.
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 GROUPS = ("sampler", "target", "schedule")
-FLAGS_WITHOUT_RUN = ("--help", "-h", "--hydra-help", "--cfg", "-c", "--info", "--version", "--shell-completion", "-sc")
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+DISTRIBUTED = 'the ray and submitit launchers need the distributed extra: pip install -e ".[distributed]"'
+# configs/hydra/launcher/ray.yaml replaces the Ray plugin's config of the same name on purpose (loopback only)
+warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/ray' is validated against ConfigStore schema")
 
 
 def fail(message: str) -> None:
-    """One line, exit code 2, no traceback."""
+    """One line (line breaks inside the message escaped), exit code 2, no traceback."""
+    message = "".join(char.encode("unicode_escape").decode() if char in LINE_BREAKS else char for char in message)
     print(f"error: {message}", file=sys.stderr)
     sys.exit(2)
 
@@ -26,17 +31,37 @@ def group_choices(group: str) -> list[str]:
     return sorted(path.stem for path in (CONFIG_DIR / group).glob("*.yaml"))
 
 
-def preflight(argv: list[str]) -> None:
-    """Check the command line before Hydra runs anything: group choices, then (single runs) the
-    composed and validated config."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+def parse_command_line(argv: list[str]):
+    """Hydra's own argument parser, its errors as one line (argparse would print the usage too)."""
+    from hydra._internal.utils import get_args_parser
 
-    if any(arg in FLAGS_WITHOUT_RUN or arg.startswith("--cfg") for arg in argv):
-        return
-    multirun = any(arg in ("-m", "--multirun") for arg in argv)
-    overrides = [arg for arg in argv if not arg.startswith("-")]
+    parser = get_args_parser()
+
+    def error(message: str) -> None:
+        if message.startswith("unrecognized arguments") and "=" in message:
+            message += " (options such as -m go before the overrides)"
+        fail(message)
+
+    parser.error = error
+    return parser.parse_args(argv)
+
+
+def preflight(argv: list[str]) -> bool:
+    """Check the command line before Hydra runs anything: its syntax and group choices, then the composed
+    config of every job. A single run's config is also validated; a sweep's jobs validate their own and
+    report failure without stopping the sweep (see the sweep's manifest.json). Returns whether it is a sweep."""
+    from sgmcmc.sweep import expand, overrides_parser
+
+    args = parse_command_line(argv)
+    if sum(map(bool, (args.run, args.multirun, args.cfg, args.info, args.shell_completion))) > 1:
+        fail("only one of --run, --multirun, --cfg, --info and --shell-completion can be given")
+    if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
+        return False  # Hydra prints something and runs nothing
+    if args.config_path or args.config_name or args.config_dir or args.experimental_rerun:
+        return args.multirun  # another primary config: Hydra checks it
+    overrides = args.overrides
     try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
+        parsed = overrides_parser(CONFIG_DIR).parse_overrides(overrides)
     except Exception as error:  # Hydra's grammar errors: keep the first line only
         fail(f"cannot parse the command line: {str(error).strip().splitlines()[0]}")
     for override in parsed:
@@ -46,24 +71,65 @@ def preflight(argv: list[str]) -> None:
             for value in values:
                 if value not in group_choices(key):
                     fail(f"{key}={value!r} is invalid: allowed values are {', '.join(group_choices(key))}")
-    if multirun:
-        return  # each job validates its own config and reports failure without stopping the sweep
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
     from sgmcmc.config import ConfigError
     from sgmcmc.experiment import build
 
-    try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            config = compose(config_name="config", overrides=overrides)
-            container = OmegaConf.to_container(config, resolve=True)
-    except Exception as error:
-        fail(describe_compose_error(str(error), parsed))
+    jobs = [overrides]
+    if any(override.key_or_group == "hydra/sweeper" for override in parsed):
+        # another sweeper decides the jobs as it goes: check what all of them share
+        jobs = [[text for text, override in zip(overrides, parsed) if not override.is_sweep_override()]]
+    elif args.multirun:
+        try:
+            jobs = expand(overrides, config_dir=CONFIG_DIR)
+        except Exception as error:  # e.g. interval(...), which only other sweepers sample
+            fail(f"cannot make the sweep's jobs: {str(error).strip().splitlines()[0]}")
+        if not jobs:
+            fail("the sweep has no jobs (a sweep over an empty list or glob)")
+    composed = set()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        for job in jobs:
+            # which keys exist depends on the group choices only: compose one job of each combination
+            groups = tuple(item for item in job if item.split("=")[0].lstrip("+~") in GROUPS + ("experiment",)
+                           or "/" in item.split("=")[0])
+            if groups in composed:
+                continue
+            composed.add(groups)
+            try:
+                config = compose(config_name="config", overrides=job, return_hydra_config=args.multirun)
+                if not args.multirun:
+                    container = OmegaConf.to_container(config, resolve=True)
+                elif len(composed) == 1:
+                    check_launcher(config.hydra)
+            except Exception as error:
+                fail(describe_compose_error(str(error), overrides_parser(CONFIG_DIR).parse_overrides(job)))
+    if args.multirun:
+        return True
     try:
         build(container)
     except ConfigError as error:
         fail(str(error))
+    return False
+
+
+def check_launcher(hydra) -> None:
+    """The launcher's plugin is installed (ray.yaml composes without it), and SLURM's sbatch is there."""
+    import importlib.util
+    import shutil
+
+    target = str(hydra.launcher.get("_target_", ""))
+    module = target.rpartition(".")[0]
+    choice = f"hydra/launcher={hydra.runtime.choices.get('hydra/launcher')}"
+    try:
+        found = bool(module) and importlib.util.find_spec(module) is not None
+    except ImportError:
+        found = False
+    if module and not found:
+        fail(f"{choice}: {module} is not installed; {DISTRIBUTED}")
+    if target.endswith(".SlurmLauncher") and shutil.which("sbatch") is None:
+        fail(f"{choice}: sbatch is not on PATH: run the sweep on a SLURM login node")
 
 
 def describe_compose_error(message: str, parsed) -> str:
@@ -72,9 +138,17 @@ def describe_compose_error(message: str, parsed) -> str:
 
     from sgmcmc.config import RUN_FIELDS, SAMPLER_FIELDS, SCHEDULE_FIELDS, TARGET_FIELDS
 
+    missing = re.search(r"Could not find '(hydra/[a-z_]+)/([^']*)'", message)
+    if missing:
+        group, value = missing.groups()
+        options = re.search(rf"Available options in '{group}':\n((?:\t.*\n?)*)", message)
+        allowed = ", ".join(options.group(1).split()) if options else "none found"
+        hint = f"; {DISTRIBUTED}" if group == "hydra/launcher" else ""
+        return f"{group}={value!r} is invalid: allowed values are {allowed}{hint}"
     match = re.search(r"Could not override '([^']+)'", message)
     if not match:
-        return message.strip().splitlines()[0]
+        line = message.strip().splitlines()[0]
+        return f"{line.rstrip('.')}; {DISTRIBUTED}" if "'hydra/launcher/" in line else line  # slurm.yaml, no plugin
     key = match.group(1)
     section = key.split(".")[0]
     tables = {"sampler": SAMPLER_FIELDS, "target": TARGET_FIELDS, "schedule": SCHEDULE_FIELDS}
@@ -92,35 +166,56 @@ def describe_compose_error(message: str, parsed) -> str:
     return f"{key} is not a known key; allowed keys are run, sampler, schedule, seed, target"
 
 
+def resolved(config) -> dict:
+    """The job's config as a plain dict; an interpolation that does not resolve is a config error (a sweep's
+    jobs meet it here: the command line's check composes them without resolving)."""
+    from omegaconf import OmegaConf
+
+    from sgmcmc.config import ConfigError
+
+    try:
+        container = OmegaConf.to_container(config, resolve=True)
+    except Exception as error:
+        raise ConfigError(str(error).strip().splitlines()[0]) from None
+    container.pop("hydra", None)
+    return container
+
+
 def main() -> None:
-    preflight(sys.argv[1:])
+    multirun = preflight(sys.argv[1:])
 
     import hydra
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
-    from omegaconf import DictConfig, OmegaConf
+    from omegaconf import DictConfig
 
     @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
-    def task(config: DictConfig) -> str | None:
+    def task(config: DictConfig) -> dict:
         from sgmcmc.config import ConfigError
         from sgmcmc.experiment import EXIT_CODES, run_experiment
 
-        container = OmegaConf.to_container(config, resolve=True)
-        container.pop("hydra", None)
         multirun = HydraConfig.get().mode == RunMode.MULTIRUN
         try:
-            folder, status = run_experiment(container)
+            folder, status = run_experiment(resolved(config))
         except ConfigError as error:
-            if multirun:
+            if multirun:  # this job fails, the sweep goes on; its manifest entry keeps the line
                 print(f"error: {error}", file=sys.stderr)
-                return "failed"
+                return {"status": "failed", "run_folder": None, "error": str(error)}
             fail(str(error))
         print(folder)
         if not multirun and EXIT_CODES[status]:
             sys.exit(EXIT_CODES[status])
-        return status
+        return {"status": status, "run_folder": str(Path(folder).resolve()), "error": None}
 
     task()
+    if multirun:  # every job has run: the sweep's exit code from its manifest (sgmcmc.sweep.exit_code)
+        from sgmcmc.sweep import exit_code, last_manifest
+
+        manifest = last_manifest()
+        code, line = exit_code(manifest) if manifest is not None else (0, None)
+        if code:
+            print(line, file=sys.stderr)
+            sys.exit(code)
 
 
 if __name__ == "__main__":

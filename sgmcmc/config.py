@@ -174,7 +174,12 @@ RUN_FIELDS: dict[str, Check] = {
     "progress": boolean,
     "figures": boolean,
     "results_dir": lambda key, value: _string(key, value),
+    # checkpoint and resume (sgmcmc.checkpoint): seconds / steps between checkpoints (0 = never), a run folder
+    "checkpoint_every_s": real(0.0),
+    "checkpoint_every_steps": integer(0),
+    "resume": optional(lambda key, value: _string(key, value)),
 }
+RUN_OPTIONAL = ("results_dir", "figures", "checkpoint_every_s", "checkpoint_every_steps", "resume")
 
 
 def _string(key, value):
@@ -225,7 +230,7 @@ def validate_config(config: dict) -> dict:
         "sampler": _check_group("sampler", config["sampler"], SAMPLER_FIELDS, required=("step_size",)),
         "target": _check_group("target", config["target"], TARGET_FIELDS),
         "schedule": _check_group("schedule", config["schedule"], SCHEDULE_FIELDS),
-        "run": _check_fields("run", config["run"], RUN_FIELDS, required=tuple(k for k in RUN_FIELDS if k not in ("results_dir", "figures"))),
+        "run": _check_fields("run", config["run"], RUN_FIELDS, required=tuple(k for k in RUN_FIELDS if k not in RUN_OPTIONAL)),
         "seed": integer(0)("seed", config["seed"]),
     }
     if "data_dir" in config:  # the data folder of configs/config.yaml, interpolated by the data targets' configs

@@ -6,10 +6,18 @@ Result folder (``<results_dir>/<time>-<sampler>-<target>-<hex>/``): ``config.yam
 to d = 512, ``covariance`` of every post-burn-in step, and their ``count``), ``trace.csv``, ``figures/*.png``,
 ``provenance.json`` and, written last, ``metrics.json`` with the status
 (completed / diverged / interrupted / failed).
+
+Checkpoints (:mod:`sgmcmc.checkpoint`): every ``run.checkpoint_every_s`` seconds / ``run.checkpoint_every_steps``
+steps, and when SIGINT or SIGTERM stops the run, its full state goes to ``checkpoint.npz`` (the one before to
+``checkpoint.prev.npz``); they are deleted when the run ends otherwise than interrupted. ``run.resume=<folder>``
+continues such a run in its folder: same config required (``run.resume``, ``run.checkpoint_*``, ``run.progress``
+and ``run.results_dir`` may differ), run.log appended, ``provenance.json`` lists the resumes, and every result
+file except the timings equals an uninterrupted run's.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import signal
 from contextlib import contextmanager
@@ -20,6 +28,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from sgmcmc import checkpoint as checkpoints
 from sgmcmc import plotting
 from sgmcmc.config import ConfigError, validate_config
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
@@ -27,7 +36,7 @@ from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.recipe import RecipeError, psd_square_root
 from sgmcmc.data import DataError
 from sgmcmc.results import new_run_folder, provenance, write_json, write_samples, write_table, write_text
-from sgmcmc.runner import COMPLETED, RunSettings, run_chains
+from sgmcmc.runner import INTERRUPTED, RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import make_schedule
 from sgmcmc.targets import make_target
@@ -35,6 +44,9 @@ from sgmcmc.targets import make_target
 log = logging.getLogger("sgmcmc")
 
 EXIT_CODES = {"completed": 0, "failed": 1, "diverged": 3, "interrupted": 130}
+# run.* keys that are not RunSettings fields
+NOT_SETTINGS = ("results_dir", "figures", "checkpoint_every_s", "checkpoint_every_steps", "resume")
+DEFAULT_CHECKPOINT_EVERY_S = 300.0  # as configs/config.yaml, for configs without the key
 
 
 @dataclass
@@ -76,7 +88,9 @@ def build(config: dict) -> Built:
         sampler = make_sampler(config["sampler"]["name"], target, **sampler_params)
     except ValueError as error:
         raise ConfigError(f"sampler: {error}") from None
-    run = {k: v for k, v in config["run"].items() if k not in ("results_dir", "figures")}
+    if config["run"].get("resume") is not None:
+        _check_resume(config)
+    run = {k: v for k, v in config["run"].items() if k not in NOT_SETTINGS}
     settings = RunSettings(**run)
     schedule_params = {k: v for k, v in config["schedule"].items() if k != "name"}
     schedule = make_schedule(config["schedule"]["name"], config["sampler"]["step_size"], settings.n_steps, **schedule_params)
@@ -109,35 +123,78 @@ def _check_at_start(sampler, schedule, config) -> None:
         raise ConfigError(f"sampler (step_size={step}): {error}") from None
 
 
+def _check_resume(config: dict) -> None:
+    """``run.resume`` names a run folder of the same config that has not completed (one-line ConfigError)."""
+    folder = Path(config["run"]["resume"])
+    try:
+        saved = yaml.safe_load((folder / "config.yaml").read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"run.resume: {folder} is not a run folder (no config.yaml)") from None
+    except (OSError, yaml.YAMLError) as error:
+        raise ConfigError(f"run.resume: cannot read {folder / 'config.yaml'}: {str(error).splitlines()[0]}") from None
+    if not isinstance(saved, dict):
+        raise ConfigError(f"run.resume: {folder / 'config.yaml'} is not a config mapping")
+    differences = checkpoints.config_differences(config, saved)
+    if differences:
+        raise ConfigError(f"run.resume: the config differs from the run's in {', '.join(differences)}; resume with the "
+                          f"run's own config (its command line is in {folder / 'provenance.json'})")
+    if checkpoints.config_hash(config) != checkpoints.config_hash(saved):
+        raise ConfigError(f"run.resume: the config differs from the run's ({folder / 'config.yaml'}) in value types")
+    try:
+        status = json.loads((folder / "metrics.json").read_text()).get("status")
+    except (OSError, ValueError, AttributeError):
+        status = None
+    if status is not None and status != INTERRUPTED:
+        raise ConfigError(f"run.resume: {folder} has already ended (status {status}); only killed or interrupted "
+                          "runs can be resumed")
+
+
 @contextmanager
-def _sigterm_as_interrupt():
-    """SIGTERM behaves like Ctrl-C: the run stops, keeps its samples and is marked interrupted."""
+def _signals_stop_the_run():
+    """SIGINT and SIGTERM stop the run after its current step (it keeps its samples, checkpoints and is marked
+    interrupted); a second signal stops it at once. Yields ``stop_requested()`` for :func:`run_chains`.
+    An ignored SIGINT (a background job) stays ignored."""
+    received = []
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        if received:
+            raise KeyboardInterrupt
+        received.append(signum)
 
+    previous = {}
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not in the main thread
-        yield
-        return
+        for number in (signal.SIGINT, signal.SIGTERM):
+            if number == signal.SIGINT and signal.getsignal(number) == signal.SIG_IGN:
+                continue
+            previous[number] = signal.signal(number, handler)
+    except ValueError:  # not in the main thread: Ctrl-C stays Python's KeyboardInterrupt
+        pass
     try:
-        yield
+        yield lambda: bool(received)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, old in previous.items():
+            signal.signal(number, old)
+        if received:
+            log.warning("stopped by %s", signal.Signals(received[0]).name)
 
 
 def run_experiment(config: dict, argv: list[str] | None = None) -> tuple[Path, str]:
     """Run one experiment and write its result folder; return (folder, status).
 
-    Raises :class:`ConfigError` before creating any folder if the config is invalid.
+    Raises :class:`ConfigError` before creating any folder if the config is invalid. With ``run.resume`` the run
+    continues in that folder; an unusable checkpoint is a ConfigError ("run.resume: ...").
     """
     built = build(config)
     config = validate_config(config)
-    results_dir = config["run"].get("results_dir", "results/runs")
-    folder = new_run_folder(results_dir, f"{config['sampler']['name']}-{config['target']['name']}")
-    (folder / "figures").mkdir()
-    handler = logging.FileHandler(folder / "run.log")
+    resume = config["run"].get("resume")
+    if resume is None:
+        results_dir = config["run"].get("results_dir", "results/runs")
+        folder = new_run_folder(results_dir, f"{config['sampler']['name']}-{config['target']['name']}")
+        (folder / "figures").mkdir()
+    else:
+        folder = Path(resume)
+        (folder / "figures").mkdir(exist_ok=True)
+    handler = logging.FileHandler(folder / "run.log")  # appends on a resume
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.INFO)
@@ -148,15 +205,58 @@ def run_experiment(config: dict, argv: list[str] | None = None) -> tuple[Path, s
         handler.close()
 
 
+def _resume_from(folder: Path, config: dict, argv) -> checkpoints.Checkpoint:
+    """The newest usable checkpoint of ``folder`` (ConfigError if none), recorded in provenance.json."""
+    try:
+        checkpoint, name = checkpoints.load_latest(folder, checkpoints.config_hash(config))
+    except checkpoints.CheckpointError as error:
+        log.error("run.resume: %s", error)
+        raise ConfigError(f"run.resume: {error}") from None
+    try:
+        record = json.loads((folder / "provenance.json").read_text())
+    except (OSError, ValueError):
+        record = provenance(config["seed"], argv)
+    now = provenance(config["seed"], argv)
+    if now["git_commit"] != record.get("git_commit"):
+        log.warning("resuming with code at commit %s; the run started at %s", now["git_commit"], record.get("git_commit"))
+    resumes = record.setdefault("resumes", [])
+    resumes.append({"started_utc": now["started_utc"], "from_step": checkpoint.step, "checkpoint": name,
+                    "command_line": now["command_line"], "git_commit": now["git_commit"], "git_dirty": now["git_dirty"],
+                    "sgmcmc_version": now["sgmcmc_version"]})
+    write_json(folder / "provenance.json", record)
+    log.info("resuming %s from step %d (%s), resume %d", folder, checkpoint.step, name, len(resumes))
+    return checkpoint
+
+
 def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
-    write_text(folder / "config.yaml", yaml.safe_dump(config, sort_keys=False))
-    write_json(folder / "provenance.json", provenance(config["seed"], argv))
+    resume = None
+    if config["run"].get("resume") is not None:
+        resume = _resume_from(folder, config, argv)
+    else:
+        write_text(folder / "config.yaml", yaml.safe_dump(config, sort_keys=False))
+        write_json(folder / "provenance.json", provenance(config["seed"], argv))
     log.info("run folder %s", folder)
     log.info("sampler %s, target %s, schedule %s, %d chains x %d steps, seed %d", config["sampler"]["name"],
              config["target"]["name"], config["schedule"]["name"], built.settings.n_chains, built.settings.n_steps, config["seed"])
     evaluator = Evaluator(built.target)
-    with _sigterm_as_interrupt():
-        outcome = run_chains(built.sampler, built.schedule, built.settings, np.random.default_rng(config["seed"]), evaluator)
+    checkpointer = checkpoints.Checkpointer(
+        folder, checkpoints.config_hash(config), config["run"].get("checkpoint_every_s", DEFAULT_CHECKPOINT_EVERY_S),
+        config["run"].get("checkpoint_every_steps", 0))
+    with _signals_stop_the_run() as stop_requested:
+        try:
+            outcome = run_chains(built.sampler, built.schedule, built.settings, np.random.default_rng(config["seed"]),
+                                 evaluator, stop_requested=stop_requested, checkpointer=checkpointer, resume=resume)
+        except checkpoints.CheckpointError as error:  # the checkpoint does not fit this run's objects
+            log.error("run.resume: %s", error)
+            raise ConfigError(f"run.resume: {error}") from None
+    _write_results(folder, config, built, evaluator, outcome)
+    if outcome.status != INTERRUPTED:  # only an interrupted run can be resumed
+        checkpoints.remove_checkpoints(folder)
+    return outcome.status
+
+
+def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome) -> None:
+    """samples.npz, moments.npz, trace.csv, figures, the target's artifacts and, last, metrics.json."""
     write_samples(folder / "samples.npz", theta=outcome.samples)
     if outcome.moments is not None and outcome.moments.count:
         covariance = outcome.moments.covariance()
@@ -195,7 +295,6 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
     }
     write_json(folder / "metrics.json", metrics)
     log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
-    return outcome.status
 
 
 def _document_rate(target, outcome) -> dict:

@@ -110,6 +110,7 @@ class OnlineLDA(Target):
             batch = next(self._batches)
         except StopIteration:
             self._pass += 1
+            self._pass_start = self.documents_seen  # for checkpoint_state: documents of the current pass
             log.warning("document stream exhausted after %d documents: starting pass %d", self.documents_seen, self._pass)
             self._batches = iter(self._make_stream().batches(self.batch_size))
             try:
@@ -168,6 +169,34 @@ class OnlineLDA(Target):
         if len(values) > 1:
             out["perplexity_sd"] = float(np.std(values, ddof=1))
         return out
+
+    # --- checkpoints (sgmcmc.checkpoint) -------------------------------------------------------------------
+    def checkpoint_state(self) -> dict:
+        """The stream position (documents seen, pass, documents of this pass) and each chain's held-out scorer
+        (running sum of the predictive, number of evaluations), for :meth:`restore_state`."""
+        state = {"documents_seen": self.documents_seen, "pass": self._pass, "gibbs_seconds": self.gibbs_seconds,
+                 "pass_documents": self.documents_seen - getattr(self, "_pass_start", 0)}
+        if self._scorers is not None:
+            saved = [scorer.state() for scorer in self._scorers]
+            state["scorer_sums"] = np.stack([item["sum_predictive"] for item in saved])
+            state["scorer_updates"] = [item["n_updates"] for item in saved]
+        return state
+
+    def restore_state(self, state: dict) -> None:
+        """Continue where a :meth:`checkpoint_state` was taken: the stream of that pass, recreated and moved on
+        by its documents (:meth:`DocumentStream.skip`), and the scorers' running averages."""
+        stream = self._make_stream()
+        stream.skip(int(state["pass_documents"]))
+        self._batches = iter(stream.batches(self.batch_size))
+        self._pass, self.documents_seen = int(state["pass"]), int(state["documents_seen"])
+        self._pass_start = self.documents_seen - int(state["pass_documents"])
+        self.gibbs_seconds = float(state["gibbs_seconds"])
+        self._scorers = None
+        if "scorer_sums" in state:
+            sums = np.asarray(state["scorer_sums"])
+            self._scorers = [HeldOutPerplexity(self.held_out, self.alpha, n_sweeps=self.n_sweeps) for _ in range(sums.shape[0])]
+            for scorer, total, count in zip(self._scorers, sums, state["scorer_updates"]):
+                scorer.load_state({"sum_predictive": total, "n_updates": int(count)})
 
     def trace_position(self, step: int) -> dict:
         return {"documents": step * self.batch_size}
