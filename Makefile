@@ -65,9 +65,9 @@ recipe-fig3: $(STAMP)
 
 figures: recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic ccadl-fig2 ccadl-fig2-posterior ccadl-fig3 recipe-fig3
 
-# speed benchmarks -> results/bench/bench.json (never part of the tests)
+# speed benchmarks -> results/bench/<run-id>.json, LATEST names it (never part of the tests)
 bench: $(STAMP)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.run --output results/bench/bench.json
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.run
 
 # every experiment with tiny settings, in seconds (also part of `make test`: tests/test_experiments_smoke.py)
 smoke: $(STAMP)

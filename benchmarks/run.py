@@ -8,13 +8,19 @@
    files (``SGMCMC_DATA``); skipped with the reason otherwise. ``make bench`` pins BLAS to one thread (the
    batched 100×100 products ran 10-20× slower with oversubscribed OpenBLAS threads on a busy 2-core machine).
 3. discriminative RBMs (Fig. 3 settings, 1 chain, diagonal running estimate): passes over the data per
-   second of each sampler on letter and connect-4 (skipped without the LIBSVM files).
+   second of each sampler on letter and connect-4 (skipped without the LIBSVM files);
+4. every sampler config × every synthetic target at its defaults, 1 and 1,000 chains: chain-steps per
+   second and peak numpy memory (``benchmarks.toy_grid``);
+5. online LDA: seconds per 100 documents of SGLD, SGHMC, SGRLD, SGRHMC and the peak memory after 2,000 and
+   10,000 documents (``benchmarks.lda``, one process each).
 
 Each measurement runs ``--steps`` steps through :func:`sgmcmc.runner.run_chains` (the same path as a
 real run: minibatch draw, per-example gradients, running covariance, clipping, reflection, sample
 storage) after a short warm-up, and scales the wall time to 10⁶ steps.
 
-    python -m benchmarks.run [--steps 20000] [--output results/bench/bench.json]
+    python -m benchmarks.run [--steps 20000] [--output results/bench/<run-id>.json]
+
+The report goes to ``results/bench/<UTC time>-<hex>.json`` (``results/bench/LATEST`` names the newest).
 """
 
 from __future__ import annotations
@@ -110,10 +116,19 @@ def drbm_passes_per_second(n_steps: int) -> list[dict]:
     return rows
 
 
+def new_report_path(folder: Path) -> Path:
+    """``folder/<UTC time>-<hex>.json``, never an existing file."""
+    import datetime
+    import secrets
+
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return folder / f"{stamp}-{secrets.token_hex(4)}.json"
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20000, help="steps timed per measurement")
-    parser.add_argument("--output", default="results/bench/bench.json")
+    parser.add_argument("--output", default=None, help="report path (default results/bench/<run-id>.json)")
     args = parser.parse_args(argv)
     rows = []
     for name in TABLE1_SAMPLERS:
@@ -162,10 +177,19 @@ def main(argv=None) -> None:
     except (RuntimeError, OSError) as error:  # e.g. the Wikipedia sample is absent offline
         report["lda"] = {"skipped": str(error)}
         print(f"lda skipped: {error}")
+    from benchmarks.toy_grid import run_all as toy_grid
+
+    sampler_configs = sorted(path.stem for path in (Path(__file__).resolve().parent.parent / "configs" / "sampler").glob("*.yaml"))
+    report["toy_targets"] = toy_grid(sampler_configs)
+    measured = [row for row in report["toy_targets"] if "skipped" not in row]
+    print(f"toy targets: {len(measured)} sampler x target x chains measurements, "
+          f"{len(report['toy_targets']) - len(measured)} combinations refused by their config", flush=True)
     report["blas_threads"] = {key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-    path = Path(args.output)
+    path = Path(args.output) if args.output else new_report_path(Path("results/bench"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
+    if args.output is None:
+        (path.parent / "LATEST").write_text(path.name + "\n")
     print(f"Table 1 (12 cells x 10^6 samples, 10 chains) estimated {estimate:.0f} s in one process")
     print(path)
 
