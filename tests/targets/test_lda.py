@@ -175,3 +175,27 @@ def test_target_config_sets_what_a_streaming_run_needs(sampler, step_size, integ
     assert config["run"]["n_chains"] == 1 and config["run"]["n_steps"] * config["target"]["batch_size"] == 10_000
     override = compose([f"sampler={sampler}", "target=lda", "sampler.step_size=0.5", "run.n_steps=3"])
     assert override["sampler"]["step_size"] == 0.5 and override["run"]["n_steps"] == 3
+
+
+from tests.test_ccadl_fig2 import DATA  # noqa: E402  (../shared/data or SGMCMC_DATA)
+
+
+@pytest.mark.skipif(not (DATA / "wikipedia").is_dir(), reason="needs the Wikipedia sample (../shared/data)")
+def test_headline_command_on_the_wikipedia_sample(tmp_path):
+    """``python run.py sampler=sgrhmc target=lda`` (shortened) streams the real articles, traces the perplexity
+    and writes topics.txt and the figure."""
+    import subprocess
+    import sys
+
+    repo = __import__("pathlib").Path(__file__).resolve().parents[2]
+    command = [sys.executable, str(repo / "run.py"), "sampler=sgrhmc", "target=lda", "run.n_steps=4", "run.eval_every=2",
+               "target.n_held_out=20", "target.buffer_size=50", "target.n_sweeps=4", f"data_dir={DATA}",
+               f"run.results_dir={tmp_path}"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=repo, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    (folder,) = tmp_path.glob("2*")
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["status"] == "completed" and metrics["documents"] == 200
+    assert 1000 < metrics["final"]["perplexity"] < 7702 * 2
+    assert len((folder / "topics.txt").read_text().splitlines()) == 51
+    assert (folder / "figures" / "metrics.png").stat().st_size > 0
