@@ -7,8 +7,8 @@ from scipy import integrate
 from sgmcmc.targets import TARGETS, SyntheticTarget, make_target
 from tests.helpers import numerical_gradient
 
-# targets read from data files have their own modules (test_logistic_regression.py, test_drbm.py)
-FILE_BACKED = ("logistic_mnist79", "drbm")
+# targets read from data files have their own modules (test_logistic_regression.py, test_drbm.py, test_lda.py)
+FILE_BACKED = ("logistic_mnist79", "drbm", "lda")
 ALL = sorted(name for name in TARGETS if name not in FILE_BACKED)
 # targets whose gradient noise is the configured N(0, V) (data targets get theirs from minibatches)
 SYNTHETIC = sorted(name for name in ALL if isinstance(make_target(name), SyntheticTarget))
