@@ -151,7 +151,7 @@ def main(argv=None) -> None:
                 if folder.is_dir():
                     rows += collect(paper, dataset, sorted(p for p in folder.iterdir() if p.is_dir()))
                 else:
-                    missing[dataset] = f"no runs in {folder}"
+                    missing[dataset] = available(dataset) or f"not run in this folder ({folder} is missing)"
         return _write(paper, rows, missing, args)
     paper = PaperFolder.create(FIGURE_ID, args.root)
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
