@@ -114,6 +114,14 @@ def draw(paper: PaperFolder, rows: pd.DataFrame, missing: dict, path: Path) -> N
     plt.close(fig)
 
 
+def majority_error(dataset: str) -> float:
+    """Test error of always predicting the most frequent training class (the floor a classifier must beat)."""
+    from sgmcmc.data.libsvm import load_libsvm
+
+    split = load_libsvm(dataset)
+    return float(np.mean(split.test_y != np.bincount(split.train_y).argmax()))
+
+
 def verdicts(rows: pd.DataFrame) -> str:
     lines = ["Measured (final test error of the posterior mean, from the table above):"]
     for dataset, spec in DATASETS.items():
@@ -126,7 +134,8 @@ def verdicts(rows: pd.DataFrame) -> str:
         inside = int(part.test_error.between(low, high).sum())
         lines.append(f"- {dataset}: at the largest h, CCAdL's error is no worse than SGHMC's and SGNHT's for {best} of "
                      f"{len(largest)} A values ({'; '.join(f'A={a:g}: ' + ', '.join(f'{m} {v:.3f}' for m, v in r.items()) for a, r in largest.iterrows())}); "
-                     f"{inside} of {len(part)} final errors inside the paper's axis range {low}–{high}.")
+                     f"{inside} of {len(part)} final errors inside the paper's axis range {low}–{high}; "
+                     f"predicting the majority class gives {majority_error(dataset):.3f} on this test set.")
         if "predictive_error" in part:
             for column, label in (("predictive_error", "posterior-predictive error of the kept samples"),
                                   ("sample_error_median", "median test error of the kept samples one by one")):
