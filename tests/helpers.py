@@ -71,3 +71,16 @@ def fake_mnist_source(seed=0, n_train=40, n_test=16):
                            train_labels=rng.choice(np.array([7, 9], dtype=np.uint8), n_train),
                            test_images=rng.integers(0, 256, (n_test, 784), dtype=np.uint8),
                            test_labels=rng.choice(np.array([7, 9], dtype=np.uint8), n_test))
+
+
+def smoke_run(module, figure_id: str, tmp_path, monkeypatch, data, extra_args=(), files=()):
+    """Run a paper experiment's ``main`` with ``--smoke`` into ``tmp_path`` on the data folder ``data``; check that
+    its folder has ``files`` plus the summary and provenance, and return (folder, summary table)."""
+    import pandas as pd
+
+    monkeypatch.setenv("SGMCMC_DATA", str(data))
+    module.main(["--smoke", "--root", str(tmp_path), "--jobs", "1", *extra_args])
+    (folder,) = (tmp_path / figure_id).glob("2*")
+    for name in (*files, "summary.csv", "summary.md", "provenance.json"):
+        assert (folder / name).stat().st_size > 0, name
+    return folder, pd.read_csv(folder / "summary.csv")

@@ -1,21 +1,17 @@
 """Smoke run of the long-chain Fig. 2 bottom row (part of `make test`; needs the MNIST files and the
 committed HMC reference)."""
 
-import pandas as pd
 import pytest
 
 from experiments import ccadl_fig2_posterior
+from tests.helpers import smoke_run
 from tests.test_ccadl_fig2 import DATA
 
 
 @pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="needs the MNIST files (../shared/data or SGMCMC_DATA)")
 def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch):
-    monkeypatch.setenv("SGMCMC_DATA", str(DATA))
-    ccadl_fig2_posterior.main(["--smoke", "--root", str(tmp_path), "--jobs", "1", "--step-sizes", "1e-4,2e-5"])
-    (folder,) = (tmp_path / "ccadl-fig2-posterior").glob("2*")
-    for name in ("posterior_w2_w5.png", "summary.csv", "summary.md", "provenance.json"):
-        assert (folder / name).stat().st_size > 0, name
-    table = pd.read_csv(folder / "summary.csv")
+    folder, table = smoke_run(ccadl_fig2_posterior, "ccadl-fig2-posterior", tmp_path, monkeypatch, DATA,
+                              ["--step-sizes", "1e-4,2e-5"], ["posterior_w2_w5.png"])
     assert set(table.method) == {"SGHMC", "SGNHT", "CCAdL"} and (table.chains == 2).all()
     assert sorted(table.h.unique()) == [2e-5, 1e-4] and len(table) == 6
     assert (table.mean_rms_z > 0).all() and (table.sampling_rms_z > 0).all()
