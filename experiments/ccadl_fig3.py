@@ -8,11 +8,19 @@ the three samplers and the three step sizes. Acoustic is run when its files are 
 be downloaded) and marked "data not available" otherwise. Writes ``fig3_drbm.png`` (3×3 panels),
 ``summary.csv`` and ``summary.md`` under ``results/paper/ccadl-fig3/<run-id>/``.
 
+The paper's claim is about the largest step size, so that one is also run with ``--extra-seeds`` (default
+1,2; the grid itself is seed 0): the summary then gives each method's final error there as mean ± sd over
+the seeds, CCAdL's seed-paired difference to the better of SGHMC and SGNHT, and ``fig3_seeds.png``.
+``--into <folder>`` adds the sweeps that folder lacks (e.g. the extra seeds) and rebuilds its summary;
+``--summarise <folder>`` only rebuilds it.
+
     python -m experiments.ccadl_fig3 [--smoke] [--root results/paper] [--jobs 2] [--datasets letter,connect4,acoustic]
+                                     [--extra-seeds 1,2] [--into FOLDER | --summarise FOLDER]
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -23,7 +31,7 @@ import pandas as pd
 
 from experiments.common import multirun, parse_args, read_run, record
 from sgmcmc.data import DataError
-from sgmcmc.paper import PaperFolder
+from sgmcmc.paper import PaperFolder, mean_and_sd
 
 FIGURE_ID = "ccadl-fig3"
 METHODS = {"sghmc": "SGHMC", "sgnht": "SGNHT", "ccadl": "CCAdL"}
@@ -44,15 +52,23 @@ def steps_per_pass(dataset: str) -> float:
     return n_train / batch
 
 
-def sweeps(dataset: str, smoke: bool) -> dict:
+def sweeps(dataset: str, smoke: bool, extra_seeds: str = "") -> dict:
+    """Hydra overrides per sweep: ``<dataset>_A<a>`` (the three step sizes, seed 0) and, with ``extra_seeds``,
+    ``<dataset>_A<a>_seeds`` (the largest step size with those seeds)."""
     spec = DATASETS[dataset]
     passes = SMOKE_PASSES if smoke else spec["passes"]
     steps = math.ceil(passes * steps_per_pass(dataset))
     every = max(1, round(steps_per_pass(dataset)))
-    return {f"{dataset}_A{a}": [f"sampler={','.join(SAMPLER_CONFIGS)}", f"vars.h={','.join(map(str, spec['step_sizes']))}",
-                                f"vars.A={a}", f"target.dataset={dataset}", f"run.n_steps={steps}",
-                                f"run.burn_in={steps // 5}", f"run.eval_every={every}"]
-            for a in spec["diffusions"]}
+    out = {}
+    for a in spec["diffusions"]:
+        common = [f"vars.A={a}", f"target.dataset={dataset}", f"run.n_steps={steps}", f"run.burn_in={steps // 5}",
+                  f"run.eval_every={every}"]
+        out[f"{dataset}_A{a}"] = [f"sampler={','.join(SAMPLER_CONFIGS)}", f"vars.h={','.join(map(str, spec['step_sizes']))}",
+                                  *common]
+        if extra_seeds:
+            out[f"{dataset}_A{a}_seeds"] = [f"sampler={','.join(SAMPLER_CONFIGS)}", f"vars.h={max(spec['step_sizes'])}",
+                                            f"seed={extra_seeds}", *common]
+    return out
 
 
 def available(dataset: str) -> str | None:
@@ -81,13 +97,80 @@ def collect(paper: PaperFolder, dataset: str, folders: list[Path]) -> list[dict]
                      "passes": None if final is None else float(final.passes),
                      "test_error": None if final is None else float(final.test_error),
                      "error_rise": None if final is None else float(final.test_error - trace.test_error.min()),
-                     "steps_per_second": metrics.get("steps_per_second"), "noise_clips": metrics.get("noise_clips", 0)})
+                     "steps_per_second": metrics.get("steps_per_second"), "noise_clips": metrics.get("noise_clips", 0),
+                     "commit": _commit(folder)})
         samples = folder / "samples.npz"
         if status == "completed" and samples.is_file():
             target = target or drbm(dataset, split_seed=int(config["target"]["split_seed"]))
             with np.load(samples) as data:
                 rows[-1].update(target.sample_test_errors(data["theta"].reshape(-1, target.dim)))
     return rows
+
+
+def _commit(folder: Path) -> str:
+    """The short git commit a run was made at (``+dirty`` when its worktree had changes)."""
+    provenance = folder / "provenance.json"
+    if not provenance.is_file():
+        return ""
+    record = json.loads(provenance.read_text())
+    return (record.get("git_commit") or "")[:7] + ("+dirty" if record.get("git_dirty") else "")
+
+
+def largest_step(rows: pd.DataFrame) -> pd.DataFrame:
+    """The completed runs at each data set's largest step size (every seed)."""
+    if rows.empty:
+        return rows
+    largest = rows.dataset.map(lambda d: max(DATASETS[d]["step_sizes"]))
+    return rows[(rows.h == largest) & (rows.status == "completed")]
+
+
+def paired_differences(seeded: pd.DataFrame, column: str = "test_error") -> pd.DataFrame:
+    """Per (data set, A, seed): CCAdL's ``column`` minus the better (lower) of SGHMC's and SGNHT's."""
+    table = seeded.pivot_table(index=["dataset", "A", "seed"], columns="method", values=column).dropna()
+    return (table["CCAdL"] - table[["SGHMC", "SGNHT"]].min(axis=1)).rename("difference").reset_index()
+
+
+def seed_verdicts(seeded: pd.DataFrame) -> str:
+    """The largest step size over all seeds: mean ± sd per method and CCAdL's seed-paired difference."""
+    if seeded.empty or seeded.seed.nunique() < 2:
+        return ""
+    lines = [f"Largest step size over seeds {', '.join(map(str, sorted(seeded.seed.unique())))} (final test error, mean ± sd):", "",
+             "| data set | A | " + " | ".join(METHODS.values()) + " | CCAdL − better other (mean ± sd; seeds no worse) |",
+             "|---|---|" + "---|" * len(METHODS) + "---|"]
+    stats = mean_and_sd(seeded, ["dataset", "A", "method"], "test_error")
+    differences = paired_differences(seeded)
+    for (dataset, a), group in stats.groupby(["dataset", "A"], sort=False):
+        cells = {r.method: f"{r.test_error_mean:.3f} ± {r.test_error_sd:.3f} (n={r.n_runs})" for r in group.itertuples()}
+        d = differences[(differences.dataset == dataset) & (differences.A == a)].difference
+        lines.append(f"| {dataset} | {a:g} | " + " | ".join(cells.get(m, "–") for m in METHODS.values())
+                     + f" | {d.mean():+.3f} ± {d.std():.3f}; {int((d <= 0).sum())} of {len(d)} |")
+    for column, label in (("predictive_error", "posterior-predictive error of the kept samples"),
+                          ("sample_error_median", "median test error of the kept samples one by one")):
+        if column in seeded:
+            stats = mean_and_sd(seeded, ["dataset", "A", "method"], column)
+            lines.append(f"- {label} (mean ± sd over seeds): " + "; ".join(
+                f"{dataset} A={a:g}: " + ", ".join(f"{r.method} {getattr(r, column + '_mean'):.3f} ± {getattr(r, column + '_sd'):.3f}"
+                                                    for r in group.itertuples())
+                for (dataset, a), group in stats.groupby(["dataset", "A"], sort=False)))
+    return "\n".join(lines)
+
+
+def draw_seeds(seeded: pd.DataFrame, path: Path) -> None:
+    """One panel per (data set, A) at the largest step size: each seed's final error per method and their mean."""
+    panels = list(seeded.groupby(["dataset", "A"], sort=False))
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.6 * len(panels), 3.6), squeeze=False)
+    for ax, ((dataset, a), group) in zip(axes[0], panels):
+        for x, method in enumerate(METHODS.values()):
+            values = group[group.method == method].test_error
+            ax.scatter(np.full(len(values), x), values, color=COLORS[method], alpha=0.7)
+            ax.hlines(values.mean(), x - 0.3, x + 0.3, color=COLORS[method])
+        ax.set_xticks(range(len(METHODS)), list(METHODS.values()))
+        ax.set_title(f"{dataset}, A = {a:g}, h = {max(DATASETS[dataset]['step_sizes']):g}", fontsize=10)
+        ax.set_ylabel("final test error of the posterior mean")
+    fig.suptitle(f"Largest step size: one dot per seed ({group.seed.nunique()} seeds), line = mean", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
 
 
 def draw(paper: PaperFolder, rows: pd.DataFrame, missing: dict, path: Path) -> None:
@@ -99,7 +182,7 @@ def draw(paper: PaperFolder, rows: pd.DataFrame, missing: dict, path: Path) -> N
             if dataset in missing:
                 ax.text(0.5, 0.5, "data not available", ha="center", va="center", transform=ax.transAxes)
                 continue
-            part = rows[(rows.dataset == dataset) & (rows.h == h) & (rows.status == "completed")]
+            part = rows[(rows.dataset == dataset) & (rows.h == h) & (rows.status == "completed") & (rows.seed == 0)]
             for row in part.itertuples():
                 trace = pd.read_csv(paper.path / row.folder / "trace.csv").dropna(subset=["test_error"])
                 ax.plot(trace.passes, trace.test_error, color=COLORS[row.method],
@@ -123,9 +206,9 @@ def majority_error(dataset: str) -> float:
 
 
 def verdicts(rows: pd.DataFrame) -> str:
-    lines = ["Measured (final test error of the posterior mean, from the table above):"]
+    lines = ["Measured on the grid (seed 0; final test error of the posterior mean, from the table above):"]
     for dataset, spec in DATASETS.items():
-        part = rows[(rows.dataset == dataset) & (rows.status == "completed")]
+        part = rows[(rows.dataset == dataset) & (rows.status == "completed") & (rows.seed == 0)]
         if part.empty:
             continue
         largest = part[part.h == max(spec["step_sizes"])].pivot_table(index="A", columns="method", values="test_error")
@@ -150,42 +233,63 @@ def verdicts(rows: pd.DataFrame) -> str:
 
 def main(argv=None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv, datasets=(",".join(DATASETS), "data sets to run"),
+                      extra_seeds=("1,2", "seeds run in addition to seed 0 at the largest step size ('' for none)"),
+                      into=("", "add the sweeps this existing ccadl-fig3 folder lacks, then rebuild its summary"),
                       summarise=("", "rebuild summary and figure of an existing ccadl-fig3 folder (no new runs)"))
-    if args.summarise:
-        paper = PaperFolder(FIGURE_ID, Path(args.summarise))
-        rows, missing = [], {}
-        for dataset in args.datasets.split(","):
-            for sweep in sweeps(dataset, args.smoke):
-                folder = paper.runs_dir / sweep
-                if folder.is_dir():
-                    rows += collect(paper, dataset, sorted(p for p in folder.iterdir() if p.is_dir()))
-                else:
-                    missing[dataset] = available(dataset) or f"not run in this folder ({folder} is missing)"
-        return _write(paper, rows, missing, args)
-    paper = PaperFolder.create(FIGURE_ID, args.root)
+    datasets, seeds = _checked(args)
+    existing = args.summarise or args.into
+    paper = PaperFolder(FIGURE_ID, Path(existing)) if existing else PaperFolder.create(FIGURE_ID, args.root)
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
     rows, missing = [], {}
-    for dataset in args.datasets.split(","):
-        reason = available(dataset)
-        if reason is not None:
+    for dataset in datasets:
+        reason = "" if args.summarise else available(dataset)
+        if reason:
             missing[dataset] = reason
             print(f"  {dataset}: data not available ({reason})", file=sys.stderr)
             continue
-        for sweep, overrides in sweeps(dataset, args.smoke).items():
-            extra = SMOKE if args.smoke else ()
-            rows += collect(paper, dataset, multirun(paper, "ccadl_fig3", sweep, overrides, args.jobs, extra))
+        for sweep, overrides in sweeps(dataset, args.smoke, seeds).items():
+            folder = paper.runs_dir / sweep
+            if existing and folder.is_dir():
+                rows += collect(paper, dataset, sorted(p for p in folder.iterdir() if p.is_dir()))
+            elif not args.summarise:
+                rows += collect(paper, dataset, multirun(paper, "ccadl_fig3", sweep, overrides, args.jobs,
+                                                         SMOKE if args.smoke else ()))
+        if args.summarise and not any(row["dataset"] == dataset for row in rows):
+            missing[dataset] = available(dataset) or f"not run in this folder ({paper.runs_dir} has no {dataset} sweep)"
     _write(paper, rows, missing, args)
+
+
+def _checked(args) -> tuple[list, str]:
+    """The data sets and extra seeds asked for; one line and exit 2 for a bad value."""
+    datasets = [d for d in args.datasets.split(",") if d]
+    problems = [f"--datasets: unknown data set {d!r} (allowed: {', '.join(DATASETS)})" for d in datasets if d not in DATASETS]
+    seeds = [s.strip() for s in args.extra_seeds.split(",") if s.strip()]
+    if not all(s.isdigit() for s in seeds) or "0" in [str(int(s)) for s in seeds if s.isdigit()]:
+        problems.append(f"--extra-seeds: {args.extra_seeds!r} must be comma-separated non-negative integers other than 0 "
+                        "(seed 0 is the grid's)")
+    if args.into and args.summarise:
+        problems.append("--into and --summarise: give one of them")
+    folder = args.into or args.summarise
+    if folder and not (Path(folder) / "runs").is_dir():
+        problems.append(f"--{'into' if args.into else 'summarise'}: {folder} is not a ccadl-fig3 folder (no runs/ inside)")
+    if problems:
+        print(f"error: {problems[0]}", file=sys.stderr)
+        sys.exit(2)
+    return datasets, ",".join(str(int(s)) for s in seeds)
 
 
 def _write(paper: PaperFolder, rows: list, missing: dict, args) -> None:
     rows = pd.DataFrame(rows)
     draw(paper, rows, missing, paper.path / "fig3_drbm.png")
-    shown = rows.drop(columns=["folder"]).sort_values(["dataset", "h", "A", "method"]) if len(rows) else rows
-    body = (shown.to_markdown(index=False, floatfmt=".4g") + "\n\n" + verdicts(rows) + "\n\n"
-            + "".join(f"- {d}: data not available ({r})\n" for d, r in missing.items()))
+    seeded = largest_step(rows)
+    if len(seeded) and seeded.seed.nunique() > 1:
+        draw_seeds(seeded, paper.path / "fig3_seeds.png")
+    shown = rows.drop(columns=["folder"]).sort_values(["dataset", "h", "A", "method", "seed"]) if len(rows) else rows
+    body = (shown.to_markdown(index=False, floatfmt=".4g") + "\n\n" + verdicts(rows) + "\n\n" + seed_verdicts(seeded)
+            + "\n\n" + "".join(f"- {d}: data not available ({r})\n" for d, r in missing.items()))
     paper.write_summary(rows, "Shang et al. (2015) Fig. 3: discriminative RBMs", NOTES, body=body)
-    paper.finish({"smoke": args.smoke, "datasets": args.datasets, "missing": missing, "jobs": args.jobs,
-                  "summarised_only": bool(args.summarise)}, sys.argv)
+    paper.finish({"smoke": args.smoke, "datasets": args.datasets, "extra_seeds": args.extra_seeds, "missing": missing,
+                  "jobs": args.jobs, "summarised_only": bool(args.summarise), "added_into": bool(args.into)}, sys.argv)
     print(paper.path)
 
 
@@ -195,7 +299,8 @@ connect-4 and acoustic, 500 letter), hidden units 20 / 100 / 20; connect-4 split
 permutation (54,046 / 13,511), letter = letter.scale.tr / letter.scale.t; [C]'s θ-first splitting; SGHMC
 and CCAdL with the diagonal running estimate scaled by Eq. 17's N²/n (SGHMC's injected variances clipped
 at 0, counted); SGNHT with none. Test error: argmax_y p(y|x, θ̄) with θ̄ the running mean after the first
-20% of passes. One chain per run (the paper's figure shows one run per curve).
+20% of passes. One chain per run (the paper's figure shows one run per curve); the grid is seed 0, the
+largest step size is repeated with the extra seeds. `commit` is the git commit each run was made at.
 """
 
 
