@@ -1,6 +1,8 @@
-"""Smoke run of Shang et al. Fig. 3 (part of `make test`) on the real letter and connect-4 files (skipped
-without them): Hydra multiruns with 2 passes write the figure and the summary."""
+"""Shang et al. Fig. 3: the seed summary on a made-up table (always), and a smoke run (part of `make test`) on
+the real letter files (skipped without them): Hydra multiruns with 2 passes write the figure and the summary,
+and ``--into`` adds the extra-seed sweeps to that folder."""
 
+import pandas as pd
 import pytest
 
 from experiments import ccadl_fig3
@@ -8,9 +10,50 @@ from tests.helpers import smoke_run
 from tests.test_ccadl_fig2 import DATA
 
 
+def _rows(errors: dict) -> pd.DataFrame:
+    """Completed letter runs at the largest h: ``errors[(A, seed)] = (CCAdL, SGHMC, SGNHT)``."""
+    return pd.DataFrame([{"dataset": "letter", "h": 5e-3, "A": a, "seed": seed, "method": method, "status": "completed",
+                          "test_error": value}
+                         for (a, seed), values in errors.items() for method, value in zip(("CCAdL", "SGHMC", "SGNHT"), values)])
+
+
+def test_paired_difference_is_ccadl_minus_the_better_other_per_seed():
+    rows = _rows({(1, 0): (0.10, 0.12, 0.11), (1, 1): (0.15, 0.12, 0.13), (10, 0): (0.20, 0.19, 0.25)})
+    differences = ccadl_fig3.paired_differences(ccadl_fig3.largest_step(rows)).set_index(["A", "seed"]).difference
+    assert differences.to_dict() == pytest.approx({(1, 0): -0.01, (1, 1): 0.03, (10, 0): 0.01})
+
+
+def test_seed_summary_gives_mean_sd_and_seeds_no_worse():
+    rows = _rows({(1, 0): (0.10, 0.12, 0.11), (1, 1): (0.14, 0.12, 0.13), (1, 2): (0.12, 0.13, 0.14)})
+    # columns SGHMC, SGNHT, CCAdL; CCAdL minus the better other per seed: -0.01, +0.02, -0.01
+    text = ccadl_fig3.seed_verdicts(ccadl_fig3.largest_step(pd.concat([rows, rows.assign(h=1e-3)])))
+    assert "| letter | 1 | 0.123 ± 0.006 (n=3) | 0.127 ± 0.015 (n=3) | 0.120 ± 0.020 (n=3) |" in text
+    assert "+0.000 ± 0.017; 2 of 3 |" in text
+    assert ccadl_fig3.seed_verdicts(ccadl_fig3.largest_step(rows[rows.seed == 0])) == ""
+
+
+@pytest.mark.parametrize("args, key", [(["--extra-seeds", "1,x"], "--extra-seeds"), (["--extra-seeds", "0"], "--extra-seeds"),
+                                       (["--datasets", "mnist"], "--datasets"), (["--into", "/nonexistent"], "--into")])
+def test_bad_options_exit_2_with_one_line(args, key, capsys):
+    with pytest.raises(SystemExit) as stop:
+        ccadl_fig3.main(args)
+    error = capsys.readouterr().err.strip()
+    assert stop.value.code == 2 and error.startswith(f"error: {key}") and "\n" not in error
+
+
 @pytest.mark.skipif(not (DATA / "libsvm").is_dir(), reason="needs the LIBSVM files (../shared/data or SGMCMC_DATA)")
-def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch):
-    folder, table = smoke_run(ccadl_fig3, "ccadl-fig3", tmp_path, monkeypatch, DATA, ["--datasets", "letter"], ["fig3_drbm.png"])
-    assert len(table) == 18 and (table.status == "completed").all()
+def test_smoke_run_writes_figure_and_summary_and_into_adds_seeds(tmp_path, monkeypatch):
+    folder, table = smoke_run(ccadl_fig3, "ccadl-fig3", tmp_path, monkeypatch, DATA,
+                              ["--datasets", "letter", "--extra-seeds", ""], ["fig3_drbm.png"])
+    assert len(table) == 18 and (table.status == "completed").all() and set(table.seed) == {0}
     assert table.test_error.between(0, 1).all()
     assert "letter: at the largest h, CCAdL" in (folder / "summary.md").read_text()
+    assert not (folder / "fig3_seeds.png").exists()
+
+    ccadl_fig3.main(["--smoke", "--jobs", "1", "--datasets", "letter", "--extra-seeds", "1", "--into", str(folder)])
+    table = pd.read_csv(folder / "summary.csv")
+    seeded = table[table.seed == 1]
+    assert len(table) == 24 and (table.status == "completed").all()
+    assert len(seeded) == 6 and set(seeded.h) == {5e-3} and set(seeded.A) == {1, 10}
+    assert (folder / "fig3_seeds.png").stat().st_size > 0
+    assert "Largest step size over seeds 0, 1" in (folder / "summary.md").read_text()
