@@ -103,8 +103,19 @@ def collect(paper: PaperFolder, dataset: str, folders: list[Path]) -> list[dict]
         if status == "completed" and samples.is_file():
             target = target or drbm(dataset, split_seed=int(config["target"]["split_seed"]))
             with np.load(samples) as data:
-                rows[-1].update(target.sample_test_errors(data["theta"].reshape(-1, target.dim)))
+                theta = data["theta"][0]  # the experiment runs one chain
+            rows[-1].update(target.sample_test_errors(theta))
+            rows[-1].update(path_measures(target, theta))
     return rows
+
+
+def path_measures(target, theta) -> dict:
+    """How far one chain's kept samples ``theta`` (m, dim; after burn-in, in order) travel, and what that does to
+    the error at their mean: ``window_error`` is the test error at the mean of the last quarter of them (the last
+    20% of passes) instead of all; ``sample_spread`` the mean per-coordinate sd; ``path_length`` ‖θ_last − θ_first‖."""
+    window = theta[-max(1, len(theta) // 4):]
+    return {"window_error": float(target.trace_metrics(window.mean(axis=0)[None])["test_error"]),
+            "sample_spread": float(theta.std(axis=0).mean()), "path_length": float(np.linalg.norm(theta[-1] - theta[0]))}
 
 
 def _commit(folder: Path) -> str:
@@ -145,7 +156,10 @@ def seed_verdicts(seeded: pd.DataFrame) -> str:
         lines.append(f"| {dataset} | {a:g} | " + " | ".join(cells.get(m, "–") for m in METHODS.values())
                      + f" | {d.mean():+.3f} ± {d.std():.3f}; {int((d <= 0).sum())} of {len(d)} |")
     for column, label in (("predictive_error", "posterior-predictive error of the kept samples"),
-                          ("sample_error_median", "median test error of the kept samples one by one")):
+                          ("sample_error_median", "median test error of the kept samples one by one"),
+                          ("window_error", "error at the mean of the last 20% of passes only"),
+                          ("sample_spread", "per-coordinate sd of the kept samples"),
+                          ("path_length", "‖θ_last − θ_first‖ over the kept samples")):
         if column in seeded:
             stats = mean_and_sd(seeded, ["dataset", "A", "method"], column)
             lines.append(f"- {label} (mean ± sd over seeds): " + "; ".join(

@@ -2,6 +2,9 @@
 the real letter files (skipped without them): Hydra multiruns with 2 passes write the figure and the summary,
 and ``--into`` adds the extra-seed sweeps to that folder."""
 
+from types import SimpleNamespace
+
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -32,6 +35,17 @@ def test_seed_summary_gives_mean_sd_and_seeds_no_worse():
     assert ccadl_fig3.seed_verdicts(ccadl_fig3.largest_step(rows[rows.seed == 0])) == ""
 
 
+def test_path_measures_average_only_the_last_quarter_for_the_window_error():
+    seen = []
+    target = SimpleNamespace(trace_metrics=lambda mean: seen.append(mean) or {"test_error": 0.5})
+    theta = np.arange(8.0)[:, None] * np.array([[1.0, -2.0]])  # 8 kept samples on a straight path
+    measures = ccadl_fig3.path_measures(target, theta)
+    assert np.allclose(seen[0], [[6.5, -13.0]])  # the mean of the last 2 of 8
+    assert measures["window_error"] == 0.5
+    assert measures["sample_spread"] == pytest.approx(np.std(np.arange(8.0)) * 1.5)
+    assert measures["path_length"] == pytest.approx(7 * np.sqrt(5))
+
+
 @pytest.mark.parametrize("args, key", [(["--extra-seeds", "1,x"], "--extra-seeds"), (["--extra-seeds", "0"], "--extra-seeds"),
                                        (["--datasets", "mnist"], "--datasets"), (["--into", "/nonexistent"], "--into")])
 def test_bad_options_exit_2_with_one_line(args, key, capsys):
@@ -46,7 +60,8 @@ def test_smoke_run_writes_figure_and_summary_and_into_adds_seeds(tmp_path, monke
     folder, table = smoke_run(ccadl_fig3, "ccadl-fig3", tmp_path, monkeypatch, DATA,
                               ["--datasets", "letter", "--extra-seeds", ""], ["fig3_drbm.png"])
     assert len(table) == 18 and (table.status == "completed").all() and set(table.seed) == {0}
-    assert table.test_error.between(0, 1).all()
+    assert table.test_error.between(0, 1).all() and table.window_error.between(0, 1).all()
+    assert (table.path_length > 0).all() and (table.sample_spread > 0).all()
     assert "letter: at the largest h, CCAdL" in (folder / "summary.md").read_text()
     assert not (folder / "fig3_seeds.png").exists()
 
