@@ -61,13 +61,11 @@ def sweeps(dataset: str, smoke: bool, extra_seeds: str = "") -> dict:
     every = max(1, round(steps_per_pass(dataset)))
     out = {}
     for a in spec["diffusions"]:
-        common = [f"vars.A={a}", f"target.dataset={dataset}", f"run.n_steps={steps}", f"run.burn_in={steps // 5}",
-                  f"run.eval_every={every}"]
-        out[f"{dataset}_A{a}"] = [f"sampler={','.join(SAMPLER_CONFIGS)}", f"vars.h={','.join(map(str, spec['step_sizes']))}",
-                                  *common]
+        common = [f"sampler={','.join(SAMPLER_CONFIGS)}", f"vars.A={a}", f"target.dataset={dataset}",
+                  f"run.n_steps={steps}", f"run.burn_in={steps // 5}", f"run.eval_every={every}"]
+        out[f"{dataset}_A{a}"] = [*common, f"vars.h={','.join(map(str, spec['step_sizes']))}"]
         if extra_seeds:
-            out[f"{dataset}_A{a}_seeds"] = [f"sampler={','.join(SAMPLER_CONFIGS)}", f"vars.h={max(spec['step_sizes'])}",
-                                            f"seed={extra_seeds}", *common]
+            out[f"{dataset}_A{a}_seeds"] = [*common, f"vars.h={max(spec['step_sizes'])}", f"seed={extra_seeds}"]
     return out
 
 
@@ -278,7 +276,7 @@ def _checked(args) -> tuple[list, str]:
     datasets = [d for d in args.datasets.split(",") if d]
     problems = [f"--datasets: unknown data set {d!r} (allowed: {', '.join(DATASETS)})" for d in datasets if d not in DATASETS]
     seeds = [s.strip() for s in args.extra_seeds.split(",") if s.strip()]
-    if not all(s.isdigit() for s in seeds) or "0" in [str(int(s)) for s in seeds if s.isdigit()]:
+    if not all(s.isdigit() and int(s) > 0 for s in seeds):
         problems.append(f"--extra-seeds: {args.extra_seeds!r} must be comma-separated non-negative integers other than 0 "
                         "(seed 0 is the grid's)")
     if args.into and args.summarise:
