@@ -1,0 +1,68 @@
+"""Verdicts from the spread (SPEC §4.15): "A below B" only when the difference of the means exceeds
+``threshold`` (default 2) combined standard errors over seeds (or chains); otherwise "tie".
+
+The combined standard error of mean(a) − mean(b) is √(s_a²/n_a + s_b²/n_b) with s the sample standard
+deviation (ddof 1); for paired values (the same seeds on both sides) it is s_d/√n of the differences.
+With fewer than two values on a side there is no spread, and the verdict is "tie".
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+TIE_THRESHOLD = 2.0
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """mean(a) − mean(b), its combined standard error, and the verdict for a: "below", "above" or "tie"."""
+
+    difference: float
+    standard_error: float
+    verdict: str
+    threshold: float = TIE_THRESHOLD
+
+    @property
+    def z(self) -> float:
+        """The difference in combined standard errors (nan without a spread)."""
+        if not self.standard_error > 0:
+            return math.nan
+        return self.difference / self.standard_error
+
+    def sentence(self, a: str, b: str, digits: int = 3) -> str:
+        """E.g. "SGHMC vs SGLD: tie (difference +0.8 ± 10.4 combined s.e.)"."""
+        word = {"below": f"{a} below {b}", "above": f"{a} above {b}", "tie": "tie"}[self.verdict]
+        spread = "no spread (fewer than 2 values)" if math.isnan(self.standard_error) else f"± {self.standard_error:.{digits}g} combined s.e."
+        return f"{a} vs {b}: {word} (difference {self.difference:+.{digits}g} {spread}; a verdict needs > {self.threshold:g} s.e.)"
+
+
+def _verdict(difference: float, standard_error: float, threshold: float) -> str:
+    if not standard_error >= 0 or math.isnan(difference):
+        return "tie"
+    if abs(difference) > threshold * standard_error:
+        return "below" if difference < 0 else "above"
+    return "tie"
+
+
+def compare(a, b, threshold: float = TIE_THRESHOLD) -> Comparison:
+    """Compare independent values ``a`` and ``b`` (e.g. one per seed): Welch's combined standard error."""
+    a = np.asarray(a, dtype=float).ravel()
+    b = np.asarray(b, dtype=float).ravel()
+    difference = float(a.mean() - b.mean())
+    if a.size < 2 or b.size < 2:
+        return Comparison(difference, math.nan, "tie", threshold)
+    error = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    return Comparison(difference, error, _verdict(difference, error, threshold), threshold)
+
+
+def compare_paired(a, b, threshold: float = TIE_THRESHOLD) -> Comparison:
+    """Compare values paired by position (the same seeds on both sides): the standard error of the mean difference."""
+    differences = np.asarray(a, dtype=float).ravel() - np.asarray(b, dtype=float).ravel()
+    difference = float(differences.mean())
+    if differences.size < 2:
+        return Comparison(difference, math.nan, "tie", threshold)
+    error = float(differences.std(ddof=1) / math.sqrt(differences.size))
+    return Comparison(difference, error, _verdict(difference, error, threshold), threshold)

@@ -1,0 +1,46 @@
+"""Verdicts from the spread (SPEC §4.15) against hand-computed standard errors."""
+
+import math
+
+import pytest
+
+from sgmcmc.diagnostics.comparison import compare, compare_paired
+
+
+def test_welch_standard_error_by_hand():
+    # a: mean 2, sample variance 1; b: mean 5, sample variance 4 -> s.e. sqrt(1/3 + 4/3) = sqrt(5/3)
+    result = compare([1.0, 2.0, 3.0], [3.0, 5.0, 7.0])
+    assert result.difference == pytest.approx(-3.0)
+    assert result.standard_error == pytest.approx(math.sqrt(5.0 / 3.0))
+    assert result.verdict == "below"  # 3 > 2 * 1.29
+
+
+def test_a_difference_inside_two_standard_errors_is_a_tie():
+    # the recipe-fig3 case of issue 16: 2426.3 vs 2425.5 with seed sd 8-16 is a tie, not "below"
+    sghmc, sgld = [2407.0, 2434.0, 2436.0], [2433.0, 2418.0, 2428.0]
+    result = compare(sghmc, sgld)
+    assert result.verdict == "tie"
+    assert "tie" in result.sentence("SGHMC", "SGLD")
+
+
+def test_above_and_threshold():
+    assert compare([10.0, 11.0], [1.0, 2.0]).verdict == "above"
+    # difference 1, s.e. sqrt(0.5/2 + 0.5/2) = 0.707: 1.41 s.e. -> tie at 2, "above" at 1
+    assert compare([1.0, 2.0], [0.0, 1.0]).verdict == "tie"
+    assert compare([1.0, 2.0], [0.0, 1.0], threshold=1.0).verdict == "above"
+
+
+def test_one_value_has_no_spread_and_is_a_tie():
+    result = compare([1.0], [100.0, 101.0])
+    assert result.verdict == "tie" and math.isnan(result.standard_error)
+    assert "no spread" in result.sentence("A", "B")
+
+
+def test_paired_uses_the_spread_of_the_differences():
+    # differences 1, 2, 3: mean 2, s.e. 1/sqrt(3) -> below/above decided by 2 / 0.577 = 3.5 s.e.
+    result = compare_paired([11.0, 22.0, 33.0], [10.0, 20.0, 30.0])
+    assert result.difference == pytest.approx(2.0)
+    assert result.standard_error == pytest.approx(1.0 / math.sqrt(3.0))
+    assert result.verdict == "above"
+    # unpaired, the same numbers are a tie: the seed-to-seed spread swamps the difference
+    assert compare([11.0, 22.0, 33.0], [10.0, 20.0, 30.0]).verdict == "tie"
