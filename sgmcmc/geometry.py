@@ -1,13 +1,15 @@
 """Diagonal Riemannian metrics G(θ) for SGRLD and SGRHMC (Ma et al. 2015 §3.2; SPEC §4.2).
 
 A metric gives the diagonal of G(θ)^{-1/2} and its divergence; the samplers need
-G^{-1/2}, G^{-1} and the corrections γ_i = ∂_{θ_i}(G^{-1/2})_ii and ∂_{θ_i}(G^{-1})_ii.
-All methods take θ of shape (n_chains, dim) and return (n_chains, dim).
+G^{-1/2}, G^{-1} and the corrections γ_i = ∂_{θ_i}(G^{-1/2})_ii and ∂_{θ_i}(G^{-1})_ii, and the ``aboba``
+integrator needs the position flow θ̇ = G(θ)^{-1/2} r at fixed r (exact where it has a closed form, else a
+fourth-order Runge–Kutta step). All methods take θ of shape (n_chains, dim) and return (n_chains, dim).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Optional
 
 import numpy as np
 
@@ -33,6 +35,22 @@ class DiagonalMetric(ABC):
         """∂_{θ_i}(G^{-1})_ii = 2 s_i ∂_i s_i with s = diag(G^{-1/2}): the SGRLD correction Γ (Eq. 14 + K1)."""
         return 2.0 * self.inverse_sqrt(theta) * self.inverse_sqrt_derivative(theta)
 
+    def position_flow(self, theta: np.ndarray, momentum: np.ndarray, time: float) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """θ(t) of θ̇ = G(θ)^{-1/2} r with r held fixed, and the mask of coordinates whose flow crossed the
+        boundary of the support and came back reflected (their r must flip; None when there is none).
+
+        This is the position part of the (θ, r) recipe's Hamiltonian flow, the "A" step of ``aboba``. An explicit
+        Euler step θ + t·s(θ)r is not enough when s depends on θ: in the overdamped limit it loses the ½·s s′
+        part of the Langevin drift of D = s², a bias that does not shrink with ε. Any second-order flow keeps
+        it; this default is one classical Runge–Kutta step (local error O(t⁵)); metrics with a closed-form
+        flow override it.
+        """
+        k1 = self.inverse_sqrt(theta) * momentum
+        k2 = self.inverse_sqrt(theta + 0.5 * time * k1) * momentum
+        k3 = self.inverse_sqrt(theta + 0.5 * time * k2) * momentum
+        k4 = self.inverse_sqrt(theta + time * k3) * momentum
+        return theta + (time / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4), None
+
 
 class IdentityMetric(DiagonalMetric):
     """G = I: SGRHMC reduces to SGHMC with unit friction, SGRLD to SGLD."""
@@ -44,6 +62,10 @@ class IdentityMetric(DiagonalMetric):
 
     def inverse_sqrt_derivative(self, theta):
         return np.zeros_like(theta)
+
+    def position_flow(self, theta, momentum, time):
+        """Exact: θ + t r."""
+        return theta + time * momentum, None
 
 
 class RationalMetric(DiagonalMetric):
@@ -68,18 +90,32 @@ class RationalMetric(DiagonalMetric):
 
 
 class ExpandedMeanMetric(DiagonalMetric):
-    """G(θ) = diag(θ)^{-1} on the positive orthant (Patterson & Teh 2013; SPEC T10): G^{-1/2} = diag(√θ)."""
+    """G(θ) = diag(c·θ)^{-1} on the positive orthant (Patterson & Teh 2013; SPEC T10, c = 1): G^{-1/2} = diag(√(cθ)).
+    ``scale`` c > 0 multiplies the diffusion G⁻¹ (1 in SPEC; other values for tests of θ-dependent friction)."""
 
     name = "expanded_mean"
 
+    def __init__(self, scale: float = 1.0):
+        if not scale > 0:
+            raise ValueError("metric scale must be > 0")
+        self.scale = float(scale)
+
     def inverse_sqrt(self, theta):
-        return np.sqrt(theta)
+        return np.sqrt(self.scale * theta)
 
     def inverse_sqrt_derivative(self, theta):
-        return 0.5 / np.sqrt(theta)
+        return (0.5 * np.sqrt(self.scale)) / np.sqrt(theta)
 
     def inverse(self, theta):
-        return np.array(theta, dtype=float, copy=True)
+        return self.scale * np.array(theta, dtype=float, copy=True)
 
     def inverse_derivative(self, theta):
-        return np.ones_like(theta)
+        return np.full_like(theta, self.scale, dtype=float)
+
+    def position_flow(self, theta, momentum, time):
+        """Exact: √θ moves at the constant speed √c·r/2, so θ(t) = (√θ + √c·r·t/2)². Where √θ + √c·r·t/2 < 0
+        the flow has reached θ = 0 and comes back as its mirror image (the reflection θ ← |θ| of SPEC T10 in
+        the √θ coordinate): those coordinates are returned in the mask, and their r flips."""
+        root = np.sqrt(theta) + (0.5 * np.sqrt(self.scale) * time) * momentum
+        crossed = root < 0
+        return root * root, (crossed if crossed.any() else None)

@@ -10,13 +10,17 @@ Integrators (SPEC §4.1):
 - ``euler``: the same r', but θ' = θ + εS r (the generic recipe step, Eq. 9 + K1);
 - ``theta_first`` (Shang et al. 2015 Eq. 14, SPEC §1 "SGHMC as run in [C]"): θ' = θ + εS(θ) r, then
   r' = r − εS∇Ũ(θ') − εF r + εγ + N(0, ε(2F − εSV̂S)) with S, F, γ and V̂ at θ';
-- ``aboba``: half a position step θ_h = θ + (ε/2)S(θ) r, half a kick r₁ = r + (ε/2)f with f = −S∇Ũ(θ_h) + γ
+- ``aboba``: half a position step θ_h = Φ_{ε/2}(θ, r), half a kick r₁ = r + (ε/2)f with f = −S∇Ũ(θ_h) + γ
   (S, F, γ at θ_h), the friction–noise part dr = −F r dt + √(2F) dW solved exactly, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) ξ,
-  the second half kick r' = r₂ + (ε/2)f and half position step θ' = θ_h + (ε/2)S(θ_h) r' (Leimkuhler & Matthews
-  2013's ABOBA order; one gradient per step). It is leapfrog as εF → 0 and samples the right θ-marginal in the
-  overdamped limit εF ≫ 1 too, where the Euler friction factor 1 − εF of the other steps flips sign and grows
-  (gSGRHMC on LDA has F = G⁻¹ = diag(θ) with θ_kw in the hundreds to millions, SPEC T10). No V̂ correction
-  (noise_estimate zero). θ_h is reflected into the support like θ'.
+  the second half kick r' = r₂ + (ε/2)f and half position step θ' = Φ_{ε/2}(θ_h, r') (Leimkuhler & Matthews
+  2013's ABOBA order; one gradient per step). Φ_t is the flow of θ̇ = S(θ) r at fixed r (:meth:`position_flow`):
+  θ + t·r for SGHMC, exact for the expanded-mean metric, a Runge–Kutta step otherwise. It is leapfrog as εF → 0
+  and stable in the overdamped regime εF ≫ 1, where the Euler friction factor 1 − εF of the other steps flips
+  sign and grows (gSGRHMC on LDA has F = G⁻¹ = diag(θ) with θ_kw in the hundreds to millions, SPEC T10). There
+  the momentum is renewed every step, and two half flows with the same r' make a Langevin step of size h = ε²/2
+  with diffusion S²: its drift h(−S²∇U + Sγ + S S′) equals the exact h(−S²∇U + (S²)′) only because Φ is a
+  second-order flow (explicit Euler halves give h(−S²∇U + 1.5 S S′), a bias that does not vanish with ε; issue 16).
+  No V̂ correction (noise_estimate zero). θ_h is reflected into the support like θ'.
 - ``generic``: :func:`sgmcmc.recipe.recipe_step` on the matrices below.
 
 After θ moves, the target may reflect it into its support (the reflected coordinates' r flips).
@@ -63,17 +67,32 @@ class MomentumRecipeSampler(Sampler):
         )
         return transform, new_momentum, estimate, clipped
 
+    def position_flow(self, theta: np.ndarray, momentum: np.ndarray, time: float):
+        """Φ_t: θ(t) of θ̇ = S(θ) r at fixed r and the mask of coordinates reflected by the flow itself (None):
+        θ + t·S r, exact when S does not depend on θ (SGHMC); samplers with a θ-dependent S override it."""
+        return theta + time * self.transform(theta) * momentum, None
+
+    def _drift(self, theta, momentum, time):
+        """Φ_t, then the momentum flip of coordinates the flow reflected, then the target's reflection."""
+        theta, crossed = self.position_flow(theta, momentum, time)
+        if crossed is not None:
+            momentum = np.where(crossed, -momentum, momentum)
+        theta, momentum, reflected = self.reflect(theta, momentum)
+        if crossed is not None:
+            reflected = crossed.sum(axis=1) + (0 if reflected is None else reflected)
+        return theta, momentum, reflected
+
     def _step_aboba(self, rng, state, step_size):
         half = 0.5 * step_size
-        theta, momentum, first = self.reflect(state.theta + half * self.transform(state.theta) * state.momentum, state.momentum)
+        theta, momentum, first = self._drift(state.theta, state.momentum, half)
         transform, friction = self.transform(theta), self.friction(theta)
         estimate = self.gradient_and_noise(rng, state, theta)
         force = -transform * estimate.gradient + self.correction(theta)
         momentum = momentum + half * force
         momentum = ornstein_uhlenbeck(momentum, step_size * friction, rng.standard_normal(theta.shape))
         momentum = momentum + half * force
-        theta, momentum, second = self.reflect(theta + half * transform * momentum, momentum)
-        reflected = None if first is None else first + second
+        theta, momentum, second = self._drift(theta, momentum, half)
+        reflected = None if first is None and second is None else (0 if first is None else first) + (0 if second is None else second)
         state = SamplerState(theta=theta, momentum=momentum, noise=estimate.noise, noise_count=estimate.noise_count)
         return state, StepInfo(reflected=reflected)
 

@@ -29,3 +29,7 @@ class SGRHMC(MomentumRecipeSampler):
 
     def correction(self, theta):
         return self.metric.inverse_sqrt_derivative(theta)
+
+    def position_flow(self, theta, momentum, time):
+        """The metric's flow of θ̇ = G(θ)^{-1/2} r (exact for the expanded mean, Runge–Kutta otherwise)."""
+        return self.metric.position_flow(theta, momentum, time)

@@ -1,12 +1,21 @@
 """The ``aboba`` integrator of the (θ, r) recipe samplers (SGHMC, gSGRHMC): position-Verlet halves around an
 exactly solved friction–noise step. It approaches the ``splitting`` step as ε → 0, samples the exact density (on
 exact gradients: it has no V̂ correction), also deep in the overdamped regime where the Euler friction factor
-1 − εF < −1 makes ``splitting`` diverge (gSGRHMC on LDA, SPEC T10), and a doubled noise fails the same check."""
+1 − εF < −1 makes ``splitting`` diverge (gSGRHMC on LDA, SPEC T10), and a doubled noise fails the same check.
+With a θ-dependent metric in that regime, its position flow must be second order: the explicit-Euler halves it had
+before issue 16 are 0.25 low on Gamma(20, 1) at every ε, and the test below catches them."""
 
 import numpy as np
 import pytest
 
 import sgmcmc.samplers.momentum_recipe as momentum_recipe
+from sgmcmc.evaluation import Evaluator
+from sgmcmc.geometry import DiagonalMetric, ExpandedMeanMetric, RationalMetric
+from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.samplers import make_sampler
+from sgmcmc.samplers.sgrhmc import SGRHMC
+from sgmcmc.schedules import Constant
+from sgmcmc.targets.base import Target
 from tests.helpers import build, sample_and_score
 from tests.samplers.test_sampling_accuracy import KL_1D, MOMENT_1D
 
@@ -68,3 +77,116 @@ def test_a_doubled_noise_is_caught(monkeypatch, friction, step_size):
 def test_refuses_a_gradient_noise_correction():
     with pytest.raises(ValueError, match="integrator aboba has no gradient-noise correction"):
         build("sghmc", "gaussian_1d", integrator="aboba", noise_estimate="known")
+
+
+# -- a θ-dependent metric in the overdamped regime (issue 16) ---------------------------------------------------------
+class Gamma1D(Target):
+    """Gamma(k, 1) on θ > 0: U = −(k − 1) log θ + θ, exact gradients; E θ = k, Var θ = k."""
+
+    name, dim = "gamma_1d", 1
+
+    def __init__(self, shape: float = 20.0):
+        self.shape = shape
+
+    def potential(self, theta):
+        return -(self.shape - 1.0) * np.log(theta[:, 0]) + theta[:, 0]
+
+    def gradient(self, theta):
+        return 1.0 - (self.shape - 1.0) / theta
+
+    def stochastic_gradient(self, theta, rng):
+        return self.gradient(theta)
+
+    def initial_position(self, n_chains, rng):
+        return rng.gamma(self.shape, 1.0, (n_chains, 1))
+
+    def reflect(self, theta):
+        return np.abs(theta), theta < 0
+
+
+class RungeKuttaExpandedMean(DiagonalMetric):
+    """G⁻¹ = cθ without a closed-form flow: ``aboba`` then uses the default Runge–Kutta position flow."""
+
+    def __init__(self, scale):
+        self.scale = scale
+
+    def inverse_sqrt(self, theta):
+        return np.sqrt(self.scale * theta)
+
+    def inverse_sqrt_derivative(self, theta):
+        return 0.5 * np.sqrt(self.scale / theta)
+
+
+def euler_position_flow(self, theta, momentum, time):
+    """The position half step before issue 16: explicit Euler, θ + t·S(θ) r."""
+    return theta + time * self.transform(theta) * momentum, None
+
+
+GAMMA_METRICS = {"exact flow": lambda: ExpandedMeanMetric(scale=10.0), "Runge-Kutta flow": lambda: RungeKuttaExpandedMean(10.0)}
+
+
+def gamma_moment_z_scores(metric, step_size, n_chains=1000, n_steps=10_000, seed=3):
+    """gSGRHMC/aboba on Gamma(20, 1) with G⁻¹(θ) = 10θ: z-scores of the pooled E θ and E θ² against 20 and 420,
+    with standard errors from the spread of the independent chains' means."""
+    target = Gamma1D(20.0)
+    sampler = make_sampler("sgrhmc", target, integrator="aboba", noise_estimate="zero", metric=metric)
+    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 5, eval_every=n_steps, progress=False)
+    outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed), Evaluator(target))
+    assert outcome.status == "completed"
+    theta = outcome.samples[:, :, 0]
+    # εF at the 1% quantile of Gamma(20, 1) (11.5): the overdamped regime εF ≥ 4 of the issue covers the mass
+    assert step_size * 10.0 * 11.5 >= 4.0
+    z = []
+    for values, exact in ((theta.mean(axis=1), 20.0), ((theta**2).mean(axis=1), 420.0)):
+        z.append((values.mean() - exact) / (values.std(ddof=1) / np.sqrt(n_chains)))
+    return np.array(z)
+
+
+@pytest.mark.parametrize("step_size", [0.05, 0.1])
+@pytest.mark.parametrize("metric_name", list(GAMMA_METRICS))
+def test_theta_dependent_metric_overdamped_is_unbiased(metric_name, step_size):
+    """εF = 10θε ≥ 5.7 on 99% of the mass: the momentum is renewed every step. The mean and second moment are at
+    the exact 20 and 420 within 4.5 standard errors (s.e. of E θ ≈ 0.02); the explicit-Euler position step is
+    0.25 low in E θ at every ε (the next test)."""
+    z = gamma_moment_z_scores(GAMMA_METRICS[metric_name](), step_size)
+    assert np.all(np.abs(z) < 4.5), z
+
+
+@pytest.mark.parametrize("step_size", [0.05, 0.1])
+def test_theta_dependent_metric_catches_the_euler_position_step(monkeypatch, step_size):
+    """The same check fails on the old explicit-Euler position halves, whose missing ½·S S′ drift does not shrink
+    with ε (overdamped analysis: E θ ≈ 19.75)."""
+    monkeypatch.setattr(SGRHMC, "position_flow", euler_position_flow)
+    z = gamma_moment_z_scores(ExpandedMeanMetric(scale=10.0), step_size)
+    assert z[0] < -8, z
+
+
+def test_theta_dependent_metric_catches_a_doubled_noise(monkeypatch):
+    exact = momentum_recipe.ornstein_uhlenbeck
+    monkeypatch.setattr(momentum_recipe, "ornstein_uhlenbeck", lambda r, u, normal: exact(r, u, np.sqrt(2.0) * normal))
+    z = gamma_moment_z_scores(ExpandedMeanMetric(scale=10.0), 0.05)
+    assert np.max(np.abs(z)) > 8, z
+
+
+@pytest.mark.parametrize("metric, tolerance", [(ExpandedMeanMetric(scale=10.0), 1e-10), (RungeKuttaExpandedMean(10.0), 1e-7),
+                                               (RationalMetric([1.0], [1.0]), 1e-7)], ids=["exact", "runge-kutta", "rational"])
+def test_position_flow_solves_the_ode(metric, tolerance):
+    """Φ_t against scipy's adaptive solution of θ̇ = s(θ) r at fixed r, away from the boundary (one Runge–Kutta
+    step: local error O(t⁵), about 3e-9 relative here)."""
+    from scipy.integrate import solve_ivp
+
+    theta, momentum, time = np.array([[3.0], [0.7], [12.0]]), np.array([[0.8], [-0.5], [-1.3]]), 0.05
+    flowed, crossed = metric.position_flow(theta, momentum, time)
+    assert crossed is None
+    for i in range(theta.shape[0]):
+        solution = solve_ivp(lambda t, y: metric.inverse_sqrt(y[None, :])[0] * momentum[i], (0.0, time), theta[i],
+                             rtol=1e-12, atol=1e-14)
+        assert flowed[i, 0] == pytest.approx(solution.y[0, -1], rel=tolerance)
+
+
+def test_expanded_mean_flow_reflects_at_zero():
+    """A flow that reaches θ = 0 comes back as the mirror image in √θ and reports the crossing (its r flips)."""
+    metric = ExpandedMeanMetric(scale=4.0)  # √θ moves at speed √c·r/2 = r
+    flowed, crossed = metric.position_flow(np.array([[1.0, 1.0]]), np.array([[-3.0, 0.5]]), 1.0)
+    np.testing.assert_allclose(flowed, [[4.0, 2.25]])  # (1 − 3)² and (1 + 0.5)²
+    np.testing.assert_array_equal(crossed, [[True, False]])
