@@ -33,10 +33,12 @@ class Comparison:
         return self.difference / self.standard_error
 
     def sentence(self, a: str, b: str, digits: int = 3) -> str:
-        """E.g. "SGHMC vs SGLD: tie (difference +0.8 ± 10.4 combined s.e.)"."""
+        """E.g. "SGHMC vs SGLD: tie (difference +0.8 ± 10.4, 0.1 combined s.e.)"."""
         word = {"below": f"{a} below {b}", "above": f"{a} above {b}", "tie": "tie"}[self.verdict]
-        spread = "no spread (fewer than 2 values)" if math.isnan(self.standard_error) else f"± {self.standard_error:.{digits}g} combined s.e."
-        return f"{a} vs {b}: {word} (difference {self.difference:+.{digits}g} {spread}; a verdict needs > {self.threshold:g} s.e.)"
+        if math.isnan(self.standard_error):
+            return f"{a} vs {b}: {word} (difference {self.difference:+.{digits}g}; no spread: fewer than 2 values)"
+        return (f"{a} vs {b}: {word} (difference {self.difference:+.{digits}g} ± {self.standard_error:.{digits}g}, "
+                f"{abs(self.z):.1f} combined s.e.)")
 
 
 def _verdict(difference: float, standard_error: float, threshold: float) -> str:
