@@ -36,7 +36,7 @@ COLORS = {"SGLD": "tab:blue", "SGHMC": "tab:orange", "SGRLD": "tab:green", "SGRH
 PAPER_SECONDS = {"SGLD": 0.778, "SGHMC": 0.815, "SGRLD": 0.730, "SGRHMC": 0.806}  # [R] Fig. 3 table, per 100 docs
 # One grid for every sampler (SPEC §4.14). It spans both kinds of step: SGLD/SGRLD move εf per step, the
 # Hamiltonian samplers ~ε²t²f/2 (overdamped gSGRHMC on LDA, εθ ≫ 1, moves like SGRLD at ε²/2).
-TUNING_GRID = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
+TUNING_GRID = (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1, 3e-1, 1.0)
 DOCUMENTS, TUNE_DOCUMENTS = 10_000, 2_000
 # --smoke: a few minibatches of a small stream (CI): 100 held-out documents, 4 evaluations.
 SMOKE = {"documents": 200, "tune_documents": 100, "grid": (1e-4, 1e-2), "overrides": [
