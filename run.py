@@ -12,6 +12,12 @@ import sys
 import warnings
 from pathlib import Path
 
+from sgmcmc.signals import workers_ignore_stop_signals
+
+with workers_ignore_stop_signals():  # the OpenBLAS libraries start their threads here: they leave SIGINT/SIGTERM to the main thread
+    import numpy  # noqa: F401
+    import scipy.linalg  # noqa: F401  (scipy has an OpenBLAS of its own)
+
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 GROUPS = ("sampler", "target", "schedule")
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"

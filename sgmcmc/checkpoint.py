@@ -25,7 +25,6 @@ import hashlib
 import json
 import logging
 import os
-import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,9 +42,6 @@ CHECKPOINT = "checkpoint.npz"
 PREVIOUS = "checkpoint.prev.npz"
 # Config keys that may differ between a run and its resume: they change neither the samples nor the files.
 RESUME_FREE_KEYS = ("run.resume", "run.checkpoint_every_s", "run.checkpoint_every_steps", "run.progress", "run.results_dir")
-# Test hook: the process stops itself (SIGSTOP) right after writing this many checkpoints, so that a test can
-# kill or signal it at a known step.
-STOP_AFTER_ENV = "SGMCMC_TEST_STOP_AFTER_CHECKPOINT"
 _STATE_FIELDS = ("theta", "momentum", "xi", "noise")
 
 
@@ -287,8 +283,6 @@ class Checkpointer:
         self.every_s, self.every_steps = float(every_s), int(every_steps)
         self.saved_step: Optional[int] = None
         self.saves = 0
-        stop_after = os.environ.get(STOP_AFTER_ENV, "")
-        self._stop_after = int(stop_after) if stop_after.isdigit() else None
 
     def next_due(self, step: int) -> tuple[float, float]:
         """(step, perf_counter time) of the next periodic checkpoint after ``step``; inf when off."""
@@ -306,6 +300,4 @@ class Checkpointer:
         self.saved_step = checkpoint.step
         self.saves += 1
         log.info("checkpoint at step %d: %s", checkpoint.step, path)
-        if self._stop_after is not None and self.saves == self._stop_after:
-            os.kill(os.getpid(), signal.SIGSTOP)
         return True

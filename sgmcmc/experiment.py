@@ -39,6 +39,7 @@ from sgmcmc.results import new_run_folder, provenance, write_json, write_samples
 from sgmcmc.runner import INTERRUPTED, RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import make_schedule
+from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
 from sgmcmc.targets import make_target
 
 log = logging.getLogger("sgmcmc")
@@ -153,7 +154,8 @@ def _check_resume(config: dict) -> None:
 def _signals_stop_the_run():
     """SIGINT and SIGTERM stop the run after its current step (it keeps its samples, checkpoints and is marked
     interrupted); a second signal stops it at once. Yields ``stop_requested()`` for :func:`run_chains`.
-    An ignored SIGINT (a background job) stays ignored."""
+    An ignored SIGINT (a background job) stays ignored. The signals reach the main thread only
+    (:mod:`sgmcmc.signals`), so a signal pending while the process was stopped stops the run before its next step."""
     received = []
 
     def handler(signum, frame):
@@ -161,6 +163,8 @@ def _signals_stop_the_run():
             raise KeyboardInterrupt
         received.append(signum)
 
+    with workers_ignore_stop_signals():  # worker threads started by the run leave the signals to the main thread
+        start_worker_threads()
     previous = {}
     try:
         for number in (signal.SIGINT, signal.SIGTERM):

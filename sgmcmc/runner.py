@@ -30,6 +30,7 @@ from sgmcmc.checkpoint import (
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.recipe import RecipeError
 from sgmcmc.samplers.base import Sampler
+from sgmcmc.signals import workers_ignore_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -181,8 +182,9 @@ def run_chains(
 
     start = time.perf_counter()
     due_step, due_time = checkpointer.next_due(outcome.steps_done) if checkpointer else (float("inf"), float("inf"))
-    bar = tqdm(total=settings.n_steps, initial=outcome.steps_done, disable=not settings.progress, delay=2.0,
-               mininterval=0.5, unit="step")
+    with workers_ignore_stop_signals():  # tqdm's monitor thread leaves SIGINT/SIGTERM to the main thread
+        bar = tqdm(total=settings.n_steps, initial=outcome.steps_done, disable=not settings.progress, delay=2.0,
+                   mininterval=0.5, unit="step")
     try:
         for t in range(outcome.steps_done + 1, settings.n_steps + 1):
             if stop_requested():
