@@ -104,31 +104,41 @@ def test_launcher_gives_the_same_samples_and_metrics_as_the_basic_one(launcher, 
 # --- Ray: a local Ray on 127.0.0.1, watched while it runs ------------------------------------------------
 
 def processes() -> dict:
-    """pid -> (parent pid, command line) of every live process (a zombie holds nothing and is not listed:
-    where pid 1 does not reap the orphans, a stopped Ray process can stay one)."""
+    """pid -> (parent pid, command line, start time) of every live process (a zombie holds nothing and is not
+    listed: where pid 1 does not reap the orphans, a stopped Ray process can stay one). The start time (clock
+    ticks since boot, field 22 of /proc/<pid>/stat) tells a process from a later one that reuses its id."""
     table = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                state, parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[:2]
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
                 cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
             except (OSError, ValueError):
                 continue
+            state, parent, start = fields[0], int(fields[1]), int(fields[19])  # fields 3, 4 and 22 of stat
             if state != "Z":
-                table[int(entry.name)] = (int(parent), cmdline)
+                table[int(entry.name)] = (parent, cmdline, start)
     return table
 
 
-def ray_processes(root_pid: int, temp_dir: str) -> set:
-    """The sweep's process tree, and every process started for its Ray session (named by its temp dir)."""
+def ray_processes(root_pid: int, temp_dir: str) -> dict:
+    """pid -> start time of the sweep's process tree and of every process started for its Ray session (named by
+    its temp dir)."""
     table = processes()
-    found = {pid for pid, (_, cmdline) in table.items() if temp_dir in cmdline} | ({root_pid} & table.keys())
+    found = {pid for pid, (_, cmdline, _) in table.items() if temp_dir in cmdline} | ({root_pid} & table.keys())
     grew = True
     while grew:
-        children = {pid for pid, (parent, _) in table.items() if parent in found} - found
+        children = {pid for pid, (parent, _, _) in table.items() if parent in found} - found
         found |= children
         grew = bool(children)
-    return found
+    return {pid: table[pid][2] for pid in found}
+
+
+def still_running(started: dict) -> dict:
+    """The processes of ``started`` (pid -> start time) still alive: same id *and* same start time, so that an id
+    reused by a stranger is not taken for one of ours."""
+    table = processes()
+    return {pid: table[pid][1] for pid, start in started.items() if pid in table and table[pid][2] == start}
 
 
 def listeners() -> list[tuple[str, set]]:
@@ -147,12 +157,33 @@ def is_loopback(address: str) -> bool:
     return host == "::1" or host.removeprefix("::ffff:").startswith("127.")
 
 
-def stop(pids) -> None:
-    for pid in pids:
+def stop(started: dict) -> None:
+    """SIGKILL the processes of ``started`` (pid -> start time) that are still the ones this test saw start."""
+    for pid in still_running(started):
         try:
             os.kill(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def test_only_the_processes_seen_start_are_stopped():
+    """A process id seen earlier but now held by another process (another start time) is not ours: it is neither
+    reported as left behind nor killed."""
+    child = subprocess.Popen(["sleep", "60"])
+    try:
+        start = processes()[child.pid][2]
+        stranger = {child.pid: start - 1}  # the same id, started at another time
+        assert still_running(stranger) == {}
+        stop(stranger)
+        time.sleep(0.2)
+        assert child.poll() is None
+        assert child.pid in still_running({child.pid: start})
+        stop({child.pid: start})
+        assert child.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
 
 
 def test_ray_launcher_gives_the_same_results_on_the_loopback_only(basic_results, tmp_path):
@@ -163,17 +194,17 @@ def test_ray_launcher_gives_the_same_results_on_the_loopback_only(basic_results,
     # Ray's socket paths must stay under 107 characters: a short temporary folder, not tmp_path
     temp_dir = tempfile.mkdtemp(prefix="sgray", dir="/tmp")
     args = ["hydra/launcher=ray", f"++hydra.launcher.ray.init._temp_dir={temp_dir}", "hydra.launcher.ray.init.num_cpus=2"]
-    seen_pids, seen_listeners = set(), {}
+    seen_pids, seen_listeners = {}, {}  # pid -> start time of every Ray process seen; address -> owners
     process = subprocess.Popen(command(tmp_path, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                cwd=ROOT, env=environment())
     try:
         deadline = time.monotonic() + 600
         while process.poll() is None and time.monotonic() < deadline:
             pids = ray_processes(process.pid, temp_dir)
-            seen_pids |= pids - {process.pid}
+            seen_pids.update({pid: start for pid, start in pids.items() if pid != process.pid and pid not in seen_pids})
             for address, owners in listeners():
-                if owners & pids:
-                    seen_listeners[address] = owners & pids
+                if owners & pids.keys():
+                    seen_listeners[address] = owners & pids.keys()
             outside = [address for address in seen_listeners if not is_loopback(address)]
             if outside:
                 stop(seen_pids)
@@ -186,11 +217,11 @@ def test_ray_launcher_gives_the_same_results_on_the_loopback_only(basic_results,
         assert process.returncode == 0, stderr
         # Ray's processes end with the sweep
         deadline = time.monotonic() + 30
-        while {pid for pid in seen_pids if pid in processes()} and time.monotonic() < deadline:
+        while still_running(seen_pids) and time.monotonic() < deadline:
             time.sleep(0.5)
-        left = {pid: processes().get(pid) for pid in seen_pids if pid in processes()}
+        left = still_running(seen_pids)
         if left:
-            stop(left)
+            stop(seen_pids)
             pytest.fail(f"Ray processes left behind (stopped now): {left}")
     finally:
         if process.poll() is None:
