@@ -1,119 +1,159 @@
-"""Each sampler's closed-form Euler step equals the generic recipe step (Ma et al. 2015, Eq. 9 + K1)
-for the same random numbers; analytic Γ equals the finite-difference Γ of its D + Q; D and Q are valid."""
+"""Each recipe sampler's step (the ``generic`` integrator and the closed-form ``euler`` one) equals an independent,
+hand-written generic recipe step: Ma et al. (2015) Eq. 9 with the sign of Γ corrected (SPEC §0 K1, §1),
+
+    z' = z − ε(D + Q)(z)∇H̃(z) + εΓ(z) + N(0, ε(2D(z) − εB̂(z))),   Γ_i = Σ_j ∂_{z_j}(D_ij + Q_ij)   (Eq. 3),
+
+for the same random numbers. The truth takes only H, D and Q from the sampler (``recipe_at``) and computes the rest
+itself, with neither the sampler's Γ nor anything from ``sgmcmc.recipe``: ∇H and Γ by central differences of H and
+of D + Q, ∇H̃ = ∇H + N(0, V) in the θ block with the V the test sets, B̂ = (D + Q)V(D + Q)ᵀ (SPEC §4.3), the
+symmetric square root of the noise covariance. The cases include θ-dependent metrics (SGRLD, gSGRHMC) and the
+thermostat ξ (SGNHT, CCAdL), whose Γ ≠ 0 is asserted, so a missing or sign-flipped Γ fails; naive SGRHMC (Eq. 16)
+equals the truth only with Γ dropped. Also: every sampler's D and Q are valid (Thm. 1), and HMC's leapfrog is a
+composition of generic recipe steps (Eq. 10)."""
+
+from typing import NamedTuple
 
 import numpy as np
 import pytest
 
-from sgmcmc.geometry import RationalMetric
-from sgmcmc.recipe import check_recipe, finite_difference_correction, recipe_step
+from sgmcmc.geometry import ExpandedMeanMetric, RationalMetric
+from sgmcmc.recipe import check_recipe, recipe_step
 from sgmcmc.samplers import SAMPLERS, make_sampler
 from sgmcmc.samplers.hmc import leapfrog
-from sgmcmc.state import SamplerState
 from sgmcmc.targets import make_target
+from sgmcmc.targets.base import SyntheticTarget
 from tests.helpers import ScriptedNormals
 
-EULER_SAMPLERS = ["sgld", "sgrld", "sghmc", "sgnht", "naive_sgrhmc", "sgrhmc"]
 N_CHAINS = 5
+STEP_SIZE = 0.05
+NOISE = {"correlated_2d": np.diag([4.0, 1.0]), "gamma_2d": np.diag([1.0, 0.5])}  # V of ∇Ũ = ∇U + N(0, V)
 
 
-def _target(name):
-    # Anisotropic diagonal gradient noise, so that B-hat is exercised coordinate by coordinate.
-    if name == "correlated_2d":
-        return make_target(name, noise_variance=[[4.0, 0.0], [0.0, 1.0]])
-    return make_target(name, noise_variance=4.0)
+class Gamma2D(SyntheticTarget):
+    """Two independent Gamma(5, 1) coordinates on θ > 0, U = Σ_i θ_i − 4 log θ_i: a positive target for the
+    expanded-mean metric G⁻¹ = cθ (SPEC T10)."""
+
+    name, dim = "gamma_2d", 2
+
+    def potential(self, theta):
+        return np.sum(theta - 4.0 * np.log(theta), axis=1)
+
+    def gradient(self, theta):
+        return 1.0 - 4.0 / theta
 
 
-def _sampler(name, target, integrator):
-    params = {"integrator": integrator}
-    if name in ("sgrld", "sgrhmc", "naive_sgrhmc"):
-        params["metric"] = RationalMetric([1.0, 0.25][: target.dim], [1.0, 0.5][: target.dim])
-    if name == "sgnht":
-        params["diffusion"] = 2.0
-    if name == "sghmc":
-        params["friction"] = 1.5
-    if name == "ccadl":  # synthetic targets know V; the running estimate needs a data target
-        params.update(diffusion=2.0, noise_estimate="known")
-    return make_sampler(name, target, **params)
+class Case(NamedTuple):
+    sampler: str
+    target: str
+    params: dict
+    has_gamma: bool  # Γ ≢ 0 at the test states (asserted)
 
 
-def _random_state(sampler, rng):
-    d = sampler.target.dim
-    state = sampler.init(rng.normal(size=(N_CHAINS, d)), rng)
+CASES = {
+    "sgld": Case("sgld", "correlated_2d", {}, False),
+    "sghmc": Case("sghmc", "correlated_2d", {"friction": 1.5}, False),
+    "sgrld-rational": Case("sgrld", "correlated_2d", {"metric": RationalMetric([1.0, 0.25], [1.0, 0.5])}, True),
+    "sgrld-expanded_mean": Case("sgrld", "gamma_2d", {"metric": ExpandedMeanMetric(2.0)}, True),
+    "sgrhmc-rational": Case("sgrhmc", "correlated_2d", {"metric": RationalMetric([1.0, 0.25], [1.0, 0.5])}, True),
+    "sgrhmc-expanded_mean": Case("sgrhmc", "gamma_2d", {"metric": ExpandedMeanMetric(2.0)}, True),
+    "sgnht": Case("sgnht", "correlated_2d", {"diffusion": 2.0}, True),
+    "ccadl": Case("ccadl", "correlated_2d", {"diffusion": 2.0, "noise_estimate": "known"}, True),
+}
+
+
+def _setup(case, integrator, seed=7):
+    """The sampler and a random state: θ (positive on gamma_2d), r ~ N(0, I), ξ ~ N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    if case.target == "gamma_2d":
+        target, theta = Gamma2D(noise_variance=NOISE["gamma_2d"]), rng.uniform(0.5, 3.0, (N_CHAINS, 2))
+    else:
+        target, theta = make_target(case.target, noise_variance=NOISE[case.target]), rng.normal(size=(N_CHAINS, 2))
+    sampler = make_sampler(case.sampler, target, integrator=integrator, **case.params)
+    state = sampler.init(theta, rng)
     if state.xi is not None:
         state = state._replace(xi=rng.normal(size=N_CHAINS))
-    return state
+    return sampler, state, rng
 
 
-def _noise_slot(sampler, state):
-    """Where the injected noise enters z: the θ block (first order) or the momentum block."""
+def _central_differences(field, z, spacing=1e-5):
+    """∂field(z)/∂z_j for every j, stacked on a last axis: (n, …, dim_z)."""
+    shifts = spacing * np.eye(z.shape[1])
+    return np.stack([(field(z + shift) - field(z - shift)) / (2 * spacing) for shift in shifts], axis=-1)
+
+
+def _gamma(recipe, z):
+    """Γ_i = Σ_j ∂_{z_j}(D_ij + Q_ij) (Ma et al. 2015, Eq. 3), by central differences of the sampler's D + Q."""
+    return np.einsum("nijj->ni", _central_differences(lambda x: recipe.diffusion(x) + recipe.curl(x), z))
+
+
+def reference_step(recipe, z, step_size, variance, gradient_normal, injected_normal, with_gamma=True):
+    """Ma et al. (2015) Eq. 9 with +εΓ (SPEC §0 K1), written out with numpy; the θ block of ∇H̃ gets
+    N(0, V) = gradient_normal·chol(V)ᵀ, and the injected noise is √(ε(2D − εB̂))·injected_normal."""
+    d = variance.shape[0]
+    gradient = _central_differences(recipe.energy, z)
+    gradient[:, :d] += gradient_normal @ np.linalg.cholesky(variance).T
+    transfer = recipe.diffusion(z) + recipe.curl(z)
+    gamma = _gamma(recipe, z) if with_gamma else 0.0
+    gradient_noise = np.zeros(transfer.shape)
+    gradient_noise[:, :d, :d] = variance
+    b_hat = transfer @ gradient_noise @ np.swapaxes(transfer, 1, 2)  # covariance of (D + Q)·(∇H̃ − ∇H)
+    eigenvalues, eigenvectors = np.linalg.eigh(step_size * (2 * recipe.diffusion(z) - step_size * b_hat))
+    assert eigenvalues.min() > -1e-12, "test setup: ε(2D − εB̂) must be PSD"
+    root = eigenvectors @ (np.sqrt(np.clip(eigenvalues, 0, None))[:, :, None] * np.swapaxes(eigenvectors, 1, 2))
+    drift = -np.einsum("nij,nj->ni", transfer, gradient) + gamma
+    return z + step_size * drift + np.einsum("nij,nj->ni", root, injected_normal)
+
+
+def _compare(case, integrator, with_gamma=True):
+    """(sampler's new z, reference z, Γ by differences) for one step from a random state, same normals."""
+    sampler, state, rng = _setup(case, integrator)
     d = sampler.target.dim
-    return slice(0, d) if state.momentum is None else slice(d, 2 * d)
+    z = sampler.pack(state)
+    gradient_normal, injected = rng.normal(size=(N_CHAINS, d)), rng.normal(size=z.shape)
+    recipe = sampler.recipe_at(STEP_SIZE)
+    expected = reference_step(recipe, z, STEP_SIZE, NOISE[case.target], gradient_normal, injected, with_gamma)
+    # the closed form draws normals for the noise-receiving block only (θ, or r); the generic step for all of z
+    slot = slice(0, d) if state.momentum is None else slice(d, 2 * d)
+    scripted = ScriptedNormals(gradient_normal, injected if integrator == "generic" else injected[:, slot])
+    new_state, _ = sampler.step(scripted, state, STEP_SIZE)
+    return sampler.pack(new_state), expected, _gamma(recipe, z)
 
 
-@pytest.mark.parametrize("target_name", ["double_well", "correlated_2d"])
-@pytest.mark.parametrize("name", EULER_SAMPLERS)
-def test_fast_euler_step_equals_generic_recipe_step(name, target_name):
-    rng = np.random.default_rng(7)
-    target = _target(target_name)
-    fast = _sampler(name, target, "euler")
-    state = _random_state(fast, rng)
-    gradient_noise = rng.normal(size=(N_CHAINS, target.dim))
-    injected = rng.normal(size=(N_CHAINS, target.dim))
-    step_size = 0.05
-
-    fast_state, _ = fast.step(ScriptedNormals(gradient_noise, injected), state, step_size)
-
-    z = fast.pack(state)
-    embedded = np.zeros_like(z)
-    embedded[:, _noise_slot(fast, state)] = injected
-    generic_z = recipe_step(fast.recipe(), z, step_size, ScriptedNormals(gradient_noise, embedded))
-    generic_state = fast.unpack(generic_z)
-
-    for fast_part, generic_part in zip(fast_state, generic_state):
-        if fast_part is not None:
-            np.testing.assert_allclose(fast_part, generic_part, rtol=1e-8, atol=1e-8)
+@pytest.mark.parametrize("integrator", ["generic", "euler"])
+@pytest.mark.parametrize("case", CASES)
+def test_step_equals_hand_written_recipe_step(case, integrator):
+    actual, expected, gamma = _compare(CASES[case], integrator)
+    largest = np.max(np.abs(gamma))
+    assert largest > 0.1 if CASES[case].has_gamma else largest < 1e-8, largest
+    np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8)
 
 
-@pytest.mark.parametrize("name", EULER_SAMPLERS)
-def test_generic_integrator_runs_the_recipe_step(name):
-    rng = np.random.default_rng(3)
-    target = _target("double_well")
-    generic = _sampler(name, target, "generic")
-    state = _random_state(generic, rng)
-    z = generic.pack(state)
-    expected = recipe_step(generic.recipe(), z, 0.05, np.random.default_rng(11))
-    new_state, _ = generic.step(np.random.default_rng(11), state, 0.05)
-    np.testing.assert_array_equal(generic.pack(new_state), expected)
+@pytest.mark.parametrize("integrator", ["generic", "euler"])
+@pytest.mark.parametrize("metric", ["rational", "expanded_mean"])
+def test_naive_sgrhmc_is_the_recipe_step_without_gamma(metric, integrator):
+    """Naive SGRHMC (Ma et al. 2015, Eq. 16) drops Γ: it matches the truth with Γ left out and misses the
+    full truth by εΓ (a permanent check that the comparison sees Γ)."""
+    case = CASES[f"sgrhmc-{metric}"]._replace(sampler="naive_sgrhmc")
+    actual, without_gamma, _ = _compare(case, integrator, with_gamma=False)
+    np.testing.assert_allclose(actual, without_gamma, rtol=1e-6, atol=1e-8)
+    _, with_gamma, gamma = _compare(case, integrator)
+    np.testing.assert_allclose(with_gamma - actual, STEP_SIZE * gamma, atol=1e-8)
+    assert np.max(np.abs(gamma)) > 0.1
 
 
-@pytest.mark.parametrize("name", ["sgnht", "sgrhmc", "hmc", "sghmc", "sgld"])
-def test_analytic_gamma_equals_finite_differences(name):
-    rng = np.random.default_rng(5)
-    target = _target("correlated_2d")
-    sampler = _sampler(name, target, None)
-    z = sampler.pack(_random_state(sampler, rng))
-    recipe = sampler.recipe()
-    np.testing.assert_allclose(recipe.correction(z), finite_difference_correction(recipe.diffusion, recipe.curl, z), atol=1e-7)
-
-
-def test_naive_sgrhmc_declares_gamma_zero_where_the_recipe_has_it_nonzero():
-    rng = np.random.default_rng(5)
-    target = _target("double_well")
-    naive = _sampler("naive_sgrhmc", target, None)
-    z = naive.pack(_random_state(naive, rng))
-    recipe = naive.recipe()
-    true_gamma = finite_difference_correction(recipe.diffusion, recipe.curl, z)
-    assert np.all(recipe.correction(z) == 0)
-    assert np.max(np.abs(true_gamma)) > 0.05
+def _any_sampler(name, target):
+    params = {"sgrld": {"metric": RationalMetric([1.0, 0.25], [1.0, 0.5])}, "sgnht": {"diffusion": 2.0},
+              "sghmc": {"friction": 1.5}, "ccadl": {"diffusion": 2.0, "noise_estimate": "known"}}
+    params["sgrhmc"] = params["naive_sgrhmc"] = params["sgrld"]
+    return make_sampler(name, target, **params.get(name, {}))
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_every_sampler_declares_valid_d_and_q(name):
     rng = np.random.default_rng(2)
-    target = _target("correlated_2d")
-    sampler = _sampler(name, target, None) if name not in ("hmc", "naive_sghmc") else make_sampler(name, target)
-    state = _random_state(sampler, rng)
-    check_recipe(sampler.recipe_at(0.05), sampler.pack(state))
+    sampler = _any_sampler(name, make_target("correlated_2d", noise_variance=NOISE["correlated_2d"]))
+    state = sampler.init(rng.normal(size=(N_CHAINS, 2)), rng)
+    check_recipe(sampler.recipe_at(STEP_SIZE), sampler.pack(state))
 
 
 @pytest.mark.parametrize("stochastic", [False, True])
@@ -121,7 +161,7 @@ def test_leapfrog_is_a_composition_of_generic_recipe_steps(stochastic):
     """HMC's leapfrog = kick(ε/2) ∘ [drift(ε) ∘ kick(ε)]… with the generic step on H = U and H = ½rᵀr
     (D = 0, Q = [[0, −I], [I, 0]]); for naive SGHMC each kick uses the noisy gradient."""
     rng = np.random.default_rng(4)
-    target = _target("correlated_2d")
+    target = make_target("correlated_2d", noise_variance=NOISE["correlated_2d"])
     sampler = make_sampler("naive_sghmc" if stochastic else "hmc", target)
     d, n_steps, step_size = target.dim, 4, 0.1
     theta, momentum = rng.normal(size=(N_CHAINS, d)), rng.normal(size=(N_CHAINS, d))
@@ -134,7 +174,7 @@ def test_leapfrog_is_a_composition_of_generic_recipe_steps(stochastic):
     full = sampler.recipe()
     kick = full.__class__(lambda z, r: np.concatenate([full.energy_gradient(z, r)[:, :d], 0 * z[:, d:]], 1), full.diffusion, full.curl, full.correction)
     drift = full.__class__(lambda z, r: np.concatenate([0 * z[:, :d], z[:, d:]], 1), full.diffusion, full.curl, full.correction)
-    scripted = ScriptedNormals(*[x for noise in noises for x in (noise,)])
+    scripted = ScriptedNormals(*noises)
     zeros = np.zeros((N_CHAINS, 2 * d))
 
     def step(recipe, z, size):
