@@ -2,7 +2,8 @@
 ``threshold`` (default 2) combined standard errors over seeds (or chains); otherwise "tie".
 
 The combined standard error of mean(a) − mean(b) is √(s_a²/n_a + s_b²/n_b) with s the sample standard
-deviation (ddof 1); for paired values (the same seeds on both sides) it is s_d/√n of the differences.
+deviation (ddof 1); for paired values (the same seeds on both sides) it is s_d/√n of the differences; against a fixed value
+without a spread (a published number with no error bar) it is s_a/√n.
 With fewer than two values on a side there is no spread, and the verdict is "tie".
 """
 
@@ -67,4 +68,15 @@ def compare_paired(a, b, threshold: float = TIE_THRESHOLD) -> Comparison:
     if differences.size < 2:
         return Comparison(difference, math.nan, "tie", threshold)
     error = float(differences.std(ddof=1) / math.sqrt(differences.size))
+    return Comparison(difference, error, _verdict(difference, error, threshold), threshold)
+
+
+def compare_to_value(a, value: float, threshold: float = TIE_THRESHOLD) -> Comparison:
+    """Compare values ``a`` (e.g. one per seed) with a fixed ``value`` that has no spread of its own (a published
+    number without an error bar): the standard error is that of mean(a), s_a/√n."""
+    a = np.asarray(a, dtype=float).ravel()
+    difference = float(a.mean() - value)
+    if a.size < 2:
+        return Comparison(difference, math.nan, "tie", threshold)
+    error = float(a.std(ddof=1) / math.sqrt(a.size))
     return Comparison(difference, error, _verdict(difference, error, threshold), threshold)

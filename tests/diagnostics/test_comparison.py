@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from sgmcmc.diagnostics.comparison import compare, compare_paired
+from sgmcmc.diagnostics.comparison import compare, compare_paired, compare_to_value
 
 
 def test_welch_standard_error_by_hand():
@@ -44,3 +44,13 @@ def test_paired_uses_the_spread_of_the_differences():
     assert result.verdict == "above"
     # unpaired, the same numbers are a tie: the seed-to-seed spread swamps the difference
     assert compare([11.0, 22.0, 33.0], [10.0, 20.0, 30.0]).verdict == "tie"
+
+
+def test_against_a_fixed_value_uses_the_standard_error_of_the_mean():
+    """Values 0.70, 0.72, 0.74 against 0.76: mean 0.72, s = 0.02, s.e. = 0.02/√3 = 0.01155; difference −0.04 is
+    3.5 s.e. ("below"); against 0.73 it is −0.87 s.e. ("tie")."""
+    below = compare_to_value([0.70, 0.72, 0.74], 0.76)
+    assert below.difference == pytest.approx(-0.04) and below.standard_error == pytest.approx(0.02 / math.sqrt(3))
+    assert below.verdict == "below"
+    assert compare_to_value([0.70, 0.72, 0.74], 0.73).verdict == "tie"
+    assert compare_to_value([0.70], 0.5).verdict == "tie"
