@@ -19,7 +19,8 @@ def test_smoke_run_writes_figures_and_summaries(tmp_path):
     assert np.isfinite(left.kl_pq_mean).all()
     right = summary[summary.panel == "right"]
     assert list(sorted(right.x.unique())) == [1, 2, 3, 4]  # 2700 smoke steps reach x = 4
-    assert "Published" in (folder / "summary.md").read_text()
+    text = (folder / "summary.md").read_text()
+    assert "Published" in text and "with verdicts over chains" in text and "(KL(p‖q), verdicts over seeds)" in text
 
 
 def test_kl_against_steps_uses_the_first_samples_of_each_chain():
