@@ -637,17 +637,19 @@ N(0, 200), B̂ = 0 for both (noise_estimate zero), splitting integrator (r, θ, 
 1000 chains × 130,000 steps, burn-in 30,000, thin 100 (10⁶ pooled samples), seed 0; KL on 0.1 bins over [−6, 5].
 Prediction for SGHMC with B̂ = 0: the gradient noise adds diffusion εV/2 = 1 to the friction's C = 1, so the
 dynamics has temperature T = (C + εV/2)/C = 2 and samples exp(−U/2) (E θ² and the left-well mass of that law are
-in the table). The barrier (U ≈ 1.359 at θ ≈ −0.038) is ≈ 4.3 above the left minimum (U ≈ −2.938) and ≈ 2.2
-above the right one (U ≈ −0.861).
+in the table). The barrier (U = {barrier_u:.3f} at θ = {barrier_x:.3f}) is {left_height:.1f} above the left minimum
+(U = {left_u:.3f}) and {right_height:.1f} above the right one (U = {right_u:.3f}).
 
 **T5 (lecture's reading of the SGHMC paper's bivariate Gaussian, K5).** The lecture's slide "SGHMC vs SGLD on a
 bivariate Gaussian with correlation" gives U = ½θᵀΣ⁻¹θ with Σ⁻¹ = [[1, .9], [.9, 1]] (so the target has variance
-5.26 and correlation −0.9; long axis (1, −1) with variance 10, short axis variance 0.53); its figure is not in our
+{t5_variance:.2f} and correlation {t5_correlation:.2f}; long axis (1, −1) with variance {t5_long:.3g}, short axis
+variance {t5_short:.2f}); its figure is not in our
 text copy. The SGHMC paper's code (SPEC E9, figure3b) draws 50 steps from (0, 0) with SGLD η = 0.05 and SGHMC
 η = 0.05, α = 0.035 (on covariance [[1, .9], [.9, 1]]); we use those parameters on the lecture's target, in recipe
-form ε = η for SGLD and ε = √η, C = α/ε for SGHMC (SPEC §0). Both are stable: the largest precision eigenvalue is
-1.9, SGLD needs ε·1.9 < 2 and SGHMC's short-axis oscillation needs ε·√1.9 < 2; with noise_estimate known the
-injected variances ε(2 − εV) = 0.0975 (SGLD) and ε(2C − εV) = 0.0200 (SGHMC) are positive. SGLD ε = 0.5 is our
+form ε = η for SGLD and ε = √η, C = α/ε for SGHMC (SPEC §0). Stability: the largest precision eigenvalue is
+λ = {t5_lambda:.2g}; SGLD needs ελ < 2 ({sgld_stability:.3g} here) and SGHMC's short-axis oscillation needs ε√λ < 2
+({sghmc_stability:.3g}); with noise_estimate known the injected variances are ε(2 − εV) = {sgld_injected:.4f} (SGLD)
+and ε(2C − εV) = {sghmc_injected:.4f} (SGHMC). SGLD ε = 0.5 is our
 addition: the SGLD step size at which SGLD's autocorrelation time matches SGHMC's, to show the price in bias
 (SGHMC paper Fig. 3a's point: lower autocorrelation at the same covariance error). 50 chains × 22,000 steps from
 (0, 0), burn-in 2,000, every step kept, seed 0. The paths are replayed with the run's seed (the replay matches the
@@ -662,13 +664,45 @@ is small (the lecture's slide title "Noise and rejection probability"; the rejec
 reproduced). Ours: data from θ = (0, 1) with data_seed 3 (see the scan: the shape of the posterior depends on the
 draw, and seed 0 of our generator gives a single mode), 100 points, minibatch of 1 drawn with replacement, gradient
 scaled by N/n = 100, noise_estimate zero (Welling–Teh's update θ + (ε_WT/2)∇log p + N(0, ε_WT), ε_WT = 2ε);
-ε_t = 0.005 (1 + t/231.066)^−0.55 (ε_WT from 0.01 to 1.0·10⁻⁴ at t = 10⁶); start (0, 0); all samples kept (no
+ε_t = {wt_a:g} (1 + t/{wt_b:g})^−{wt_gamma:g} (ε_WT = 2ε_t from {wt_first:.3g} to {wt_last:.3g} at t = {wt_steps:,});
+start (0, 0); all samples kept (no
 burn-in), seed 0. Welling–Teh ran one chain; we also run 100 vectorised chains (thinned by 100) to see how much
 the one-chain numbers vary. KL(p‖q) on 0.1 × 0.1 bins over [−2, 3] × [−3.5, 3.5], exact masses by Gauss–Legendre
 quadrature of the grid-normalised density. "Share nearer (0, 1)" = fraction of samples closer (Euclidean) to (0, 1)
 than to (1, −1); the exact share is the posterior mass of that half-plane. A mode-to-mode transition is counted
 when the chain, last within 0.5 of one mode, comes within 0.5 of the other.
 """
+
+
+def notes_values() -> dict:
+    """The numbers quoted in :data:`NOTES`, computed from the targets and the experiment configs (none typed in)."""
+    from scipy.optimize import minimize_scalar
+
+    quartic = make_target("lecture_quartic")
+    u = lambda x: float(quartic.potential(np.array([[x]]))[0])  # noqa: E731
+    grid = np.linspace(-6.0, 5.0, 110_001)
+    values = quartic.potential(grid[:, None])
+    inner = np.arange(1, grid.size - 1)
+    minima = grid[inner[(values[inner] < values[inner - 1]) & (values[inner] < values[inner + 1])]]
+    maxima = grid[inner[(values[inner] > values[inner - 1]) & (values[inner] > values[inner + 1])]]
+    left, right = (minimize_scalar(u, bracket=(m - 0.01, m, m + 0.01)).x for m in sorted(minima))
+    barrier = minimize_scalar(lambda x: -u(x), bracket=(maxima[0] - 0.01, maxima[0], maxima[0] + 0.01)).x
+    sgld, sghmc = (compose([f"+experiment={name}"]) for name in ("lecture_gaussian_sgld", "lecture_gaussian_sghmc"))
+    gaussian = make_target(sgld["target"]["name"])
+    covariance, lam = gaussian.covariance, float(np.linalg.eigvalsh(gaussian.precision).max())
+    eps_sgld, v_sgld = sgld["sampler"]["step_size"], sgld["target"]["noise_variance"]
+    eps_sghmc, friction, v_sghmc = sghmc["sampler"]["step_size"], sghmc["sampler"]["friction"], sghmc["target"]["noise_variance"]
+    wt = compose(["+experiment=welling_teh_sgld"])
+    a, b, gamma, steps = wt["sampler"]["step_size"], wt["schedule"]["b"], wt["schedule"]["gamma"], wt["run"]["n_steps"]
+    return {"barrier_x": barrier, "barrier_u": u(barrier), "left_u": u(left), "right_u": u(right),
+            "left_height": u(barrier) - u(left), "right_height": u(barrier) - u(right),
+            "t5_variance": covariance[0, 0], "t5_correlation": covariance[0, 1] / covariance[0, 0],
+            "t5_long": float(np.linalg.eigvalsh(covariance).max()), "t5_short": float(np.linalg.eigvalsh(covariance).min()),
+            "t5_lambda": lam, "sgld_stability": eps_sgld * lam, "sghmc_stability": eps_sghmc * np.sqrt(lam),
+            "sgld_injected": eps_sgld * (2 - eps_sgld * v_sgld),
+            "sghmc_injected": eps_sghmc * (2 * friction - eps_sghmc * v_sghmc),
+            "wt_a": a, "wt_b": b, "wt_gamma": gamma, "wt_steps": int(steps), "wt_first": 2 * a,
+            "wt_last": 2 * a * (1 + steps / b) ** -gamma}
 
 
 def main(argv=None) -> None:
@@ -693,7 +727,7 @@ def main(argv=None) -> None:
             + "\n\nFigures: welling_teh_posterior.png, welling_teh_noise.png\n")
     wall = time.perf_counter() - started
     paper.write_summary(summary, "Lecture toys (SPEC E10) and Welling–Teh's mixture (T13): ours beside the published",
-                        NOTES + f"\nWall time of this reproduction: {wall:.0f} s ({'smoke' if args.smoke else 'full'}, "
+                        NOTES.format(**notes_values()) + f"\nWall time of this reproduction: {wall:.0f} s ({'smoke' if args.smoke else 'full'}, "
                         f"--jobs {args.jobs}).", body=body)
     paper.finish({"smoke": args.smoke, "jobs": args.jobs, "wall_time_s": wall}, sys.argv if argv is None else argv)
     print(paper.path)
