@@ -35,6 +35,15 @@ def test_seed_summary_gives_mean_sd_and_seeds_no_worse():
     assert ccadl_fig3.seed_verdicts(ccadl_fig3.largest_step(rows[rows.seed == 0])) == ""
 
 
+def test_seed_verdicts_are_paired_by_seed_with_a_tie_inside_two_standard_errors():
+    """By hand: CCAdL − SGHMC per seed = −0.02, +0.02, −0.01: mean −0.0033, s.e. 0.0120 → tie; CCAdL − SGNHT =
+    −0.03, −0.035, −0.03: mean −0.0317, s.e. 0.0017 (19 s.e.) → below."""
+    rows = _rows({(1, 0): (0.10, 0.12, 0.13), (1, 1): (0.14, 0.12, 0.175), (1, 2): (0.12, 0.13, 0.15)})
+    text = ccadl_fig3.seed_verdicts(ccadl_fig3.largest_step(pd.concat([rows, rows.assign(h=1e-3)])))
+    assert "- letter, A = 1: CCAdL vs SGHMC: tie (difference -0.00333 ± 0.012," in text
+    assert "- letter, A = 1: CCAdL vs SGNHT: CCAdL below SGNHT (difference -0.0317 ± 0.00167, 19.0" in text
+
+
 def test_path_measures_average_only_the_last_quarter_for_the_window_error():
     seen = []
     target = SimpleNamespace(trace_metrics=lambda mean: seen.append(mean) or {"test_error": 0.5})
@@ -62,7 +71,7 @@ def test_smoke_run_writes_figure_and_summary_and_into_adds_seeds(tmp_path, monke
     assert len(table) == 18 and (table.status == "completed").all() and set(table.seed) == {0}
     assert table.test_error.between(0, 1).all() and table.window_error.between(0, 1).all()
     assert (table.path_length > 0).all() and (table.sample_spread > 0).all()
-    assert "letter: at the largest h, CCAdL" in (folder / "summary.md").read_text()
+    assert "letter: at the largest h (seed 0, one run per method: no spread" in (folder / "summary.md").read_text()
     assert not (folder / "fig3_seeds.png").exists()
 
     ccadl_fig3.main(["--smoke", "--jobs", "1", "--datasets", "letter", "--extra-seeds", "1", "--into", str(folder)])
