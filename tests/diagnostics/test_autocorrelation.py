@@ -1,27 +1,76 @@
+"""Autocorrelation, τ, ESS and R-hat (SPEC §3 "Autocorrelation time", §4.12) against independent truths.
+
+The truth is the stationary AR(1) chain x_t = φ x_{t−1} + √(1−φ²) e_t (e_t iid N(0, 1), x_0 ~ N(0, 1)), whose
+autocorrelation is ρ_s = φ^s exactly, so that
+
+* the untruncated integrated autocorrelation time is τ = 1 + 2 Σ_{s≥1} φ^s = (1 + φ)/(1 − φ) (textbook), and an
+  ideal ESS of N draws is N/τ = N(1 − φ)/(1 + φ);
+* SPEC §3's estimator, τ = 1 + 2 Σ_{s=1}^{S} (1 − s/L) ρ_s truncated before the first lag with ρ_s < 0.05, has
+  for ρ_s = φ^s the closed form of :func:`tau_truncated_ar1` (geometric sums; S from logarithms, no loop).
+
+Tolerances come from the Monte Carlo error of the estimate: var(τ̂) ≈ 2(2M + 1)τ²/N for a window of M lags and
+N draws (Madras & Sokal 1988; Sokal 1997, Eq. 3.19), four standard errors each, with a fixed seed. They are a few
+per cent, so a factor-2 error (τ = 1 + Σρ without the 2, τ doubled, ESS of one chain instead of all, aucTime.m's
+ρ-less sum) fails by far.
+"""
+
+import math
+
 import numpy as np
 import pytest
 from scipy import signal
 
 from sgmcmc.diagnostics import autocorrelation, effective_sample_size, integrated_autocorrelation_time, split_rhat
 
+THRESHOLD = 0.05  # SPEC §3: truncate at the first lag with ρ_s < 0.05
+
 
 def ar1(rng, phi, n_chains, n_draws, dim=1):
+    """Stationary AR(1) chains (n_chains, n_draws, dim), ρ_s = φ^s, unit variance."""
     e = rng.standard_normal((n_chains, n_draws, dim))
     u = np.sqrt(1.0 - phi**2) * e
     u[:, 0, :] = e[:, 0, :]  # start in the stationary N(0, 1)
     return signal.lfilter([1.0], [1.0, -phi], u, axis=1)
 
 
-def expected_tau(rho, n_draws, threshold=0.05):
-    s = 1
-    total = 1.0
-    while s < n_draws and rho(s) >= threshold:
-        total += 2.0 * (1.0 - s / n_draws) * rho(s)
-        s += 1
-    return total
+def tau_ar1(phi):
+    """Untruncated τ = (1 + φ)/(1 − φ) of AR(1)."""
+    return (1.0 + phi) / (1.0 - phi)
+
+
+def tau_truncated_ar1(phi, n_draws, threshold=THRESHOLD):
+    """SPEC §3's τ for the exact ρ_s = φ^s, in closed form; returns (τ, S).
+
+    The first lag with φ^s < threshold is s* = ⌊log(threshold)/log φ⌋ + 1, so S = s* − 1, and with
+    G = Σ_{s=1}^{S} φ^s = φ(1 − φ^S)/(1 − φ) and K = Σ_{s=1}^{S} s φ^s = φ(1 − (S+1)φ^S + Sφ^{S+1})/(1 − φ)²,
+    τ = 1 + 2(G − K/L)."""
+    ratio = math.log(threshold) / math.log(phi)
+    assert abs(ratio - round(ratio)) > 0.1, "φ^s too close to the threshold: the truncation lag would be random"
+    S = math.floor(ratio)
+    G = phi * (1.0 - phi**S) / (1.0 - phi)
+    K = phi * (1.0 - (S + 1) * phi**S + S * phi ** (S + 1)) / (1.0 - phi) ** 2
+    return 1.0 + 2.0 * (G - K / n_draws), S
+
+
+def sokal_se(tau, window, n_total):
+    """Standard error of an integrated autocorrelation time summed over ``window`` lags from ``n_total`` draws:
+    √(2(2M + 1)/N)·τ (Madras–Sokal)."""
+    return tau * math.sqrt(2.0 * (2 * window + 1) / n_total)
+
+
+def test_closed_forms_agree_with_direct_sums():
+    """The closed forms above against the plain sums (so the truth itself is checked)."""
+    for phi, n_draws in ((0.9, 5000), (0.75, 20000), (0.5, 40)):
+        tau, S = tau_truncated_ar1(phi, n_draws)
+        assert phi**S >= THRESHOLD > phi ** (S + 1)
+        direct = 1.0 + 2.0 * sum((1.0 - s / n_draws) * phi**s for s in range(1, S + 1))
+        assert tau == pytest.approx(direct, rel=1e-12)
+        assert tau_ar1(phi) == pytest.approx(1.0 + 2.0 * sum(phi**s for s in range(1, 10_000)), rel=1e-12)
+    assert tau_truncated_ar1(0.9, 5000)[1] == 28  # 0.9^28 = 0.052, 0.9^29 = 0.047
 
 
 def test_autocorrelation_matches_brute_force():
+    """ρ_s of :func:`autocorrelation` (FFT) against the double loop of its documented estimator."""
     rng = np.random.default_rng(20)
     x = rng.standard_normal((3, 50, 2)).cumsum(axis=1)
     rho = autocorrelation(x)
@@ -38,37 +87,107 @@ def test_autocorrelation_matches_brute_force():
     np.testing.assert_allclose(rho[0], 1.0)
 
 
-def test_tau_ar1():
+def test_autocorrelation_of_ar1_is_phi_to_the_s():
+    """ρ̂_s → φ^s; the error of ρ̂_s is √(var/N) with Bartlett's var = (1+φ²)(1−φ^{2s})/(1−φ²) − 2sφ^{2s}."""
+    rng = np.random.default_rng(25)
+    phi, n_chains, n_draws = 0.75, 100, 20_000
+    rho = autocorrelation(ar1(rng, phi, n_chains, n_draws))[:, 0]
+    s = np.arange(1, 21)
+    bartlett = (1 + phi**2) * (1 - phi ** (2 * s)) / (1 - phi**2) - 2 * s * phi ** (2 * s)
+    se = np.sqrt(bartlett / (n_chains * n_draws))
+    assert np.all(np.abs(rho[s] - phi**s) < 4.5 * se), np.max(np.abs(rho[s] - phi**s) / se)
+
+
+def test_tau_formula_and_truncation_on_estimated_rho():
+    """τ̂ equals 1 + 2 Σ_{s=1}^{S} (1 − s/L) ρ̂_s with S the last lag before the first ρ̂_s < 0.05, recomputed
+    here from the (brute-force-checked) ρ̂ by a plain loop. Short chains, so the taper (1 − s/L) matters; the third
+    coordinate is a noisy cosine of period 8 whose ρ̂ rises above the threshold again after its first drop, and
+    those later lags must not count."""
+    rng = np.random.default_rng(26)
+    n_chains, L = 30, 40
+    phase = rng.uniform(0, 2 * np.pi, (n_chains, 1))
+    wave = np.cos(2 * np.pi * np.arange(L) / 8 + phase) + 0.3 * rng.standard_normal((n_chains, L))
+    x = np.concatenate([ar1(rng, 0.8, n_chains, L, dim=2), wave[:, :, None]], axis=2)
+    rho = autocorrelation(x)
+    per_coordinate = []
+    for d in range(3):
+        total, s = 1.0, 1
+        while s < L and rho[s, d] >= THRESHOLD:
+            total += 2.0 * (1.0 - s / L) * rho[s, d]
+            s += 1
+        per_coordinate.append(total)
+        if d == 2:
+            assert s <= 3 and np.any(rho[s + 1 :, d] >= THRESHOLD)  # later lags above the threshold exist
+    assert integrated_autocorrelation_time(x) == pytest.approx(np.mean(per_coordinate), rel=1e-12)
+    assert integrated_autocorrelation_time(x[:, :, 2:]) == pytest.approx(per_coordinate[2], rel=1e-12)
+    assert integrated_autocorrelation_time(x, threshold=1.1) == 1.0  # every ρ̂_1 < 1.1: S = 0
+
+
+def test_tau_ar1_closed_form():
+    """τ̂ of 100 × 20,000 draws of AR(1) with φ = 0.75 against the closed-form truncated τ (S = 10,
+    φ^10 = 0.056 and φ^11 = 0.042, ≥ 4 standard errors of ρ̂ from the threshold, so S is not random), within four
+    Madras–Sokal standard errors (≈ 0.03 here, 0.5 %). The centring bias of ρ̂ (≈ τ/L per lag, ≈ 0.007 in τ) is
+    below a quarter of one standard error."""
     rng = np.random.default_rng(21)
-    phi, n_chains, n_draws = 0.9, 200, 5000
-    x = ar1(rng, phi, n_chains, n_draws)
-    expected = expected_tau(lambda s: phi**s, n_draws)
-    assert 17.5 < expected < 19.0  # 19 = (1+phi)/(1-phi) minus the truncated tail
-    tau = integrated_autocorrelation_time(x)
-    assert tau == pytest.approx(expected, rel=0.05)
-    # the aucTime.m variant (no rho factor) would give 1 + 2*28 = 57
-    assert tau < 25
+    phi, n_chains, n_draws = 0.75, 100, 20_000
+    expected, S = tau_truncated_ar1(phi, n_draws)
+    assert S == 10 and expected == pytest.approx(6.662, abs=1e-3)  # below the untruncated τ = 7 by the tail
+    se = sokal_se(expected, S, n_chains * n_draws)
+    tau = integrated_autocorrelation_time(ar1(rng, phi, n_chains, n_draws))
+    assert abs(tau - expected) < 4 * se, (tau, expected, se)
+    # The tolerance is tight: the usual factor-2 slips are far outside it.
+    assert 4 * se < 0.05 * expected
+    assert abs((1 + (expected - 1) / 2) - expected) > 10 * se  # τ = 1 + Σρ (the 2 forgotten)
+    assert abs(1 + 2 * S - expected) > 10 * se  # aucTime.m: 2(1 − s/L) per lag without ρ_s
 
 
 def test_tau_iid_and_coordinate_average():
+    """iid draws: ρ̂_1 ≈ 0 < 0.05, so τ̂ = 1 exactly; a second coordinate AR(1) with φ = 0.5 (S = 4, φ^4 = 0.0625,
+    φ^5 = 0.031, each > 4 standard errors of ρ̂ from the threshold): τ̂ is the average of the closed forms,
+    within four Madras–Sokal standard errors of the AR(1) coordinate halved."""
     rng = np.random.default_rng(22)
-    iid = rng.standard_normal((20, 2000, 1))
-    assert integrated_autocorrelation_time(iid) == pytest.approx(1.0, abs=0.05)
-    # coordinate 0 iid, coordinate 1 AR(1) with phi = 0.5: average of the two
-    x = np.concatenate([iid, ar1(rng, 0.5, 20, 2000)], axis=2)
-    expected = 0.5 * (1.0 + expected_tau(lambda s: 0.5**s, 2000))
-    assert integrated_autocorrelation_time(x) == pytest.approx(expected, rel=0.05)
+    n_chains, n_draws = 50, 4000
+    iid = rng.standard_normal((n_chains, n_draws, 1))
+    assert integrated_autocorrelation_time(iid) == 1.0
+    x = np.concatenate([iid, ar1(rng, 0.5, n_chains, n_draws)], axis=2)
+    tau_half, S = tau_truncated_ar1(0.5, n_draws)
+    assert S == 4
+    expected = 0.5 * (1.0 + tau_half)
+    se = 0.5 * sokal_se(tau_half, S, n_chains * n_draws)
+    assert abs(integrated_autocorrelation_time(x) - expected) < 4 * se
 
 
 def test_ess_iid():
+    """iid draws: ESS = N (window of a few lags: relative standard error ≈ √(2·(2·5+1)/N) ≈ 2.6 % at N = 32,000)."""
     rng = np.random.default_rng(23)
-    x = rng.standard_normal((4, 2000, 3))
+    x = rng.standard_normal((8, 4000, 3))
     ess = effective_sample_size(x)
     assert ess.shape == (3,)
-    np.testing.assert_allclose(ess, 8000, rtol=0.10)
-    # strongly autocorrelated chains: ESS ~ N / tau, far below N
-    ar = ar1(rng, 0.9, 4, 2000, dim=2)
-    assert np.all(effective_sample_size(ar) < 1500)
+    n_total = x.shape[0] * x.shape[1]
+    np.testing.assert_allclose(ess, n_total, rtol=4 * sokal_se(1.0, 5, n_total))
+
+
+def test_ess_ar1_textbook():
+    """ESS of AR(1) chains against the textbook N(1 − φ)/(1 + φ) (φ = 0.9: N/19; φ = 0.5: N/3), per coordinate.
+
+    ArviZ's bulk ESS (Geyer's initial monotone sequence, no 0.05 cut-off) estimates the untruncated τ; its window
+    is at most a few τ, so M = 5τ bounds the Madras–Sokal error from above: 4 standard errors are 8.7 % (φ = 0.9)
+    and 3.5 % (φ = 0.5) at N = 8×10⁵. (SPEC §3's truncated τ would be 18.06 for φ = 0.9, 5 % lower.)"""
+    rng = np.random.default_rng(27)
+    n_chains, n_draws = 40, 20_000
+    phis = np.array([0.9, 0.5])
+    x = np.concatenate([ar1(rng, phi, n_chains, n_draws) for phi in phis], axis=2)
+    n_total = n_chains * n_draws
+    ess = effective_sample_size(x)
+    assert ess.shape == (2,)
+    for k, phi in enumerate(phis):
+        tau = tau_ar1(phi)
+        expected = n_total / tau
+        rel_tolerance = 4 * sokal_se(tau, math.ceil(5 * tau), n_total) / tau
+        assert rel_tolerance < 0.1
+        assert ess[k] == pytest.approx(expected, rel=rel_tolerance), (phi, ess[k], expected)
+    # about 420 for the old 4 × 2,000 draws with φ = 0.9 (the review's number)
+    assert 8000 / tau_ar1(0.9) == pytest.approx(421.05, abs=0.01)
 
 
 def test_rhat():
