@@ -29,6 +29,7 @@ from scipy import stats
 
 from experiments.common import load_samples, multirun, parse_args, read_json, read_run, record
 from experiments.reference_logistic import reference_name
+from sgmcmc.diagnostics.comparison import compare_means
 from sgmcmc.paper import PaperFolder
 from sgmcmc.reference import ReferenceMissing, load_reference
 
@@ -69,7 +70,7 @@ def collect(paper: PaperFolder, sweep: str, folders: list[Path]) -> list[dict]:
         config, status = read_run(folder)
         setting = {"sweep": sweep, "method": METHODS[config["sampler"]["name"]], "h": float(config["vars"]["h"]),
                    "A": float(config["vars"]["A"]), "seed": int(config["seed"]), "thin": int(config["run"]["thin"]),
-                   "n_steps": int(config["run"]["n_steps"])}
+                   "n_steps": int(config["run"]["n_steps"]), "n_chains": int(config["run"]["n_chains"])}
         metrics = record(paper, folder, status, setting)
         rows.append({**setting, "status": status, "folder": str(folder.relative_to(paper.path)),
                      "noise_clips": metrics.get("noise_clips", 0), "steps_per_second": metrics.get("steps_per_second"),
@@ -171,7 +172,8 @@ def summarise(rows: pd.DataFrame, paper: PaperFolder, reference, smoke: bool):
         at_budget = budget_row(trace, passes_for[row.h])
         entry = {"method": row.method, "h": row.h, "A": row.A, "status": row.status, "passes": at_budget.passes,
                  "test_log_likelihood": at_budget.test_log_likelihood,
-                 "test_log_likelihood_sd": at_budget.test_log_likelihood_sd, "test_accuracy": at_budget.test_accuracy,
+                 "test_log_likelihood_sd": at_budget.test_log_likelihood_sd, "n_chains": row.n_chains,
+                 "test_accuracy": at_budget.test_accuracy,
                  "noise_clips": row.noise_clips, "steps_per_second": row.steps_per_second}
         if row.A == 10:
             chains = posterior_samples(paper, row, budget_steps(passes_for[row.h]))
@@ -186,13 +188,25 @@ def summarise(rows: pd.DataFrame, paper: PaperFolder, reference, smoke: bool):
 
 def verdicts(table: pd.DataFrame, reference) -> str:
     lines = ["Measured (from the table above):"]
-    pivot = table.pivot_table(index=["h", "A"], columns="method", values="test_log_likelihood")
-    best = pivot[["SGHMC", "SGNHT"]].max(axis=1)
-    wins = int((pivot["CCAdL"] >= best).sum())
-    cells = "; ".join(f"h={h:g}, A={a:g}: CCAdL {row['CCAdL']:.1f}, SGHMC {row['SGHMC']:.1f}, SGNHT {row['SGNHT']:.1f}"
-                      for (h, a), row in pivot.iterrows())
-    lines.append(f"- test log-likelihood at the pass budget: CCAdL at least as high as both others in {wins} of "
-                 f"{len(pivot)} (h, A) settings ({cells}).")
+    counts = {"above": 0, "tie": 0, "below": 0}
+    cells = []
+    for (h, a), cell in table[table.status == "completed"].groupby(["h", "A"]):
+        runs = cell.set_index("method")
+        if "CCAdL" not in runs.index:
+            continue
+        ccadl = runs.loc["CCAdL"]
+        for other in ("SGHMC", "SGNHT"):
+            if other not in runs.index:
+                continue
+            theirs = runs.loc[other]
+            result = compare_means(ccadl.test_log_likelihood, ccadl.test_log_likelihood_sd, ccadl.n_chains,
+                                   theirs.test_log_likelihood, theirs.test_log_likelihood_sd, theirs.n_chains)
+            counts[result.verdict] += 1
+            cells.append(f"h={h:g}, A={a:g}: " + result.sentence("CCAdL", other, digits=3))
+    lines.append(f"- test log-likelihood at the pass budget, CCAdL against SGHMC and SGNHT (verdicts over the chains of "
+                 f"each run, SPEC §4.15; higher is better): above in {counts['above']}, tie in {counts['tie']}, below in "
+                 f"{counts['below']} of {sum(counts.values())} pairs.")
+    lines += [f"  - {cell}" for cell in cells]
     if reference is not None and "mean_rms_z" in table:
         part = table[table.A == 10]
         posterior = part.pivot_table(index="h", columns="method", values="mean_rms_z")
@@ -202,7 +216,8 @@ def verdicts(table: pd.DataFrame, reference) -> str:
                                                      for m, v in row.items()) for h, row in posterior.iterrows())
         lines.append(f"- posterior mean closest to the HMC reference (RMS over the 100 coordinates of (mean − reference)/"
                      f"reference sd, A = 10; beside it the RMS the pooled mean's sampling error alone would give, from "
-                     f"the spread of the chains' means): CCAdL closest at {closest} of {len(posterior)} step sizes ({cells}).")
+                     f"the spread of the chains' means): CCAdL's is the smallest at {closest} of {len(posterior)} step sizes, one "
+                     f"value per run, so no verdict: read each against its sampling-error RMS ({cells}).")
         pair = part.pivot_table(index="h", columns="method", values="w25_distance")
         lines.append("- distance of the (w₂, w₅) mean from the reference's (the bottom row): " + "; ".join(
             f"h={h:g}: " + ", ".join(f"{m} {v:.3f}" for m, v in row.items()) for h, row in pair.iterrows()) + ".")

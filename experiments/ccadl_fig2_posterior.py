@@ -94,8 +94,9 @@ def main(argv=None) -> None:
     verdicts = []
     for h, group in table.groupby("h"):
         best = group.loc[group.mean_rms_z.idxmin()]
-        verdicts.append(f"h = {h:g}: closest posterior mean (RMS z over the 100 coordinates): {best.method} "
-                        f"({best.mean_rms_z:.3f}); " + ", ".join(
+        verdicts.append(f"h = {h:g}: smallest RMS z of the posterior mean over the 100 coordinates: {best.method} "
+                        f"({best.mean_rms_z:.3f}; one value per run, so no verdict: read each against the RMS its "
+                        f"sampling error alone would give); " + ", ".join(
                             f"{m} {z:.3f} (sampling error alone {e:.3f})"
                             for m, z, e in zip(group.method, group.mean_rms_z, group.sampling_rms_z)) + ".")
     verdict = "Measured:\n" + "\n".join(f"- {line}" for line in verdicts)

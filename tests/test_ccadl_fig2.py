@@ -91,7 +91,15 @@ def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch, truth):
     table = pd.read_csv(folder / "summary.csv")
     assert len(table) == 18 and (table.status == "completed").all()
     assert set(zip(table.h, table.A)) == {(h, a) for h in (2e-5, 5e-5, 1e-4) for a in (1.0, 10.0)}
-    assert "test log-likelihood at the pass budget: CCAdL" in (folder / "summary.md").read_text()
+    text = (folder / "summary.md").read_text()
+    for (h, a), cell in table.groupby(["h", "A"]):  # every verdict recomputed by hand (Welch over the chains)
+        runs = cell.set_index("method")
+        for other in ("SGHMC", "SGNHT"):
+            x, y = runs.loc["CCAdL"], runs.loc[other]
+            difference = x.test_log_likelihood - y.test_log_likelihood
+            error = math.sqrt(x.test_log_likelihood_sd**2 / x.n_chains + y.test_log_likelihood_sd**2 / y.n_chains)
+            word = "tie" if abs(difference) <= 2 * error else f"CCAdL {'above' if difference > 0 else 'below'} {other}"
+            assert f"h={h:g}, A={a:g}: CCAdL vs {other}: {word} (difference" in text, (h, a, other, word)
 
     assert (table.test_log_likelihood < truth.ceiling).all(), table.test_log_likelihood.max()
     for (method, a), runs in table.groupby(["method", "A"]):

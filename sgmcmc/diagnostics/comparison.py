@@ -54,10 +54,19 @@ def compare(a, b, threshold: float = TIE_THRESHOLD) -> Comparison:
     """Compare independent values ``a`` and ``b`` (e.g. one per seed): Welch's combined standard error."""
     a = np.asarray(a, dtype=float).ravel()
     b = np.asarray(b, dtype=float).ravel()
-    difference = float(a.mean() - b.mean())
     if a.size < 2 or b.size < 2:
+        return Comparison(float(a.mean() - b.mean()), math.nan, "tie", threshold)
+    return compare_means(a.mean(), a.std(ddof=1), a.size, b.mean(), b.std(ddof=1), b.size, threshold)
+
+
+def compare_means(mean_a: float, sd_a: float, n_a: int, mean_b: float, sd_b: float, n_b: int,
+                  threshold: float = TIE_THRESHOLD) -> Comparison:
+    """:func:`compare` from summaries: means, sample sds (ddof 1) and counts of two independent groups (e.g. a
+    run's mean and sd over its chains, where only those were kept)."""
+    difference = float(mean_a - mean_b)
+    if n_a < 2 or n_b < 2:
         return Comparison(difference, math.nan, "tie", threshold)
-    error = math.sqrt(a.var(ddof=1) / a.size + b.var(ddof=1) / b.size)
+    error = math.sqrt(sd_a**2 / n_a + sd_b**2 / n_b)
     return Comparison(difference, error, _verdict(difference, error, threshold), threshold)
 
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from sgmcmc.diagnostics.comparison import compare, compare_paired, compare_to_value
+from sgmcmc.diagnostics.comparison import compare, compare_means, compare_paired, compare_to_value
 
 
 def test_welch_standard_error_by_hand():
@@ -54,3 +54,11 @@ def test_against_a_fixed_value_uses_the_standard_error_of_the_mean():
     assert below.verdict == "below"
     assert compare_to_value([0.70, 0.72, 0.74], 0.73).verdict == "tie"
     assert compare_to_value([0.70], 0.5).verdict == "tie"
+
+
+def test_compare_means_is_compare_from_summaries():
+    """Means 1.0 and 0.5, sds 0.2 and 0.3, n 4 and 9: s.e. = √(0.04/4 + 0.09/9) = √0.02 = 0.1414; z = 3.54."""
+    result = compare_means(1.0, 0.2, 4, 0.5, 0.3, 9)
+    assert result.standard_error == pytest.approx(math.sqrt(0.02)) and result.verdict == "above"
+    assert compare_means(1.0, 0.2, 4, 0.9, 0.3, 9).verdict == "tie"
+    assert compare_means(1.0, 0.2, 1, 0.5, 0.3, 9).verdict == "tie"
