@@ -74,17 +74,27 @@ def _json_default(value):
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, directory: Path | None = None) -> str | None:
     try:
-        result = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10, cwd=Path(__file__).parent)
+        result = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
+                                cwd=directory or Path(__file__).parent)
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() if result.returncode == 0 else None
 
 
+def code_is_dirty(directory: Path | None = None) -> bool | None:
+    """Whether tracked files of the repository at ``directory`` (default: this package's) differ from its commit
+    outside ``results/``: the outputs a reproduction writes there (a new folder, LATEST) do not make the code that
+    produced them dirty. None outside a git repository."""
+    status = _git("status", "--porcelain", "--untracked-files=no", "--", ":(top)", ":(top,exclude)results",
+                  directory=directory)
+    return None if status is None else bool(status)
+
+
 def provenance(seed: int, argv: list[str] | None = None) -> dict:
-    """Git commit and dirty flag, package versions, command line, seed and the results-schema version."""
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    """Git commit and dirty flag (:func:`code_is_dirty`), package versions, command line, seed and the
+    results-schema version."""
     versions = {}
     for package in PACKAGES:
         try:
@@ -95,7 +105,7 @@ def provenance(seed: int, argv: list[str] | None = None) -> dict:
         "results_schema_version": RESULTS_SCHEMA_VERSION,
         "sgmcmc_version": __version__,
         "git_commit": _git("rev-parse", "HEAD"),
-        "git_dirty": None if status is None else bool(status),
+        "git_dirty": code_is_dirty(),
         "command_line": list(sys.argv if argv is None else argv),
         "seed": seed,
         "python": platform.python_version(),
