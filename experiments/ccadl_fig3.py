@@ -81,7 +81,25 @@ def available(dataset: str) -> str | None:
     return None
 
 
-def collect(paper: PaperFolder, dataset: str, folders: list[Path]) -> list[dict]:
+SAMPLE_MEASURES = ("predictive_error", "sample_error_median", "sample_error_mean", "window_error", "sample_spread",
+                   "path_length")
+
+
+def previous_sample_measures(paper: PaperFolder) -> dict:
+    """folder -> the sample-derived measures of the folder's existing summary.csv: samples.npz is not committed, so a
+    rebuild (``--summarise``) on a clone keeps what the earlier summary computed from them rather than dropping it."""
+    path = paper.path / "summary.csv"
+    if not path.is_file():
+        return {}
+    table = pd.read_csv(path)
+    columns = [c for c in SAMPLE_MEASURES if c in table]
+    return {row["folder"]: {c: row[c] for c in columns if pd.notna(row[c])}
+            for row in table[["folder", *columns]].to_dict("records")}
+
+
+def collect(paper: PaperFolder, dataset: str, folders: list[Path], previous: dict | None = None) -> list[dict]:
+    """One row per run; the sample-derived measures from samples.npz, or from ``previous`` (see
+    :func:`previous_sample_measures`) when the samples are not there."""
     from sgmcmc.targets.drbm import drbm
 
     rows, target = [], None
@@ -105,6 +123,8 @@ def collect(paper: PaperFolder, dataset: str, folders: list[Path]) -> list[dict]
                 theta = data["theta"][0]  # the experiment runs one chain
             rows[-1].update(target.sample_test_errors(theta))
             rows[-1].update(path_measures(target, theta))
+        elif previous and rows[-1]["folder"] in previous:
+            rows[-1].update(previous[rows[-1]["folder"]])
     return rows
 
 
@@ -265,6 +285,7 @@ def main(argv=None) -> None:
     paper = PaperFolder(FIGURE_ID, Path(existing)) if existing else PaperFolder.create(FIGURE_ID, args.root)
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
     rows, missing = [], {}
+    previous = previous_sample_measures(paper) if existing else {}
     for dataset in datasets:
         reason = "" if args.summarise else available(dataset)
         if reason:
@@ -274,7 +295,7 @@ def main(argv=None) -> None:
         for sweep, overrides in sweeps(dataset, args.smoke, seeds).items():
             folder = paper.runs_dir / sweep
             if existing and folder.is_dir():
-                rows += collect(paper, dataset, sorted(p for p in folder.iterdir() if p.is_dir()))
+                rows += collect(paper, dataset, sorted(p for p in folder.iterdir() if p.is_dir()), previous)
             elif not args.summarise:
                 rows += collect(paper, dataset, multirun(paper, "ccadl_fig3", sweep, overrides, args.jobs,
                                                          SMOKE if args.smoke else ()))

@@ -81,3 +81,13 @@ def test_smoke_run_writes_figure_and_summary_and_into_adds_seeds(tmp_path, monke
     assert len(seeded) == 6 and set(seeded.h) == {5e-3} and set(seeded.A) == {1, 10}
     assert (folder / "fig3_seeds.png").stat().st_size > 0
     assert "Largest step size over seeds 0, 1" in (folder / "summary.md").read_text()
+
+
+def test_a_rebuild_keeps_the_sample_measures_of_the_previous_summary(tmp_path):
+    """samples.npz is not committed: --summarise on a clone takes the sample-derived columns from summary.csv."""
+    pd.DataFrame([{"folder": "runs/a/1", "test_error": 0.2, "predictive_error": 0.11, "path_length": 9.0},
+                  {"folder": "runs/a/2", "test_error": 0.3, "predictive_error": None, "path_length": 8.0}]
+                 ).to_csv(tmp_path / "summary.csv", index=False)
+    paper = SimpleNamespace(path=tmp_path)
+    assert ccadl_fig3.previous_sample_measures(paper) == {"runs/a/1": {"predictive_error": 0.11, "path_length": 9.0},
+                                                          "runs/a/2": {"path_length": 8.0}}
