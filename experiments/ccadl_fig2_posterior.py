@@ -9,12 +9,14 @@ One Hydra multirun (joblib when ``--jobs`` > 1) into ``results/paper/ccadl-fig2-
 
     python -m experiments.ccadl_fig2_posterior [--smoke] [--root results/paper] [--jobs 2]
         [--step-sizes 1e-4[,5e-5,2e-5]] [--steps 1000000]
+    python -m experiments.ccadl_fig2_posterior --summarise results/paper/ccadl-fig2-posterior/<run-id>
 """
 
 from __future__ import annotations
 
 import math
 import sys
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -58,9 +60,13 @@ def overrides(step_sizes: list[float], posterior_steps: int, smoke: bool) -> lis
 def main(argv=None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv, reference=("results/reference", "folder of the HMC reference posteriors"),
                       step_sizes=(STEP_SIZES, "comma-separated step sizes h of [C] Fig. 2"),
-                      steps=(POSTERIOR_STEPS, "steps per chain after the burn-in"))
+                      steps=(POSTERIOR_STEPS, "steps per chain after the burn-in"),
+                      summarise=("", "rebuild summary.md of an existing ccadl-fig2-posterior folder (no new runs)"))
     step_sizes, posterior_steps = parse_step_sizes(args.step_sizes), int(args.steps)
     reference = load_reference(reference_name(0), args.reference, make_target="reference-logistic")
+    if args.summarise:
+        resummarise(args.summarise, reference)
+        return
     paper = PaperFolder.create(FIGURE_ID, args.root)
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
     sweep = overrides(step_sizes, posterior_steps, args.smoke)
@@ -91,6 +97,15 @@ def main(argv=None) -> None:
     fig.savefig(paper.path / "posterior_w2_w5.png", dpi=110)
     plt.close(fig)
     table = pd.DataFrame(table)
+    verdict = write_summary(paper, table, reference)
+    paper.finish({"smoke": args.smoke, "overrides": sweep, "reference": str(reference.folder)}, sys.argv)
+    print(verdict)
+    print(paper.path)
+
+
+def write_summary(paper: PaperFolder, table: pd.DataFrame, reference) -> str:
+    """summary.csv/summary.md from the per-run table: the distances of each method's posterior mean, listed beside
+    the RMS its sampling error alone would give (one value per run: no verdict). Returns the measured lines."""
     verdicts = []
     for h, group in table.groupby("h"):
         best = group.loc[group.mean_rms_z.idxmin()]
@@ -102,8 +117,16 @@ def main(argv=None) -> None:
     verdict = "Measured:\n" + "\n".join(f"- {line}" for line in verdicts)
     paper.write_summary(table, "Shang et al. (2015) Fig. 2 bottom row with long chains",
                         "Reference: " + str(reference.folder), body=table.to_markdown(index=False, floatfmt=".4g") + "\n\n" + verdict)
-    paper.finish({"smoke": args.smoke, "overrides": sweep, "reference": str(reference.folder)}, sys.argv)
-    print(verdict)
+    return verdict
+
+
+def resummarise(folder: str, reference) -> None:
+    """``--summarise <folder>``: rebuild summary.md from the folder's summary.csv (samples.npz is not committed; the
+    figure is kept as it is)."""
+    paper = PaperFolder(FIGURE_ID, Path(folder))
+    collect(paper, "posterior", sorted(p for p in (paper.runs_dir / "posterior").iterdir() if p.is_dir()))  # the run records
+    write_summary(paper, pd.read_csv(paper.path / "summary.csv"), reference)
+    paper.finish({"summarised_only": True, "reference": str(reference.folder)}, sys.argv)
     print(paper.path)
 
 
