@@ -116,6 +116,24 @@ class Sampler(ABC):
             return self.unpack(z), StepInfo()
         return getattr(self, f"_step_{self.integrator}")(rng, state, step_size)
 
+    # -- compiled blocks (sgmcmc.engine) ---------------------------------------------------------------
+    def compiled_kernel(self):
+        """The compiled block of this sampler on its target (:class:`sgmcmc.engine.blocks.CompiledKernel`), or None
+        to run on :meth:`step` (the numpy reference). Samplers with a kernel override this and return None where
+        the kernel does not cover the configuration (see :meth:`compiled_target`)."""
+        return None
+
+    def compiled_target(self):
+        """The target's compiled gradient when a kernel may run: a formula target, a closed-form integrator, and
+        a known or no gradient-noise estimate (the running estimate needs a data target); else None."""
+        if self.integrator == "generic" or self.noise_estimate == "running":
+            return None
+        return self.target.compiled_gradient()
+
+    def known_noise(self, compiled) -> Optional[np.ndarray]:
+        """V̂ as the kernels take it: the formula target's constant V for ``known`` (None for ``zero``)."""
+        return None if self.noise_estimate == "zero" else compiled.noise_covariance
+
     # -- the recipe ---------------------------------------------------------------------------------
     def recipe(self) -> Recipe:
         """(∇H̃, D, Q, Γ, B̂) on the packed state z."""

@@ -30,9 +30,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine import codes
+from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal, diagonal_matrices
 from sgmcmc.state import SamplerState, StepInfo
+
+
+MOMENTUM_INTEGRATORS = {"splitting": codes.SPLITTING, "euler": codes.EULER, "theta_first": codes.THETA_FIRST,
+                        "aboba": codes.ABOBA}
 
 
 class MomentumRecipeSampler(Sampler):
@@ -115,6 +121,35 @@ class MomentumRecipeSampler(Sampler):
         _, momentum, estimate, clipped = self._momentum_update(rng, state, theta, momentum, step_size)
         new_state = SamplerState(theta=theta, momentum=momentum, noise=estimate.noise, noise_count=estimate.noise_count)
         return new_state, StepInfo(clipped=clipped, reflected=reflected)
+
+    # -- the compiled block ---------------------------------------------------------------------------
+    def kernel_geometry(self):
+        """(metric kind, a, b, friction C, with γ) for :func:`sgmcmc.engine.kernels.momentum_block`, None if the
+        kernel does not know this sampler's S, F, γ."""
+        return None
+
+    def compiled_kernel(self):
+        compiled, geometry = self.compiled_target(), self.kernel_geometry()
+        if compiled is None or geometry is None:
+            return None
+        mode, variance_diagonal, variance = gradient_noise_mode(self.known_noise(compiled))
+        if mode == codes.FULL_ESTIMATE and self.noise_clip:
+            return None  # the eigendecomposition of the clipped draw stays on the numpy path
+        metric_kind, scale, softening, friction, with_correction = geometry
+        integrator = MOMENTUM_INTEGRATORS[self.integrator]
+
+        def run(state, normals, step_sizes):
+            n_chains, dim = state.theta.shape
+            paths, bad_step, bad_code = paths_for(n_chains, step_sizes.size, dim, momentum=True)
+            from sgmcmc.engine import kernels
+
+            kernels.momentum_block(compiled.kind, compiled.parameters, compiled.noise_factor, metric_kind, friction,
+                                   with_correction, scale, softening, integrator, mode, variance_diagonal, variance,
+                                   self.noise_clip, np.ascontiguousarray(state.theta), np.ascontiguousarray(state.momentum),
+                                   normals, step_sizes, paths["theta"], paths["momentum"], paths["clipped"], bad_step, bad_code)
+            return paths, bad_step, bad_code
+
+        return CompiledKernel(run, has_momentum=True, has_xi=False, clip=self.noise_clip)
 
     # -- the recipe -------------------------------------------------------------------------------
     def unpack(self, z):

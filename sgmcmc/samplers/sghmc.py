@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine import codes
 from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
 
 
@@ -20,3 +21,7 @@ class SGHMC(MomentumRecipeSampler):
 
     def friction(self, theta):
         return np.full_like(theta, self.friction_coefficient)
+
+    def kernel_geometry(self):
+        d = self.target.dim
+        return codes.CONSTANT_METRIC, np.ones(d), np.zeros(d), self.friction_coefficient, False

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine import codes
+from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.state import SamplerState, StepInfo
@@ -29,6 +31,10 @@ class SGLD(Sampler):
         new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count)
         return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
+    def compiled_kernel(self):
+        """:func:`sgmcmc.engine.kernels.langevin_block` with the identity metric."""
+        return langevin_kernel(self, (codes.CONSTANT_METRIC, np.ones(self.target.dim), np.zeros(self.target.dim)))
+
     def recipe(self):
         def identity(z):
             return np.broadcast_to(np.eye(z.shape[1]), (z.shape[0], z.shape[1], z.shape[1])).copy()
@@ -41,3 +47,24 @@ class SGLD(Sampler):
             energy=self.target.potential,
             noise_covariance=lambda z: self._noise_block(z),
         )
+
+
+def langevin_kernel(sampler, metric) -> "CompiledKernel | None":
+    """SGLD / SGRLD's compiled block for ``metric`` = (kind, a, b) (:func:`sgmcmc.engine.blocks.metric_arrays`)."""
+    compiled = sampler.compiled_target()
+    if compiled is None or metric is None:
+        return None
+    mode, variance_diagonal, variance = gradient_noise_mode(sampler.known_noise(compiled))
+    if mode == codes.FULL_ESTIMATE and sampler.noise_clip:
+        return None  # the eigendecomposition of the clipped draw stays on the numpy path
+
+    def run(state, normals, step_sizes):
+        paths, bad_step, bad_code = paths_for(state.theta.shape[0], step_sizes.size, state.theta.shape[1])
+        from sgmcmc.engine import kernels
+
+        kernels.langevin_block(compiled.kind, compiled.parameters, compiled.noise_factor, metric[0], metric[1], metric[2],
+                               mode, variance_diagonal, variance, sampler.noise_clip, np.ascontiguousarray(state.theta),
+                               normals, step_sizes, paths["theta"], paths["clipped"], bad_step, bad_code)
+        return paths, bad_step, bad_code
+
+    return CompiledKernel(run, has_momentum=False, has_xi=False, clip=sampler.noise_clip)

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine import codes
+from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal
 from sgmcmc.samplers.linearised import mean_hessian, thermostat_fixed_point
@@ -85,6 +87,40 @@ class SGNHT(Sampler):
         momentum, estimate, clipped = self._momentum_update(rng, state, theta, step_size)
         xi = self._thermostat_update(state.xi, momentum, step_size)
         return self._state(theta, momentum, xi, estimate), StepInfo(clipped=clipped, reflected=reflected)
+
+    def compiled_friction(self, covariance):
+        """CCAdL's covariance-controlled friction for the kernel: (1, Σ̂) when it applies, else (0, unused)."""
+        return 0, np.zeros((1, 1))
+
+    def subtracted_known_noise(self, covariance):
+        """The V̂ the injected noise makes room for, given the known V̂ (:meth:`subtracted_noise`'s kernel form)."""
+        return covariance
+
+    def compiled_kernel(self):
+        """:func:`sgmcmc.engine.kernels.thermostat_block` on a formula target."""
+        compiled = self.compiled_target()
+        if compiled is None:
+            return None
+        known = self.known_noise(compiled)
+        mode, variance_diagonal, variance = gradient_noise_mode(self.subtracted_known_noise(known))
+        if mode == codes.FULL_ESTIMATE and self.noise_clip:
+            return None  # the eigendecomposition of the clipped draw stays on the numpy path
+        friction_mode, friction_matrix = self.compiled_friction(known)
+        integrator = {"splitting": codes.SPLITTING, "euler": codes.EULER, "theta_first": codes.THETA_FIRST}[self.integrator]
+
+        def run(state, normals, step_sizes):
+            from sgmcmc.engine import kernels
+
+            n_chains, dim = state.theta.shape
+            paths, bad_step, bad_code = paths_for(n_chains, step_sizes.size, dim, momentum=True, xi=True)
+            kernels.thermostat_block(compiled.kind, compiled.parameters, compiled.noise_factor, self.diffusion, integrator,
+                                     mode, variance_diagonal, variance, friction_mode, friction_matrix, self.noise_clip,
+                                     np.ascontiguousarray(state.theta), np.ascontiguousarray(state.momentum),
+                                     np.ascontiguousarray(state.xi, dtype=float), normals, step_sizes, paths["theta"],
+                                     paths["momentum"], paths["xi"], paths["clipped"], bad_step, bad_code)
+            return paths, bad_step, bad_code
+
+        return CompiledKernel(run, has_momentum=True, has_xi=True, clip=self.noise_clip)
 
     def predicted_thermostat(self, theta: np.ndarray, step_size: float):
         """Where ξ settles at step size ε, averaged over positions θ (m, d) (e.g. the kept samples).

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Optional
 
+from sgmcmc.engine import codes
+from sgmcmc.engine.blocks import metric_arrays
 from sgmcmc.geometry import DiagonalMetric
 from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
 
@@ -29,6 +31,14 @@ class SGRHMC(MomentumRecipeSampler):
 
     def correction(self, theta):
         return self.metric.inverse_sqrt_derivative(theta)
+
+    def kernel_geometry(self):
+        """The identity metric is SGHMC with C = 1; the rational metric with γ (gSGRHMC) or without (naive)."""
+        metric = metric_arrays(self.metric, self.target.dim)
+        if metric is None:
+            return None
+        with_correction = type(self).correction is SGRHMC.correction
+        return (*metric, 1.0, with_correction and metric[0] == codes.RATIONAL_METRIC)
 
     def position_flow(self, theta, momentum, time):
         """The metric's flow of θ̇ = G(θ)^{-1/2} r (exact for the expanded mean, Runge–Kutta otherwise)."""

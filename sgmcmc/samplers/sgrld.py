@@ -10,9 +10,11 @@ from typing import Optional
 
 import numpy as np
 
+from sgmcmc.engine.blocks import metric_arrays
 from sgmcmc.geometry import DiagonalMetric
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, diagonal_matrices
+from sgmcmc.samplers.sgld import langevin_kernel
 from sgmcmc.state import SamplerState, StepInfo
 
 
@@ -37,6 +39,10 @@ class SGRLD(Sampler):
         theta, _, reflected = self.reflect(theta + step_size * drift + noise)
         new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count)
         return new_state, StepInfo(clipped=clipped, reflected=reflected)
+
+    def compiled_kernel(self):
+        """:func:`sgmcmc.engine.kernels.langevin_block` with this sampler's metric (identity or rational)."""
+        return langevin_kernel(self, metric_arrays(self.metric, self.target.dim))
 
     def recipe(self):
         return Recipe(

@@ -64,6 +64,12 @@ class Target(ABC):
         or (θ, None) for targets on all of R^d (the default)."""
         return theta, None
 
+    def compiled_gradient(self):
+        """The compiled stochastic gradient (:class:`sgmcmc.engine.gradients.CompiledGradient`) that lets the
+        samplers run this target in compiled blocks; None (the default) keeps it on the numpy steps. A target that
+        gives one must not reflect (the kernels do not) and must draw only its gradient noise L z per step."""
+        return None
+
 
 class SyntheticTarget(Target):
     """A target given by a formula, with Gaussian gradient noise of fixed covariance V (SPEC §4.3).

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import integrate, stats
 
+from sgmcmc.engine import gradients
 from sgmcmc.geometry import RationalMetric
 from sgmcmc.targets.base import SyntheticTarget
 
@@ -31,6 +32,9 @@ class Correlated2D(SyntheticTarget):
         x, y = theta[:, 0], theta[:, 1]
         residual = 4.0 * (y + 1.2) - x**2
         return np.stack([0.4 * x**3 - 2.0 * x * residual, 4.0 * residual], axis=1)
+
+    def compiled_gradient(self):
+        return gradients.formula(gradients.CORRELATED_2D, self)
 
     def log_density(self, theta):
         return -self.potential(np.asarray(theta)) - self.log_normaliser

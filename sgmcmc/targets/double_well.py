@@ -5,6 +5,8 @@ Modes ±1, barrier height 1; Z = 5.3652, E θ² = 0.83275.
 
 from __future__ import annotations
 
+from sgmcmc.engine import gradients
+
 from sgmcmc.targets.one_dimensional import OneDimensionalTarget
 
 
@@ -16,3 +18,6 @@ class DoubleWell(OneDimensionalTarget):
 
     def gradient_1d(self, x):
         return 4.0 * x**3 - 4.0 * x
+
+    def compiled_gradient(self):
+        return gradients.formula(gradients.DOUBLE_WELL, self)

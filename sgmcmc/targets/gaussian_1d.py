@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine import gradients
+
 from sgmcmc.targets.one_dimensional import OneDimensionalTarget
 
 
@@ -23,6 +25,9 @@ class Gaussian1D(OneDimensionalTarget):
 
     def gradient_1d(self, x):
         return (x - self.mean) / self.std**2
+
+    def compiled_gradient(self):
+        return gradients.quadratic([self.mean], [[1.0 / self.std**2]], self)
 
     def exact_moments(self):
         return np.array([self.mean]), np.array([self.std**2 + self.mean**2])

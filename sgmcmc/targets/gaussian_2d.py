@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine import gradients
+
 from sgmcmc.targets.base import SyntheticTarget
 
 
@@ -38,6 +40,9 @@ class Gaussian2D(SyntheticTarget):
 
     def gradient(self, theta):
         return theta @ self.precision.T
+
+    def compiled_gradient(self):
+        return gradients.quadratic(np.zeros(2), self.precision, self)
 
     def log_density(self, theta):
         return -self.potential(np.asarray(theta)) - self._log_normaliser

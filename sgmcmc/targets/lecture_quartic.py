@@ -7,6 +7,8 @@ Minima θ ≈ −2.935 and 2.224; E θ ≈ −2.148, E θ² ≈ 7.475. The lectu
 
 from __future__ import annotations
 
+from sgmcmc.engine import gradients
+
 from sgmcmc.targets.one_dimensional import OneDimensionalTarget
 
 
@@ -19,3 +21,6 @@ class LectureQuartic(OneDimensionalTarget):
 
     def gradient_1d(self, x):
         return (4.0 * x**3 + 3.0 * x**2 - 26.0 * x - 1.0) / 14.0
+
+    def compiled_gradient(self):
+        return gradients.formula(gradients.LECTURE_QUARTIC, self)

@@ -1,0 +1,183 @@
+"""A block of steps: every chain advanced from step ``start`` to ``stop``, with its whole path.
+
+Two ways to run one, which give the same samples for the same random numbers:
+
+- :func:`numpy_block`, the reference: ``sampler.step`` once per step (any sampler, any target);
+- :class:`CompiledBlocks`, where the sampler declares a compiled kernel for its target
+  (:meth:`sgmcmc.samplers.base.Sampler.compiled_kernel`): the block's standard normals are drawn with the run's
+  Generator in one call, in the order the numpy steps draw them, and one numba kernel advances all chains.
+
+Both stop at the first step that leaves a non-finite state (status ``diverged``) or whose injected covariance is
+not positive semidefinite (status ``failed``), keeping the steps before it; the Generator has then moved on, and the
+run ends there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+
+from sgmcmc.engine import codes
+from sgmcmc.recipe import RecipeError
+from sgmcmc.state import SamplerState
+
+DIVERGED, FAILED = "diverged", "failed"
+
+
+@dataclass
+class Block:
+    """Steps ``start + 1 .. stop`` of every chain: the paths (chains first), per-step diagnostics, the final state.
+
+    ``theta`` is (c, m, d) with m = stop − start; ``momentum`` (c, m, d) and ``xi`` (c, m) where the sampler has
+    them; ``accept_probability``, ``clipped`` and ``reflected`` are (c, m) where the step reports them. ``status``
+    is None, ``diverged`` or ``failed`` (then ``error`` says why and ``stop`` is the last good step).
+    """
+
+    start: int
+    stop: int
+    step_sizes: np.ndarray
+    theta: np.ndarray
+    state: SamplerState
+    momentum: Optional[np.ndarray] = None
+    xi: Optional[np.ndarray] = None
+    accept_probability: Optional[np.ndarray] = None
+    clipped: Optional[np.ndarray] = None
+    reflected: Optional[np.ndarray] = None
+    status: Optional[str] = None
+    error: Optional[str] = None
+
+
+def _finite(state: SamplerState) -> bool:
+    return all(np.isfinite(part).all() for part in state if part is not None and not isinstance(part, int))
+
+
+def _non_finite_chains(state: SamplerState) -> np.ndarray:
+    """Which chains have a non-finite θ, r or ξ (n,)."""
+    bad = np.zeros(state.theta.shape[0], dtype=bool)
+    for part in (state.theta, state.momentum, state.xi):
+        if part is not None:
+            bad |= ~np.isfinite(part.reshape(part.shape[0], -1)).all(axis=1)
+    return bad
+
+
+def _stack(rows: list, dtype=float) -> Optional[np.ndarray]:
+    """(m, c, …) rows → (c, m, …); None when the step reports nothing."""
+    if not rows or rows[0] is None:
+        return None
+    return np.moveaxis(np.asarray(rows, dtype=dtype), 0, 1)
+
+
+def numpy_block(sampler, rng: np.random.Generator, state: SamplerState, step_sizes: np.ndarray, start: int) -> Block:
+    """The reference path: ``sampler.step`` for each step size in turn."""
+    paths = {"theta": [], "momentum": [], "xi": [], "accept_probability": [], "clipped": [], "reflected": []}
+    status = error = None
+    done = 0
+    for step_size in step_sizes:
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):
+                new_state, info = sampler.step(rng, state, float(step_size))
+        except RecipeError as failure:
+            status, error = FAILED, f"step {start + done + 1}: {failure}"
+            break
+        if not _finite(new_state):
+            bad = _non_finite_chains(new_state)
+            status = DIVERGED
+            error = f"non-finite state at step {start + done + 1} in {int(bad.sum())} of {state.theta.shape[0]} chains"
+            break
+        state = new_state
+        done += 1
+        paths["theta"].append(state.theta)
+        paths["momentum"].append(state.momentum)
+        paths["xi"].append(state.xi)
+        paths["accept_probability"].append(info.accept_probability)
+        paths["clipped"].append(info.clipped)
+        paths["reflected"].append(info.reflected)
+    n_chains, dim = state.theta.shape
+    theta = _stack(paths["theta"]) if done else np.empty((n_chains, 0, dim))
+    return Block(start, start + done, np.asarray(step_sizes[:done], dtype=float), theta, state,
+                 momentum=_stack(paths["momentum"]), xi=_stack(paths["xi"]),
+                 accept_probability=_stack(paths["accept_probability"]), clipped=_stack(paths["clipped"], int),
+                 reflected=_stack(paths["reflected"], int), status=status, error=error)
+
+
+@dataclass(frozen=True)
+class CompiledKernel:
+    """A sampler's compiled block: ``run(state, normals, step_sizes) -> (paths, bad_step, bad_code)``, with
+    ``paths`` a dict of (c, K, …) arrays (``theta``, optionally ``momentum``, ``xi``, ``clipped``), and the state
+    fields it carries (``momentum``, ``xi``). ``clip`` says whether the clipped counts are reported."""
+
+    run: Callable
+    has_momentum: bool
+    has_xi: bool
+    clip: bool
+
+
+class CompiledBlocks:
+    """Runs a sampler's :class:`CompiledKernel` on blocks whose normals come from the run's Generator."""
+
+    def __init__(self, kernel: CompiledKernel):
+        self.kernel = kernel
+
+    def __call__(self, rng: np.random.Generator, state: SamplerState, step_sizes: np.ndarray, start: int) -> Block:
+        n_chains, dim = state.theta.shape
+        step_sizes = np.ascontiguousarray(step_sizes, dtype=float)
+        normals = rng.standard_normal((step_sizes.size, 2, n_chains, dim))
+        paths, bad_step, bad_code = self.kernel.run(state, normals, step_sizes)
+        first = int(bad_step.min()) if n_chains else step_sizes.size
+        status = error = None
+        if first < step_sizes.size:
+            failing = bad_step == first
+            if np.any(bad_code[failing] == codes.NOT_PSD):
+                status = FAILED
+                error = (f"step {start + first + 1}: injected noise covariance eps*(2D - eps*B) is not positive "
+                         "semidefinite; reduce the step size or the noise estimate")
+            else:
+                status = DIVERGED
+                error = f"non-finite state at step {start + first + 1} in {int(failing.sum())} of {n_chains} chains"
+        paths = {name: np.ascontiguousarray(path[:, :first]) for name, path in paths.items()}
+        if first == 0:
+            new_state = state
+        else:
+            new_state = state._replace(
+                theta=paths["theta"][:, -1].copy(),
+                momentum=paths["momentum"][:, -1].copy() if self.kernel.has_momentum else state.momentum,
+                xi=paths["xi"][:, -1].copy() if self.kernel.has_xi else state.xi)
+        return Block(start, start + first, step_sizes[:first], paths["theta"], new_state,
+                     momentum=paths.get("momentum"), xi=paths.get("xi"),
+                     clipped=paths["clipped"] if self.kernel.clip else None, status=status, error=error)
+
+
+def gradient_noise_mode(covariance) -> tuple[int, np.ndarray, np.ndarray]:
+    """How a known V̂ (None or (d, d)) enters the kernels' injected covariance, as ``sgmcmc.noise`` decides it:
+    (mode, its diagonal, the matrix)."""
+    if covariance is None:
+        return codes.NO_ESTIMATE, np.zeros(1), np.zeros((1, 1))
+    covariance = np.ascontiguousarray(covariance, dtype=float)
+    off_diagonal = covariance[~np.eye(covariance.shape[0], dtype=bool)]
+    if not np.any(off_diagonal):
+        return codes.DIAGONAL_ESTIMATE, np.ascontiguousarray(np.diagonal(covariance)), covariance
+    return codes.FULL_ESTIMATE, np.ascontiguousarray(np.diagonal(covariance)), covariance
+
+
+def paths_for(n_chains: int, n_steps: int, dim: int, momentum: bool = False, xi: bool = False) -> dict:
+    """Empty path arrays for a kernel, and the per-chain failure records (bad step, code)."""
+    paths = {"theta": np.empty((n_chains, n_steps, dim)), "clipped": np.zeros((n_chains, n_steps), dtype=np.int64)}
+    if momentum:
+        paths["momentum"] = np.empty((n_chains, n_steps, dim))
+    if xi:
+        paths["xi"] = np.empty((n_chains, n_steps))
+    return paths, np.empty(n_chains, dtype=np.int64), np.empty(n_chains, dtype=np.int64)
+
+
+def metric_arrays(metric, dim: int):
+    """(kind, a, b) of a metric the kernels know (identity, rational (G^{-1/2})_ii = a_i/√(1 + b_i θ_i²)), else None."""
+    from sgmcmc.geometry import IdentityMetric, RationalMetric
+
+    if type(metric) is IdentityMetric:
+        return codes.CONSTANT_METRIC, np.ones(dim), np.zeros(dim)
+    if type(metric) is RationalMetric:
+        return (codes.RATIONAL_METRIC, np.ascontiguousarray(np.broadcast_to(metric.scale, (dim,)), dtype=float),
+                np.ascontiguousarray(np.broadcast_to(metric.softening, (dim,)), dtype=float))
+    return None

@@ -1,0 +1,322 @@
+"""Compiled blocks of steps (numba): each kernel advances every chain K steps on pre-drawn standard normals.
+
+The kernels are line-for-line the closed-form numpy steps of the samplers (the readable reference, pinned to
+these by ``tests/engine/test_compiled_blocks.py`` on identical random numbers):
+
+- :func:`langevin_block`: SGLD and SGRLD (``sgmcmc/samplers/sgld.py``, ``sgrld.py``; Ma et al. 2015 Eq. 13-14 + K1);
+- :func:`momentum_block`: SGHMC, naive SGRHMC and gSGRHMC with the ``splitting``, ``euler``, ``theta_first`` and
+  ``aboba`` integrators (``sgmcmc/samplers/momentum_recipe.py``; Eq. 12, 16, Algorithm 1);
+- :func:`thermostat_block`: SGNHT and CCAdL with a known or no noise estimate (``sgnht.py``, ``ccadl.py``;
+  Eq. 15, Shang et al. 2015 Eq. 12) with ``splitting``, ``euler`` and ``theta_first``.
+
+Random numbers: ``normals`` has shape (K, 2, c, d); step k of chain i uses ``normals[k, 0, i]`` for the gradient
+noise ∇Ũ − ∇U = L z (L the target's noise factor) and ``normals[k, 1, i]`` for the injected noise (the
+Ornstein–Uhlenbeck draw in ``aboba``): the order in which the numpy steps draw them, so a block drawn in one
+call of the run's Generator is the same stream as K numpy steps.
+
+Outputs: the paths (c, K, d) of θ (and r, and (c, K) of ξ), the number of clipped variances per step (c, K), and
+per chain the first step that failed (K when none) with its code: :data:`NON_FINITE` (the state left the
+floating-point range: the run stops as diverged, keeping the steps before) or :data:`NOT_PSD` (the injected
+covariance ε(2D − εB̂) was not positive semidefinite: a :class:`~sgmcmc.recipe.RecipeError`). A chain stops at
+its first failure; the caller keeps only the steps before the earliest one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from sgmcmc.engine.codes import (ABOBA, CONSTANT_METRIC, DIAGONAL_ESTIMATE, EULER, NO_ESTIMATE, NON_FINITE, NOT_PSD, OK,
+                                 SPLITTING, THETA_FIRST)
+from sgmcmc.engine.gradients import CORRELATED_2D, DOUBLE_WELL, LECTURE_QUARTIC, QUADRATIC
+
+
+@numba.njit(cache=True)
+def gradient_into(kind, parameters, theta, out):
+    """∇U(θ) of one chain's θ (d,) into ``out`` (d,): the formula ``kind`` of :mod:`sgmcmc.engine.gradients`."""
+    d = theta.shape[0]
+    if kind == QUADRATIC:
+        for i in range(d):
+            total = 0.0
+            for j in range(d):
+                total += parameters[d + i * d + j] * (theta[j] - parameters[j])
+            out[i] = total
+    elif kind == DOUBLE_WELL:
+        for i in range(d):
+            x = theta[i]
+            out[i] = 4.0 * x**3 - 4.0 * x
+    elif kind == LECTURE_QUARTIC:
+        for i in range(d):
+            x = theta[i]
+            out[i] = (4.0 * x**3 + 3.0 * x**2 - 26.0 * x - 1.0) / 14.0
+    elif kind == CORRELATED_2D:
+        x, y = theta[0], theta[1]
+        residual = 4.0 * (y + 1.2) - x**2
+        out[0] = 0.4 * x**3 - 2.0 * x * residual
+        out[1] = 4.0 * residual
+
+
+@numba.njit(cache=True)
+def _stochastic_gradient(kind, parameters, factor, theta, normal, out):
+    """∇Ũ = ∇U(θ) + L z (``SyntheticTarget.stochastic_gradient``)."""
+    gradient_into(kind, parameters, theta, out)
+    d = theta.shape[0]
+    for j in range(d):
+        total = 0.0
+        for k in range(d):
+            total += normal[k] * factor[j, k]
+        out[j] += total
+
+
+@numba.njit(cache=True)
+def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip, normal, out, work):
+    """N(0, ε(2D − ε T V̂ T)) into ``out`` (``sgmcmc.noise.injected_noise``): returns (status, clipped count)."""
+    d = diffusion.shape[0]
+    if mode == NO_ESTIMATE:
+        for j in range(d):
+            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normal[j]
+        return OK, 0
+    if mode == DIAGONAL_ESTIMATE:
+        clipped = 0
+        for j in range(d):
+            value = step_size * (2.0 * diffusion[j] - step_size * scale[j] ** 2 * variance_diagonal[j])
+            if value < 0:
+                if not clip:
+                    return NOT_PSD, 0
+                value = 0.0
+                clipped += 1
+            out[j] = math.sqrt(value) * normal[j]
+        return OK, clipped
+    # full V̂: ε(2D − ε T V̂ T) = L Lᵀ, noise L z
+    for i in range(d):
+        for j in range(d):
+            work[i, j] = -(step_size**2) * scale[i] * variance[i, j] * scale[j]
+        work[i, i] += 2.0 * step_size * diffusion[i]
+    for j in range(d):
+        pivot = work[j, j]
+        for k in range(j):
+            pivot -= work[j, k] * work[j, k]
+        if not pivot > 0:
+            return NOT_PSD, 0
+        pivot = math.sqrt(pivot)
+        work[j, j] = pivot
+        for i in range(j + 1, d):
+            value = work[i, j]
+            for k in range(j):
+                value -= work[i, k] * work[j, k]
+            work[i, j] = value / pivot
+    for i in range(d):
+        total = 0.0
+        for k in range(i + 1):
+            total += work[i, k] * normal[k]
+        out[i] = total
+    return OK, 0
+
+
+@numba.njit(cache=True)
+def _metric(kind, scale, softening, theta, root, derivative):
+    """S = G^{-1/2} and ∂S (``sgmcmc.geometry``): identity for CONSTANT_METRIC, the rational metric otherwise."""
+    for j in range(theta.shape[0]):
+        if kind == CONSTANT_METRIC:
+            root[j] = 1.0
+            derivative[j] = 0.0
+        else:
+            spread = 1.0 + softening[j] * theta[j] ** 2
+            root[j] = scale[j] / math.sqrt(spread)
+            derivative[j] = -scale[j] * softening[j] * theta[j] * spread**-1.5
+
+
+@numba.njit(cache=True)
+def _finite(values):
+    for value in values:
+        if not math.isfinite(value):
+            return False
+    return True
+
+
+@numba.njit(cache=True, parallel=True)
+def langevin_block(kind, parameters, factor, metric_kind, scale, softening, mode, variance_diagonal, variance, clip,
+                   theta0, normals, step_sizes, theta_path, clipped_path, bad_step, bad_code):
+    """SGLD / SGRLD: θ' = θ + ε(−G⁻¹∇Ũ + Γ) + N(0, ε(2G⁻¹ − εG⁻¹V̂G⁻¹)), Γ_i = ∂_i(G⁻¹)_ii."""
+    n_chains, d = theta0.shape
+    n_steps = step_sizes.shape[0]
+    for i in numba.prange(n_chains):
+        theta = theta0[i].copy()
+        gradient, root, derivative = np.empty(d), np.empty(d), np.empty(d)
+        inverse, correction, noise, new = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+        work = np.empty((d, d))
+        bad_step[i], bad_code[i] = n_steps, OK
+        for k in range(n_steps):
+            step = step_sizes[k]
+            _stochastic_gradient(kind, parameters, factor, theta, normals[k, 0, i], gradient)
+            _metric(metric_kind, scale, softening, theta, root, derivative)
+            for j in range(d):
+                inverse[j] = root[j] ** 2
+                correction[j] = 2.0 * root[j] * derivative[j]
+            status, clipped = _inject(step, inverse, inverse, mode, variance_diagonal, variance, clip, normals[k, 1, i], noise, work)
+            if status != OK:
+                bad_step[i], bad_code[i] = k, status
+                break
+            for j in range(d):
+                new[j] = theta[j] + step * (-inverse[j] * gradient[j] + correction[j]) + noise[j]
+            if not _finite(new):
+                bad_step[i], bad_code[i] = k, NON_FINITE
+                break
+            theta[:] = new
+            theta_path[i, k] = theta
+            clipped_path[i, k] = clipped
+
+
+@numba.njit(cache=True)
+def _flow(metric_kind, scale, softening, theta, momentum, time, out, root, derivative, stage):
+    """Φ_t: θ(t) of θ̇ = S(θ) r at fixed r (``position_flow``): exact θ + t r for S = I, one RK4 step otherwise."""
+    d = theta.shape[0]
+    if metric_kind == CONSTANT_METRIC:
+        for j in range(d):
+            out[j] = theta[j] + time * momentum[j]
+        return
+    k1, k2, k3, k4 = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+    _metric(metric_kind, scale, softening, theta, root, derivative)
+    for j in range(d):
+        k1[j] = root[j] * momentum[j]
+        stage[j] = theta[j] + 0.5 * time * k1[j]
+    _metric(metric_kind, scale, softening, stage, root, derivative)
+    for j in range(d):
+        k2[j] = root[j] * momentum[j]
+        stage[j] = theta[j] + 0.5 * time * k2[j]
+    _metric(metric_kind, scale, softening, stage, root, derivative)
+    for j in range(d):
+        k3[j] = root[j] * momentum[j]
+        stage[j] = theta[j] + time * k3[j]
+    _metric(metric_kind, scale, softening, stage, root, derivative)
+    for j in range(d):
+        k4[j] = root[j] * momentum[j]
+        out[j] = theta[j] + (time / 6.0) * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
+
+
+@numba.njit(cache=True)
+def _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, theta, root, friction, correction):
+    """S(θ), F(θ), γ(θ): (1, C, 0) for SGHMC; (G^{-1/2}, G⁻¹, ∂G^{-1/2} or 0) for gSGRHMC / naive SGRHMC."""
+    _metric(metric_kind, scale, softening, theta, root, correction)
+    for j in range(theta.shape[0]):
+        friction[j] = friction_constant if metric_kind == CONSTANT_METRIC else root[j] ** 2
+        if not use_correction:
+            correction[j] = 0.0
+
+
+@numba.njit(cache=True, parallel=True)
+def momentum_block(kind, parameters, factor, metric_kind, friction_constant, use_correction, scale, softening,
+                   integrator, mode, variance_diagonal, variance, clip,
+                   theta0, momentum0, normals, step_sizes, theta_path, momentum_path, clipped_path, bad_step, bad_code):
+    """The (θ, r) recipe family: r' = r − εS∇Ũ − εFr + εγ + N(0, ε(2F − εSV̂S)) and θ' = θ + εSr (SPEC §4.1's
+    orders: ``splitting`` uses r', ``euler`` r, ``theta_first`` moves θ first; ``aboba`` the ABOBA splitting)."""
+    n_chains, d = theta0.shape
+    n_steps = step_sizes.shape[0]
+    for i in numba.prange(n_chains):
+        theta, momentum = theta0[i].copy(), momentum0[i].copy()
+        gradient, root, friction, correction = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+        noise, new_theta, new_momentum, at = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+        spare_root, spare_derivative, stage = np.empty(d), np.empty(d), np.empty(d)
+        work = np.empty((d, d))
+        bad_step[i], bad_code[i] = n_steps, OK
+        for k in range(n_steps):
+            step = step_sizes[k]
+            clipped = 0
+            if integrator == ABOBA:
+                half = 0.5 * step
+                _flow(metric_kind, scale, softening, theta, momentum, half, at, spare_root, spare_derivative, stage)
+                _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, at, root, friction, correction)
+                _stochastic_gradient(kind, parameters, factor, at, normals[k, 0, i], gradient)
+                for j in range(d):
+                    force = -root[j] * gradient[j] + correction[j]
+                    value = momentum[j] + half * force
+                    decay = step * friction[j]
+                    value = math.exp(-decay) * value + math.sqrt(-math.expm1(-2.0 * decay)) * normals[k, 1, i, j]
+                    new_momentum[j] = value + half * force
+                _flow(metric_kind, scale, softening, at, new_momentum, half, new_theta, spare_root, spare_derivative, stage)
+            else:
+                if integrator == THETA_FIRST:
+                    _metric(metric_kind, scale, softening, theta, root, spare_derivative)
+                    for j in range(d):
+                        at[j] = theta[j] + step * root[j] * momentum[j]
+                else:
+                    at[:] = theta
+                _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, at, root, friction, correction)
+                _stochastic_gradient(kind, parameters, factor, at, normals[k, 0, i], gradient)
+                status, clipped = _inject(step, friction, root, mode, variance_diagonal, variance, clip, normals[k, 1, i], noise, work)
+                if status != OK:
+                    bad_step[i], bad_code[i] = k, status
+                    break
+                for j in range(d):
+                    new_momentum[j] = (momentum[j] - step * root[j] * gradient[j] - step * friction[j] * momentum[j]
+                                       + step * correction[j] + noise[j])
+                for j in range(d):
+                    if integrator == THETA_FIRST:
+                        new_theta[j] = at[j]
+                    elif integrator == SPLITTING:
+                        new_theta[j] = theta[j] + step * root[j] * new_momentum[j]
+                    else:
+                        new_theta[j] = theta[j] + step * root[j] * momentum[j]
+            if not (_finite(new_theta) and _finite(new_momentum)):
+                bad_step[i], bad_code[i] = k, NON_FINITE
+                break
+            theta[:] = new_theta
+            momentum[:] = new_momentum
+            theta_path[i, k] = theta
+            momentum_path[i, k] = momentum
+            clipped_path[i, k] = clipped
+
+
+@numba.njit(cache=True, parallel=True)
+def thermostat_block(kind, parameters, factor, diffusion_constant, integrator, mode, variance_diagonal, variance,
+                     friction_mode, friction_matrix, clip,
+                     theta0, momentum0, xi0, normals, step_sizes, theta_path, momentum_path, xi_path, clipped_path,
+                     bad_step, bad_code):
+    """SGNHT / CCAdL: r' = r − ε∇Ũ − εξr [− ε(ε/2)Σ̂r] + N(0, ε(2A − εV̂)), ξ' = ξ + ε(r·r/d − 1)
+    (``friction_mode`` 1 adds CCAdL's covariance-controlled friction with Σ̂ = ``friction_matrix``)."""
+    n_chains, d = theta0.shape
+    n_steps = step_sizes.shape[0]
+    for i in numba.prange(n_chains):
+        theta, momentum, xi = theta0[i].copy(), momentum0[i].copy(), xi0[i]
+        gradient, noise, new_theta, new_momentum, at = np.empty(d), np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+        diffusion, ones = np.full(d, diffusion_constant), np.ones(d)
+        work = np.empty((d, d))
+        bad_step[i], bad_code[i] = n_steps, OK
+        for k in range(n_steps):
+            step = step_sizes[k]
+            for j in range(d):
+                at[j] = theta[j] + step * momentum[j] if integrator == THETA_FIRST else theta[j]
+            _stochastic_gradient(kind, parameters, factor, at, normals[k, 0, i], gradient)
+            status, clipped = _inject(step, diffusion, ones, mode, variance_diagonal, variance, clip, normals[k, 1, i], noise, work)
+            if status != OK:
+                bad_step[i], bad_code[i] = k, status
+                break
+            for j in range(d):
+                new_momentum[j] = momentum[j] - step * gradient[j] - step * xi * momentum[j] + noise[j]
+            if friction_mode == 1:
+                for j in range(d):
+                    total = 0.0
+                    for m in range(d):
+                        total += 0.5 * step * friction_matrix[j, m] * momentum[m]
+                    new_momentum[j] = new_momentum[j] - step * total
+            heat = 0.0
+            for j in range(d):
+                if integrator == SPLITTING:
+                    new_theta[j] = theta[j] + step * new_momentum[j]
+                else:
+                    new_theta[j] = at[j] if integrator == THETA_FIRST else theta[j] + step * momentum[j]
+                kinetic = momentum[j] if integrator == EULER else new_momentum[j]
+                heat += kinetic**2
+            new_xi = xi + step * (heat / d - 1.0)
+            if not (_finite(new_theta) and _finite(new_momentum) and math.isfinite(new_xi)):
+                bad_step[i], bad_code[i] = k, NON_FINITE
+                break
+            theta[:] = new_theta
+            momentum[:] = new_momentum
+            xi = new_xi
+            theta_path[i, k] = theta
+            momentum_path[i, k] = momentum
+            xi_path[i, k] = xi
+            clipped_path[i, k] = clipped
