@@ -18,9 +18,11 @@ Each measurement runs ``--steps`` steps through :func:`sgmcmc.runner.run_chains`
 real run: minibatch draw, per-example gradients, running covariance, clipping, reflection, sample
 storage) after a short warm-up, and scales the wall time to 10⁶ steps.
 
-    python -m benchmarks.run [--steps 20000] [--output results/bench/<run-id>.json]
+    python -m benchmarks.run [--steps 20000] [--output results/bench/<run-id>.json] [--only PART ...]
 
-The report goes to ``results/bench/<UTC time>-<hex>.json`` (``results/bench/LATEST`` names the newest).
+``--only`` runs a subset of the parts (``table1``, ``logistic``, ``drbm``, ``lda``, ``toy``; default all): the
+report then holds only their keys, and ``parts`` lists what ran. The report goes to
+``results/bench/<UTC time>-<hex>.json`` (``results/bench/LATEST`` names the newest).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ TABLE1_SAMPLERS = {
     "ccadl": dict(diffusion=1.0, noise_estimate="running", finite_population=False, integrator="theta_first"),
 }
 STEP_SIZE = 0.001
+PARTS = ("table1", "logistic", "drbm", "lda", "toy")
 
 
 def seconds_per_million_steps(name: str, n_chains: int, n_steps: int) -> dict:
@@ -125,72 +128,82 @@ def new_report_path(folder: Path) -> Path:
     return folder / f"{stamp}-{secrets.token_hex(4)}.json"
 
 
+def _measure_part(report: dict, key: str, label: str, measure, describe, errors=(DataError, OSError)) -> None:
+    """``report[key] = measure()`` (a list of rows, each printed by ``describe``), or ``{"skipped": reason}`` when the
+    part's data are absent (``errors``)."""
+    try:
+        report[key] = measure()
+    except errors as error:
+        report[key] = {"skipped": str(error)}
+        print(f"{label} skipped: {error}")
+        return
+    for row in report[key]:
+        print(describe(row), flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20000, help="steps timed per measurement")
     parser.add_argument("--output", default=None, help="report path (default results/bench/<run-id>.json)")
+    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS), metavar="PART",
+                        help=f"run only these parts ({', '.join(PARTS)}; default all)")
     args = parser.parse_args(argv)
-    rows = []
-    for name in TABLE1_SAMPLERS:
-        for n_chains in (1, 10):
-            row = seconds_per_million_steps(name, n_chains, args.steps)
-            rows.append(row)
-            print(f"{name:6s} {n_chains:3d} chains: {row['seconds_per_million_steps']:7.1f} s per 10^6 steps, "
-                  f"{row['seconds_per_million_samples']:6.1f} s per 10^6 samples", flush=True)
-    table_cells = 12
-    ten_chains = [r for r in rows if r["n_chains"] == 10]
-    estimate = table_cells / len(ten_chains) * sum(r["seconds_per_million_samples"] * 1.1 for r in ten_chains)
+    parts = [part for part in PARTS if part in args.only]
     report = {
         "benchmark": "normal_gamma Table 1 samplers (Shang et al. 2015)",
         "machine": {"python": platform.python_version(), "processor": platform.processor() or platform.machine(),
                     "numpy": np.__version__},
         "provenance": provenance(seed=0, argv=None),
-        "results": rows,
-        "table1_estimate_seconds_one_process": estimate,
-        "bound": ("Python overhead per step: every step is ~15-25 small numpy calls on (n_chains, 10, 2) arrays, "
-                  "so the cost per step hardly changes from 1 to 10 chains; vectorising over chains is what "
-                  "makes 10^6 samples cheap (10 chains x 1.1e5 steps)."),
+        "parts": parts,
     }
-    try:
-        report["logistic_mnist79"] = logistic_step_costs(max(50, args.steps // 40))
-        for row in report["logistic_mnist79"]:
-            print(f"logistic {row['sampler']:6s} {row['n_chains']} chains: {row['steps_per_second']:7.1f} steps/s, "
-                  f"{row['ratio_to_bare_gradient']:.2f}x the bare minibatch gradient", flush=True)
-    except (DataError, OSError) as error:  # the data may be absent: the report says why
-        report["logistic_mnist79"] = {"skipped": str(error)}
-        print(f"logistic regression skipped: {error}")
-    try:
-        report["drbm"] = drbm_passes_per_second(max(10, args.steps // 400))
-        for row in report["drbm"]:
-            print(f"drbm {row['dataset']:8s} {row['sampler']:6s}: {row['passes_per_second']:.3f} passes/s "
-                  f"({row['seconds_per_step'] * 1e3:.1f} ms per step)", flush=True)
-    except (DataError, OSError) as error:
-        report["drbm"] = {"skipped": str(error)}
-        print(f"drbm skipped: {error}")
-    try:
+    estimate = None
+    if "table1" in parts:
+        rows = []
+        for name in TABLE1_SAMPLERS:
+            for n_chains in (1, 10):
+                row = seconds_per_million_steps(name, n_chains, args.steps)
+                rows.append(row)
+                print(f"{name:6s} {n_chains:3d} chains: {row['seconds_per_million_steps']:7.1f} s per 10^6 steps, "
+                      f"{row['seconds_per_million_samples']:6.1f} s per 10^6 samples", flush=True)
+        table_cells = 12
+        ten_chains = [r for r in rows if r["n_chains"] == 10]
+        estimate = table_cells / len(ten_chains) * sum(r["seconds_per_million_samples"] * 1.1 for r in ten_chains)
+        report["results"] = rows
+        report["table1_estimate_seconds_one_process"] = estimate
+        report["bound"] = ("Python overhead per step: every step is ~15-25 small numpy calls on (n_chains, 10, 2) arrays, "
+                           "so the cost per step hardly changes from 1 to 10 chains; vectorising over chains is what "
+                           "makes 10^6 samples cheap (10 chains x 1.1e5 steps).")
+    if "logistic" in parts:
+        _measure_part(report, "logistic_mnist79", "logistic regression", lambda: logistic_step_costs(max(50, args.steps // 40)),
+                      lambda row: f"logistic {row['sampler']:6s} {row['n_chains']} chains: {row['steps_per_second']:7.1f} "
+                                  f"steps/s, {row['ratio_to_bare_gradient']:.2f}x the bare minibatch gradient")
+    if "drbm" in parts:
+        _measure_part(report, "drbm", "drbm", lambda: drbm_passes_per_second(max(10, args.steps // 400)),
+                      lambda row: f"drbm {row['dataset']:8s} {row['sampler']:6s}: {row['passes_per_second']:.3f} passes/s "
+                                  f"({row['seconds_per_step'] * 1e3:.1f} ms per step)")
+    if "lda" in parts:
         from benchmarks.lda import run_all
 
-        report["lda"] = run_all()
-        for row in report["lda"]:
-            print(f"lda {row['sampler']:6s} {row['documents']:6d} documents: {row['seconds_per_100_documents']:.3f} s per 100 "
-                  f"documents, peak RSS {row['peak_rss_mb']:.0f} MB ({row['numba_threads']} numba threads)", flush=True)
-    except (RuntimeError, OSError) as error:  # e.g. the Wikipedia sample is absent offline
-        report["lda"] = {"skipped": str(error)}
-        print(f"lda skipped: {error}")
-    from benchmarks.toy_grid import run_all as toy_grid
+        _measure_part(report, "lda", "lda", run_all,
+                      lambda row: f"lda {row['sampler']:6s} {row['documents']:6d} documents: {row['seconds_per_100_documents']:.3f} "
+                                  f"s per 100 documents, peak RSS {row['peak_rss_mb']:.0f} MB ({row['numba_threads']} numba threads)",
+                      errors=(RuntimeError, OSError))  # e.g. the Wikipedia sample is absent offline
+    if "toy" in parts:
+        from benchmarks.toy_grid import run_all as toy_grid
 
-    sampler_configs = sorted(path.stem for path in (Path(__file__).resolve().parent.parent / "configs" / "sampler").glob("*.yaml"))
-    report["toy_targets"] = toy_grid(sampler_configs)
-    measured = [row for row in report["toy_targets"] if "skipped" not in row]
-    print(f"toy targets: {len(measured)} sampler x target x chains measurements, "
-          f"{len(report['toy_targets']) - len(measured)} combinations refused by their config", flush=True)
+        sampler_configs = sorted(path.stem for path in (Path(__file__).resolve().parent.parent / "configs" / "sampler").glob("*.yaml"))
+        report["toy_targets"] = toy_grid(sampler_configs)
+        measured = [row for row in report["toy_targets"] if "skipped" not in row]
+        print(f"toy targets: {len(measured)} sampler x target x chains measurements, "
+              f"{len(report['toy_targets']) - len(measured)} combinations refused by their config", flush=True)
     report["blas_threads"] = {key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     path = Path(args.output) if args.output else new_report_path(Path("results/bench"))
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2) + "\n")
     if args.output is None:
         (path.parent / "LATEST").write_text(path.name + "\n")
-    print(f"Table 1 (12 cells x 10^6 samples, 10 chains) estimated {estimate:.0f} s in one process")
+    if estimate is not None:
+        print(f"Table 1 (12 cells x 10^6 samples, 10 chains) estimated {estimate:.0f} s in one process")
     print(path)
 
 
