@@ -33,14 +33,20 @@ class GradientEstimate(NamedTuple):
     noise_count: int = 0
 
 
-def minibatch_covariance(per_example: np.ndarray, diagonal: bool = False) -> np.ndarray:
+def minibatch_covariance(per_example: np.ndarray, diagonal: bool = False, overwrite: bool = False) -> np.ndarray:
     """V_t of Shang et al. (2015) Eq. 19: the empirical covariance (denominator n − 1) of the per-example
-    gradients (n_chains, n, d) of one minibatch; (n_chains, d, d), or (n_chains, d) when ``diagonal``."""
-    centred = per_example - per_example.mean(axis=1, keepdims=True)
+    gradients (n_chains, n, d) of one minibatch; (n_chains, d, d), or (n_chains, d) when ``diagonal``.
+
+    ``overwrite``: centre (and for ``diagonal`` square) ``per_example`` in place instead of in an (n_chains, n, d)
+    temporary, for a caller that has no further use for it (:meth:`Sampler.gradient_and_noise`); the values are
+    the same either way."""
+    centred = np.subtract(per_example, per_example.mean(axis=1, keepdims=True), out=per_example if overwrite else None)
     denominator = max(per_example.shape[1] - 1, 1)
     if diagonal:
-        return np.sum(centred**2, axis=1) / denominator
-    return np.matmul(centred.transpose(0, 2, 1), centred) / denominator  # batched BLAS, O(n·d²) per chain
+        return np.sum(np.square(centred, out=centred), axis=1) / denominator
+    product = np.matmul(centred.transpose(0, 2, 1), centred)  # batched BLAS (syrk), O(n·d²) per chain
+    product /= denominator
+    return product
 
 
 def block_diagonal(*blocks: np.ndarray) -> np.ndarray:
@@ -183,7 +189,11 @@ class Sampler(ABC):
         gradient, per_example = self.target.minibatch_gradient(theta, rng)
         diagonal = self.running_form == "diagonal"
         count = state.noise_count + 1
-        noise = state.noise + (minibatch_covariance(per_example, diagonal) - state.noise) / count
+        # Î_{t−1} + (V_t − Î_{t−1})/t, in V_t's own array (the state's Î_{t−1} is never written)
+        noise = minibatch_covariance(per_example, diagonal, overwrite=per_example.flags.writeable)
+        noise -= state.noise
+        noise /= count
+        noise += state.noise
         covariance = self.running_scale() * noise
         if diagonal:
             covariance = DiagonalCovariance(covariance)  # (n, d) variances, never d×d (DRBM: d in the thousands)
