@@ -19,6 +19,8 @@ from sgmcmc.diagnostics import (
     moment_errors,
     wasserstein1_to_exact_1d,
 )
+from sgmcmc.diagnostics.histogram_divergence import histogram_kl_from_fractions
+from sgmcmc.diagnostics.marginal_rmse import marginal_density_rmse_from_counts
 from sgmcmc.targets.base import Target
 
 
@@ -49,10 +51,14 @@ class Evaluator:
         if self.marginals is not None:  # SPEC §3 "RMSE of distribution" (E4)
             scores.update(marginal_density_rmse(samples, self.marginals, self.edges))
         if self.target.dim == 1:
-            lower = min(self.edges[0], float(samples.min())) - 1.0
-            upper = max(self.edges[-1], float(samples.max())) + 1.0
-            scores["w1"] = wasserstein1_to_exact_1d(samples[:, 0], self.target.log_density, lower, upper)
+            scores["w1"] = self.wasserstein(samples)
         return {key: float(value) for key, value in scores.items()}
+
+    def wasserstein(self, samples: np.ndarray) -> float:
+        """W1 of pooled 1D samples (m, 1) to the exact density (sorts all samples: O(m log m))."""
+        lower = min(self.edges[0], float(samples.min())) - 1.0
+        upper = max(self.edges[-1], float(samples.max())) + 1.0
+        return wasserstein1_to_exact_1d(samples[:, 0], self.target.log_density, lower, upper)
 
 
     def score_mean(self, mean: np.ndarray) -> dict:
@@ -68,6 +74,71 @@ class Evaluator:
         if self._sample_metrics is None:
             return {}
         return {key: float(value) for key, value in self._sample_metrics(theta, rng).items()}
+
+
+class RunningScore:
+    """:meth:`Evaluator.score` kept up to date as kept samples arrive, at a cost linear in the samples: running bin
+    counts of the KL grid and of each marginal, per-chain Σθ and Σθ² (:func:`sgmcmc.engine.accumulate.power_sums`,
+    in time order, so the result does not depend on how the run is cut into blocks). W1, which needs every sample
+    sorted, is computed only when :meth:`score` is given the samples (the runner does it at log-spaced rows).
+    The same numbers as :meth:`Evaluator.score` on all kept samples, up to the rounding of the moment sums."""
+
+    def __init__(self, evaluator: Evaluator, n_chains: int):
+        self.evaluator = evaluator
+        self.count = 0
+        if not evaluator.enabled:
+            return
+        dim = evaluator.target.dim
+        self.grid_counts = np.zeros(evaluator.masses.shape, dtype=np.int64)
+        marginal_edges = evaluator.edges if evaluator.marginals is not None else ()
+        self.marginal_counts = [np.zeros(len(edges) - 1, dtype=np.int64) for edges in marginal_edges]
+        self.sums, self.squares = np.zeros((n_chains, dim)), np.zeros((n_chains, dim))
+
+    def update(self, samples: np.ndarray) -> None:
+        """Add newly kept samples (c, m, d)."""
+        if not self.evaluator.enabled or samples.shape[1] == 0:
+            return
+        from sgmcmc.engine.accumulate import power_sums
+
+        pooled = samples.reshape(-1, samples.shape[2])
+        edges = self.evaluator.edges
+        if pooled.shape[1] == 1:
+            self.grid_counts += np.histogram(pooled[:, 0], bins=edges)[0]
+        else:
+            self.grid_counts += np.histogram2d(pooled[:, 0], pooled[:, 1], bins=list(edges))[0].astype(np.int64)
+        for j, counts in enumerate(self.marginal_counts):
+            counts += np.histogram(pooled[:, j], bins=edges[j])[0]
+        power_sums(self.sums, self.squares, np.ascontiguousarray(samples))
+        self.count += pooled.shape[0]
+
+    def score(self, all_samples: np.ndarray | None = None) -> dict:
+        """The metrics of every sample added so far; W1 too when ``all_samples`` (m, 1) is given."""
+        evaluator = self.evaluator
+        if not evaluator.enabled or self.count == 0:
+            return {}
+        scores = histogram_kl_from_fractions(self.grid_counts / self.count, evaluator.masses)
+        mean, second = self.sums.sum(axis=0) / self.count, self.squares.sum(axis=0) / self.count
+        scores["mean_error"] = np.max(np.abs(mean - evaluator.exact_mean))
+        scores["second_moment_error"] = np.max(np.abs(second - evaluator.exact_second_moment))
+        if self.marginal_counts:
+            scores.update(marginal_density_rmse_from_counts(self.marginal_counts, self.count, evaluator.marginals, evaluator.edges))
+        if all_samples is not None and evaluator.target.dim == 1:
+            scores["w1"] = evaluator.wasserstein(all_samples)
+        return {key: float(value) for key, value in scores.items()}
+
+    def state_dict(self) -> dict:
+        if not self.evaluator.enabled:
+            return {}
+        state = {"grid_counts": self.grid_counts, "sums": self.sums, "squares": self.squares, "count": self.count}
+        state.update({f"marginal_counts_{j}": counts for j, counts in enumerate(self.marginal_counts)})
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        if not self.evaluator.enabled:
+            return
+        self.grid_counts, self.sums, self.squares = (np.array(state[key]) for key in ("grid_counts", "sums", "squares"))
+        self.count = int(state["count"])
+        self.marginal_counts = [np.array(state[f"marginal_counts_{j}"]) for j in range(len(self.marginal_counts))]
 
 
 # Above this dimension the chain diagnostics use this many evenly spaced coordinates (LDA: K·W = 385,100).

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -27,10 +27,15 @@ from sgmcmc.checkpoint import (
     restore_generator,
     split_target_state,
 )
+from sgmcmc.engine.blocks import CompiledBlocks, kernel_of, numpy_block
 from sgmcmc.evaluation import Evaluator
-from sgmcmc.recipe import RecipeError
+from sgmcmc.observers import (MomentsObserver, RunningMoments, SampleStore, StepCounters,
+                              ThermostatObserver, TraceObserver)
+
+__all__ = ["RunSettings", "RunOutcome", "RunningMoments", "run_chains", "iterate_blocks"]
 from sgmcmc.samplers.base import Sampler
-from sgmcmc.signals import workers_ignore_stop_signals
+from sgmcmc.schedules import step_sizes as schedule_step_sizes
+from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -74,48 +79,6 @@ class RunOutcome:
     state_metrics: dict = field(default_factory=dict)  # the target's metrics of the last scored state (LDA perplexity)
 
 
-# Per-chain second moments are tracked up to this dimension (c·d² numbers; DRBM has d in the thousands).
-MOMENT_COVARIANCE_MAX_DIM = 512
-
-
-class RunningMoments:
-    """Per-chain running mean of θ (c, d) over every post-burn-in step (not only the kept, thinned ones),
-    and the covariance when d ≤ ``MOMENT_COVARIANCE_MAX_DIM``; Welford's update, one BLAS rank-1 per chain.
-    The running mean is the posterior-mean estimate w̄_t of Shang et al. (2015) §4.2 (SPEC §3, E5)."""
-
-    def __init__(self, n_chains: int, dim: int):
-        self.count = 0
-        self.mean = np.zeros((n_chains, dim))
-        self._scatter = np.zeros((n_chains, dim, dim)) if dim <= MOMENT_COVARIANCE_MAX_DIM else None
-
-    def update(self, theta: np.ndarray) -> None:
-        self.count += 1
-        with np.errstate(over="ignore", invalid="ignore"):  # a diverging chain's last finite values may overflow
-            delta = theta - self.mean
-            self.mean += delta / self.count
-            if self._scatter is not None:
-                self._scatter += delta[:, :, None] * (theta - self.mean)[:, None, :]
-
-    def covariance(self) -> Optional[np.ndarray]:
-        """Per-chain sample covariance (c, d, d) (denominator count − 1), None if not tracked or < 2 steps."""
-        if self._scatter is None or self.count < 2:
-            return None
-        return self._scatter / (self.count - 1)
-
-    def pooled(self) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        """Mean and covariance of all chains' steps pooled (equal counts per chain)."""
-        mean = self.mean.mean(axis=0)
-        covariance = self.covariance()
-        if covariance is None:
-            return mean, None
-        n = self.count
-        within = covariance.mean(axis=0) * (n - 1) / n
-        spread = self.mean - mean
-        between = spread.T @ spread / self.mean.shape[0]
-        total = self.mean.shape[0] * n
-        return mean, (within + between) * total / max(total - 1, 1)
-
-
 def _show(bar, row: dict) -> None:
     """The headline metric of the latest trace row on the progress bar."""
     for key, label in (("kl_pq", "kl"), ("test_error", "test_err"), ("test_log_likelihood", "test_ll"), ("perplexity", "perplexity")):
@@ -124,8 +87,60 @@ def _show(bar, row: dict) -> None:
             return
 
 
-def _finite(state) -> bool:
-    return all(np.isfinite(part).all() for part in state if part is not None)
+def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
+    """Steps per block: compiled blocks hold about 2¹⁸ numbers of each path (at most 8,192 steps); numpy blocks 64
+    steps (they stop early when asked to)."""
+    if not compiled:
+        return 64
+    return int(max(1, min(8192, 2**18 // max(1, n_chains * dim))))
+
+
+def next_stop(t: int, settings: RunSettings, size: int, due_step: float) -> int:
+    """The end of the block that starts after step t: the next multiple of ``size``, trace row, end of burn-in,
+    periodic checkpoint or the last step, whichever comes first."""
+    candidates = [(t // size + 1) * size, (t // settings.eval_every + 1) * settings.eval_every, settings.n_steps]
+    if settings.burn_in > t:
+        candidates.append(settings.burn_in)
+    if due_step > t:
+        candidates.append(int(min(due_step, settings.n_steps)))
+    return min(candidates)
+
+
+def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.random.Generator, state, start: int,
+                   stops: Callable[[int], int], n_steps: int, stop_requested: Callable[[], bool] = lambda: False):
+    """Run the chains from step ``start`` in blocks, yielding each :class:`~sgmcmc.engine.blocks.Block`; the block
+    after step t ends at ``stops(t)``. Compiled where the sampler declares a kernel for its target, else the numpy
+    steps. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked before
+    every block, and before every numpy step)."""
+    kernel = kernel_of(sampler)
+    advance = CompiledBlocks(kernel) if kernel is not None else None
+    if advance is not None:
+        import sgmcmc.engine.kernels  # noqa: F401  (loads numba, whose thread pool must start with the signals blocked)
+
+        with workers_ignore_stop_signals():
+            start_worker_threads()
+    t = start
+    while t < n_steps:
+        if stop_requested():
+            return
+        stop = stops(t)
+        step_sizes = schedule_step_sizes(schedule, t, stop)
+        if advance is not None:
+            block = advance(rng, state, step_sizes, t)
+        else:
+            block = numpy_block(sampler, rng, state, step_sizes, t, stop_requested)
+        yield block
+        if block.status is not None or block.stop < stop:
+            return
+        state, t = block.state, block.stop
+
+
+def _show(bar, row: dict) -> None:
+    """The headline metric of the latest trace row on the progress bar."""
+    for key, label in (("kl_pq", "kl"), ("test_error", "test_err"), ("test_log_likelihood", "test_ll"), ("perplexity", "perplexity")):
+        if key in row:
+            bar.set_postfix({label: f"{row[key]:.4g}"}, refresh=False)
+            return
 
 
 def run_chains(
@@ -138,23 +153,28 @@ def run_chains(
     theta0: Optional[np.ndarray] = None,
     checkpointer: Optional[Checkpointer] = None,
     resume: Optional[Checkpoint] = None,
+    observers: Sequence = (),
 ) -> RunOutcome:
     """Run ``settings.n_chains`` chains of ``sampler`` from the target's initial positions.
 
-    Random numbers come from ``rng`` only, in a fixed order, so a seed fixes the samples bit for bit.
-    The sample kept at step t (1-based) is the state after t steps, for t > burn_in and
-    (t − burn_in) divisible by ``thin``. ``theta0`` (n_chains, dim) replaces the target's initial positions
-    (e.g. over-dispersed starts for a reference run); nothing is then drawn for them.
+    Random numbers come from ``rng`` only, in a fixed order, so a seed fixes the samples bit for bit (compiled and
+    numpy blocks draw the same numbers). The sample kept at step t (1-based) is the state after t steps, for
+    t > burn_in and (t − burn_in) divisible by ``thin``. ``theta0`` (n_chains, dim) replaces the target's initial
+    positions (e.g. over-dispersed starts for a reference run); nothing is then drawn for them.
 
-    ``stop_requested()`` is asked before every step; when it says True the run stops there (status interrupted)
+    The loop is :func:`iterate_blocks`; the :mod:`sgmcmc.observers` fold each block (samples, moments, thermostat,
+    counters, trace), and ``observers`` adds the caller's own (e.g. a :class:`~sgmcmc.observers.PathObserver`).
+    ``stop_requested()`` is asked before every block; when it says True the run stops there (status interrupted)
     and, with a ``checkpointer``, saves a checkpoint of that step. The checkpointer also saves one every
     ``every_steps`` steps / ``every_s`` seconds. ``resume``, a checkpoint of the same sampler, target, settings
     and seed, continues that run instead of starting one (``rng`` is set to the saved state; ``theta0`` is
     ignored): its samples, moments and trace equal the uninterrupted run's bit for bit.
     """
     target = sampler.target
-    samples = np.empty((settings.n_chains, settings.n_kept, target.dim))
-    outcome = RunOutcome(samples=samples[:, :0], moments=RunningMoments(settings.n_chains, target.dim))
+    store = SampleStore(settings.n_chains, settings.n_kept, target.dim, settings.burn_in, settings.thin)
+    moments = MomentsObserver(settings.n_chains, target.dim, settings.burn_in)
+    thermostat = ThermostatObserver(settings.n_chains, settings.burn_in)
+    counters = StepCounters()
     if resume is None:
         if theta0 is None:
             theta0 = target.initial_position(settings.n_chains, rng)
@@ -164,90 +184,52 @@ def run_chains(
         # Metrics that draw random numbers (LDA's held-out Gibbs) use their own generator, so how often the
         # trace is scored never changes the samples (drawn only for such targets: other runs keep their streams).
         evaluation_rng = np.random.default_rng(rng.integers(2**62)) if hasattr(target, "sample_metrics") else None
-        counters = {"kept": 0, "accept_sum": 0.0, "accept_count": 0, "xi_sum": 0.0, "xi_count": 0, "wall_time": 0.0}
     else:
-        state, evaluation_rng, counters = _restore(resume, sampler, settings, rng, samples, outcome)
-    n_data, batch_size = getattr(target, "n_data", None), getattr(target, "batch_size", None)
-    trace_position = getattr(target, "trace_position", None)
-    kept = counters["kept"]
-    accept_sum, accept_count = counters["accept_sum"], counters["accept_count"]
-    xi_sum, xi_count = counters["xi_sum"], counters["xi_count"]  # per-chain sum of ξ after burn-in, number of steps summed
-    earlier_wall_time = counters["wall_time"]  # of the sessions before a resume
-    clean_stop = False  # stopped by stop_requested between two steps: the state is consistent, checkpoint it
+        evaluation_rng = np.random.default_rng() if hasattr(target, "sample_metrics") else None
+    trace = TraceObserver(settings, schedule, evaluator, target, store, moments, counters, evaluation_rng)
+    run_observers = [store, moments, thermostat, counters, trace]
+    outcome = RunOutcome(samples=store.samples, moments=moments.moments)
+    earlier_wall_time = 0.0  # of the sessions before a resume
+    if resume is not None:
+        state, earlier_wall_time = _restore(resume, sampler, settings, rng, trace, run_observers, outcome)
+    start = time.perf_counter()
 
     def snapshot() -> Checkpoint:
-        counters.update(kept=kept, accept_sum=accept_sum, accept_count=accept_count, xi_sum=xi_sum, xi_count=xi_count,
-                        wall_time=earlier_wall_time + time.perf_counter() - start)
-        return _snapshot(sampler, rng, evaluation_rng, state, samples, outcome, counters)
+        return _snapshot(sampler, rng, trace.evaluation_rng, state, outcome.steps_done, run_observers,
+                         earlier_wall_time + time.perf_counter() - start)
 
-    start = time.perf_counter()
     due_step, due_time = checkpointer.next_due(outcome.steps_done) if checkpointer else (float("inf"), float("inf"))
+    size = block_steps(settings.n_chains, target.dim, kernel_of(sampler) is not None)
     with workers_ignore_stop_signals():  # tqdm's monitor thread leaves SIGINT/SIGTERM to the main thread
         bar = tqdm(total=settings.n_steps, initial=outcome.steps_done, disable=not settings.progress, delay=2.0,
                    mininterval=0.5, unit="step")
+    clean_stop = False  # stopped by stop_requested between two steps: the state is consistent, checkpoint it
     try:
-        for t in range(outcome.steps_done + 1, settings.n_steps + 1):
-            if stop_requested():
-                clean_stop = True
-                raise KeyboardInterrupt
-            with np.errstate(over="ignore", invalid="ignore"):
-                new_state, info = sampler.step(rng, state, schedule(t - 1))
-            if not _finite(new_state):
-                outcome.status = DIVERGED
-                bad = ~np.all(np.isfinite(new_state.theta), axis=1)
-                outcome.error = f"non-finite state at step {t} in {int(bad.sum())} of {settings.n_chains} chains"
-                log.warning(outcome.error)
+        blocks = iterate_blocks(sampler, schedule, rng, state, outcome.steps_done,
+                                lambda t: next_stop(t, settings, size, due_step), settings.n_steps, stop_requested)
+        for block in blocks:
+            for observer in (*run_observers, *observers):
+                observer.update(block)
+            state, outcome.steps_done = block.state, block.stop
+            if block.status is not None:
+                outcome.status, outcome.error = block.status, block.error
+                (log.warning if block.status == DIVERGED else log.error)(outcome.error)
                 break
-            state = new_state
-            outcome.steps_done = t
-            if info.accept_probability is not None:
-                accept_sum += float(info.accept_probability.sum())
-                accept_count += info.accept_probability.size
-            if info.clipped is not None:
-                outcome.noise_clips += int(info.clipped.sum())
-            if info.reflected is not None:
-                outcome.reflections += int(info.reflected.sum())
-            if t > settings.burn_in:
-                outcome.moments.update(state.theta)
-                if state.xi is not None:
-                    xi_sum = xi_sum + state.xi
-                    xi_count += 1
-            if t > settings.burn_in and (t - settings.burn_in) % settings.thin == 0:
-                samples[:, kept] = state.theta
-                kept += 1
-            if t % settings.eval_every == 0 or t == settings.n_steps:
-                scoring = time.perf_counter()
-                row = {"step": t, "n_samples": kept * settings.n_chains, "step_size": schedule(t - 1)}
-                if n_data:
-                    row["passes"] = t * batch_size / n_data
-                if trace_position is not None:
-                    row.update(trace_position(t))
-                if accept_count:
-                    row["acceptance_rate"] = accept_sum / accept_count
-                if evaluator is not None and kept:
-                    row.update(evaluator.score(samples[:, :kept].reshape(-1, target.dim)))
-                if evaluator is not None and outcome.moments.count:
-                    row.update(evaluator.score_mean(outcome.moments.mean))
-                if evaluator is not None:
-                    outcome.state_metrics = evaluator.score_state(state.theta, evaluation_rng)
-                    row.update(outcome.state_metrics)
-                outcome.trace.append(row)
-                outcome.evaluation_time += time.perf_counter() - scoring
-                _show(bar, row)
-            if t % 50 == 0 or t == settings.n_steps:
-                bar.update(t - bar.n)
-            if t >= due_step or time.perf_counter() >= due_time:
+            if trace.rows and trace.rows[-1]["step"] == block.stop:
+                _show(bar, trace.rows[-1])
+            bar.update(block.stop - bar.n)
+            t = block.stop
+            if checkpointer is not None and (t >= due_step or time.perf_counter() >= due_time):
                 if t < settings.n_steps:  # the last step's state is the run's result, written next
                     checkpointer.save(snapshot())
                 due_step, due_time = checkpointer.next_due(t)
+        if outcome.status == COMPLETED and outcome.steps_done < settings.n_steps:
+            clean_stop = True
+            raise KeyboardInterrupt
     except KeyboardInterrupt:
         outcome.status = INTERRUPTED
         outcome.error = f"interrupted after {outcome.steps_done} steps"
         log.warning(outcome.error)
-    except RecipeError as error:
-        outcome.status = FAILED
-        outcome.error = f"step {outcome.steps_done + 1}: {error}"
-        log.error(outcome.error)
     finally:
         bar.close()
     if clean_stop and checkpointer is not None and checkpointer.saved_step != outcome.steps_done:
@@ -256,66 +238,66 @@ def run_chains(
         except KeyboardInterrupt:  # a second signal while saving: the previous checkpoints are intact
             log.warning("checkpoint at step %d not written: interrupted again", outcome.steps_done)
     outcome.wall_time = earlier_wall_time + time.perf_counter() - start
-    outcome.samples = samples[:, :kept]
+    outcome.samples = store.samples
     outcome.final_theta = state.theta
-    if accept_count:
-        outcome.acceptance_rate = accept_sum / accept_count
-    if xi_count:
-        chain_means = xi_sum / xi_count
-        outcome.thermostat_mean = float(chain_means.mean())
-        if chain_means.size > 1:
-            outcome.thermostat_se = float(chain_means.std(ddof=1) / np.sqrt(chain_means.size))
+    outcome.trace, outcome.state_metrics, outcome.evaluation_time = trace.rows, trace.state_metrics, trace.seconds
+    outcome.noise_clips, outcome.reflections = counters.noise_clips, counters.reflections
+    outcome.acceptance_rate = counters.acceptance_rate
+    outcome.thermostat_mean, outcome.thermostat_se = thermostat.summary()
     return outcome
 
 
-def _snapshot(sampler, rng, evaluation_rng, state, samples, outcome: RunOutcome, counters: dict) -> Checkpoint:
-    """Everything :func:`run_chains` carries from one step to the next, after ``outcome.steps_done`` steps."""
+def _split(prefix: str, state: dict, arrays: dict) -> dict:
+    """An observer's state: its arrays go to ``arrays`` as ``<prefix>.<key>``; the JSON scalars are returned."""
+    scalars = {}
+    for key, value in state.items():
+        if isinstance(value, np.ndarray):
+            arrays[f"{prefix}.{key}"] = value
+        else:
+            scalars[key] = value
+    return scalars
+
+
+def _joined(prefix: str, arrays: dict, scalars: dict) -> dict:
+    state = {key[len(prefix) + 1:]: value.copy() for key, value in arrays.items() if key.startswith(prefix + ".")}
+    state.update(scalars)
+    return state
+
+
+def _snapshot(sampler, rng, evaluation_rng, state, step: int, observers, wall_time: float) -> Checkpoint:
+    """Everything :func:`run_chains` carries from one block to the next, after ``step`` steps."""
     arrays, state_scalars = encode_state(state)
-    arrays["samples"] = samples[:, : counters["kept"]]
-    arrays["moments.mean"] = outcome.moments.mean
-    if outcome.moments._scatter is not None:
-        arrays["moments.scatter"] = outcome.moments._scatter
-    scalars = dict(counters)
-    if isinstance(counters["xi_sum"], np.ndarray):
-        arrays["xi_sum"] = scalars.pop("xi_sum")
+    observer_scalars = {observer.name: _split(f"observer.{observer.name}", observer.state_dict(), arrays) for observer in observers}
     target_scalars = None
-    checkpoint_state = getattr(sampler.target, "checkpoint_state", None)
-    if checkpoint_state is not None:
-        target_arrays, target_scalars = split_target_state(checkpoint_state())
+    if hasattr(sampler.target, "checkpoint_state"):
+        target_arrays, target_scalars = split_target_state(sampler.target.checkpoint_state())
         arrays.update(target_arrays)
-    meta = {"step": outcome.steps_done, "state": state_scalars, "counters": scalars, "moments_count": outcome.moments.count,
-            "trace": outcome.trace, "noise_clips": outcome.noise_clips, "reflections": outcome.reflections,
-            "evaluation_time": outcome.evaluation_time, "state_metrics": outcome.state_metrics,
+    meta = {"step": step, "state": state_scalars, "observers": observer_scalars, "wall_time": wall_time,
             "rng": generator_state(rng), "evaluation_rng": generator_state(evaluation_rng), "target": target_scalars}
     return Checkpoint(arrays, meta)
 
 
-def _restore(checkpoint: Checkpoint, sampler, settings: RunSettings, rng, samples, outcome: RunOutcome):
-    """Inverse of :func:`_snapshot`: fill ``samples`` and ``outcome``, set ``rng`` and the target; return
-    (state, evaluation generator, counters). A :class:`CheckpointError` when the checkpoint does not fit the run."""
+def _restore(checkpoint: Checkpoint, sampler, settings: RunSettings, rng, trace: TraceObserver, observers, outcome: RunOutcome):
+    """Inverse of :func:`_snapshot`: load the observers, set ``rng``, the trace's generator and the target; return
+    (state, wall time so far). A :class:`CheckpointError` when the checkpoint does not fit the run."""
     arrays, meta = checkpoint.arrays, checkpoint.meta
     n_chains, dim = settings.n_chains, sampler.target.dim
-    counters = dict(meta["counters"])
-    counters["xi_sum"] = arrays["xi_sum"].copy() if "xi_sum" in arrays else counters.get("xi_sum", 0.0)
+    if "observers" not in meta:
+        raise CheckpointError("the checkpoint was written by an older run loop (no observer states); start the run again")
     state = decode_state({name: array.copy() for name, array in arrays.items()}, meta["state"])
-    kept = counters["kept"]
-    if state.theta.shape != (n_chains, dim) or arrays["samples"].shape != (n_chains, kept, dim) or kept > settings.n_kept:
-        raise CheckpointError(f"the checkpoint's shapes (theta {state.theta.shape}, samples {arrays['samples'].shape}) "
-                              f"do not fit {n_chains} chains of dimension {dim}")
+    samples = arrays.get("observer.samples.samples")
+    kept = int(meta["observers"]["samples"]["kept"])
+    if state.theta.shape != (n_chains, dim) or samples is None or samples.shape != (n_chains, kept, dim) or kept > settings.n_kept:
+        raise CheckpointError(f"the checkpoint's shapes (theta {state.theta.shape}, samples "
+                              f"{None if samples is None else samples.shape}) do not fit {n_chains} chains of dimension {dim}")
     if not 0 <= checkpoint.step <= settings.n_steps:
         raise CheckpointError(f"the checkpoint is at step {checkpoint.step}, outside 0..{settings.n_steps}")
-    samples[:, :kept] = arrays["samples"]
-    outcome.moments.count = int(meta["moments_count"])
-    outcome.moments.mean = arrays["moments.mean"].copy()
-    if outcome.moments._scatter is not None:
-        outcome.moments._scatter = arrays["moments.scatter"].copy()
+    for observer in observers:
+        prefix = f"observer.{observer.name}"
+        observer.load_state_dict(_joined(prefix, arrays, meta["observers"][observer.name]))
     outcome.steps_done = checkpoint.step
-    outcome.trace = list(meta["trace"])
-    outcome.noise_clips, outcome.reflections = int(meta["noise_clips"]), int(meta["reflections"])
-    outcome.evaluation_time, outcome.state_metrics = float(meta["evaluation_time"]), dict(meta["state_metrics"])
     restore_generator(meta["rng"], rng)
-    evaluation_rng = restore_generator(meta["evaluation_rng"])
-    restore_state = getattr(sampler.target, "restore_state", None)
-    if restore_state is not None and meta["target"] is not None:
-        restore_state(join_target_state(arrays, meta["target"]))
-    return state, evaluation_rng, counters
+    trace.evaluation_rng = restore_generator(meta["evaluation_rng"])
+    if hasattr(sampler.target, "restore_state") and meta["target"] is not None:
+        sampler.target.restore_state(join_target_state(arrays, meta["target"]))
+    return state, float(meta["wall_time"])

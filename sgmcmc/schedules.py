@@ -12,7 +12,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 SCHEDULES = ("constant", "polynomial", "cyclical")
+
+
+def step_sizes(schedule, start: int, stop: int) -> np.ndarray:
+    """ε_t for t = start, …, stop − 1 as an array (a block's step sizes): the schedule's own ``step_sizes`` where it
+    has one, else one call per step (the same floats as ``schedule(t)``)."""
+    if isinstance(schedule, Constant):
+        return np.full(stop - start, float(schedule.step_size))
+    return np.array([schedule(t) for t in range(start, stop)], dtype=float)
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,19 @@ class ScriptedNormals:
         return value.copy()
 
 
+class RequestStopAt:
+    """An observer of a run's blocks that asks it to stop once it has done ``step`` steps; pass
+    ``stop_requested=lambda: stop.requested`` and ``observers=[stop]`` (the run asks before each block)."""
+
+    name = "stop"
+
+    def __init__(self, step):
+        self.step, self.requested = step, False
+
+    def update(self, block):
+        self.requested = self.requested or block.stop >= self.step
+
+
 @dataclass
 class SamplingCheck:
     """KL(p‖q) on the target's grid and the largest error of E θ² against the exact values."""

@@ -3,11 +3,12 @@
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+import pytest
 
 from sgmcmc.runner import RunningMoments, RunSettings, run_chains
 from sgmcmc.results import new_run_folder
 from sgmcmc.schedules import Constant
-from tests.helpers import build
+from tests.helpers import RequestStopAt, build
 
 
 def test_burn_in_and_thinning_keep_the_right_steps():
@@ -26,18 +27,16 @@ def test_burn_in_and_thinning_keep_the_right_steps():
     np.testing.assert_array_equal(outcome.samples, np.stack(kept, axis=1))
 
 
-def test_interruption_keeps_what_the_run_had():
-    sampler = build("sghmc", "double_well")
-    calls = {"n": 0}
-
-    def stop_after_30():
-        calls["n"] += 1
-        return calls["n"] > 30
-
+@pytest.mark.parametrize("name", ["sghmc", "hmc"])  # a compiled and a numpy-step sampler
+def test_interruption_keeps_what_the_run_had(name):
+    sampler = build(name, "double_well")
+    stop = RequestStopAt(30)
     settings = RunSettings(n_steps=100, n_chains=4, burn_in=10, eval_every=10, progress=False)
-    outcome = run_chains(sampler, Constant(0.1), settings, np.random.default_rng(0), stop_requested=stop_after_30)
+    outcome = run_chains(sampler, Constant(0.1), settings, np.random.default_rng(0), stop_requested=lambda: stop.requested,
+                         observers=[stop])
     assert outcome.status == "interrupted" and outcome.steps_done == 30
     assert outcome.samples.shape == (4, 20, 1)
+    assert [row["step"] for row in outcome.trace] == [10, 20, 30]
 
 
 def test_divergence_stops_and_keeps_finite_samples():
@@ -79,7 +78,7 @@ def test_running_moments_match_numpy():
 
 
 def test_no_covariance_in_high_dimension(monkeypatch):
-    monkeypatch.setattr("sgmcmc.runner.MOMENT_COVARIANCE_MAX_DIM", 2)
+    monkeypatch.setattr("sgmcmc.observers.MOMENT_COVARIANCE_MAX_DIM", 2)
     moments = RunningMoments(2, 3)
     moments.update(np.ones((2, 3)))
     moments.update(np.zeros((2, 3)))

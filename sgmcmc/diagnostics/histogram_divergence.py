@@ -6,7 +6,7 @@ from typing import Callable
 
 import numpy as np
 
-__all__ = ["histogram_kl", "histogram_density_rmse"]
+__all__ = ["histogram_kl", "histogram_kl_from_fractions", "histogram_density_rmse"]
 
 
 def _sample_fractions(samples: np.ndarray, edges) -> np.ndarray:
@@ -63,7 +63,11 @@ def histogram_kl(samples: np.ndarray, exact_masses: np.ndarray, edges, floor: fl
     dict
         ``{"kl_pq": float, "kl_qp": float}``.
     """
-    q = _sample_fractions(samples, edges)
+    return histogram_kl_from_fractions(_sample_fractions(samples, edges), exact_masses, floor)
+
+
+def histogram_kl_from_fractions(q: np.ndarray, exact_masses: np.ndarray, floor: float = 1e-10) -> dict:
+    """:func:`histogram_kl` from the sample fractions q of the bins (counts / all samples), e.g. running counts."""
     p = np.asarray(exact_masses, dtype=float)
     if p.shape != q.shape:
         raise ValueError(f"exact_masses has shape {p.shape}, the grid has {q.shape} bins")

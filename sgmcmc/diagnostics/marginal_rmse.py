@@ -48,14 +48,22 @@ def marginal_density_rmse(samples: np.ndarray, marginals: Sequence, edges: Seque
     if len(marginals) != dim or len(edges) != dim:
         raise ValueError(f"need one marginal and one edge array per coordinate ({dim}); "
                          f"got {len(marginals)} marginals and {len(edges)} edge arrays")
-    m = samples.shape[0]
-    out: dict = {}
+    counts = []
     for j in range(dim):
         grid = np.asarray(edges[j], dtype=float)
         if grid.ndim != 1 or grid.size < 2 or np.any(np.diff(grid) <= 0):
             raise ValueError(f"edges[{j}] must be a strictly increasing 1D array with at least two entries")
-        counts, _ = np.histogram(samples[:, j], bins=grid)
-        fractions = counts / m
+        counts.append(np.histogram(samples[:, j], bins=grid)[0])
+    return marginal_density_rmse_from_counts(counts, samples.shape[0], marginals, edges)
+
+
+def marginal_density_rmse_from_counts(counts: Sequence[np.ndarray], m: int, marginals: Sequence, edges: Sequence) -> dict:
+    """:func:`marginal_density_rmse` from each coordinate's bin counts c_i and the number m of all samples."""
+    dim = len(counts)
+    out: dict = {}
+    for j in range(dim):
+        grid = np.asarray(edges[j], dtype=float)
+        fractions = counts[j] / m
         centres = 0.5 * (grid[1:] + grid[:-1])
         density_error = fractions / np.diff(grid) - np.asarray(marginals[j].pdf(centres), dtype=float)
         mass_error = fractions - np.diff(np.asarray(marginals[j].cdf(grid), dtype=float))

@@ -24,6 +24,14 @@ from sgmcmc.recipe import RecipeError
 from sgmcmc.state import SamplerState
 
 DIVERGED, FAILED = "diverged", "failed"
+# False runs every sampler on its numpy steps: for tests that put a deliberate bug into a numpy step to show that a
+# statistical test catches it (the compiled kernels are pinned to the numpy steps, so what is caught there is caught).
+COMPILED = True
+
+
+def kernel_of(sampler) -> "Optional[CompiledKernel]":
+    """The sampler's compiled kernel for its target, or None for the numpy steps (or when :data:`COMPILED` is off)."""
+    return sampler.compiled_kernel() if COMPILED else None
 
 
 @dataclass
@@ -69,12 +77,16 @@ def _stack(rows: list, dtype=float) -> Optional[np.ndarray]:
     return np.moveaxis(np.asarray(rows, dtype=dtype), 0, 1)
 
 
-def numpy_block(sampler, rng: np.random.Generator, state: SamplerState, step_sizes: np.ndarray, start: int) -> Block:
-    """The reference path: ``sampler.step`` for each step size in turn."""
+def numpy_block(sampler, rng: np.random.Generator, state: SamplerState, step_sizes: np.ndarray, start: int,
+                stop_requested: Callable[[], bool] = lambda: False) -> Block:
+    """The reference path: ``sampler.step`` for each step size in turn; ends early (a shorter block, no status) when
+    ``stop_requested()`` says so before a step."""
     paths = {"theta": [], "momentum": [], "xi": [], "accept_probability": [], "clipped": [], "reflected": []}
     status = error = None
     done = 0
     for step_size in step_sizes:
+        if done and stop_requested():
+            break
         try:
             with np.errstate(over="ignore", invalid="ignore"):
                 new_state, info = sampler.step(rng, state, float(step_size))

@@ -33,7 +33,7 @@ from sgmcmc.engine.codes import (ABOBA, CONSTANT_METRIC, DIAGONAL_ESTIMATE, EULE
 from sgmcmc.engine.gradients import CORRELATED_2D, DOUBLE_WELL, LECTURE_QUARTIC, QUADRATIC
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def gradient_into(kind, parameters, theta, out):
     """∇U(θ) of one chain's θ (d,) into ``out`` (d,): the formula ``kind`` of :mod:`sgmcmc.engine.gradients`."""
     d = theta.shape[0]
@@ -58,25 +58,26 @@ def gradient_into(kind, parameters, theta, out):
         out[1] = 4.0 * residual
 
 
-@numba.njit(cache=True)
-def _stochastic_gradient(kind, parameters, factor, theta, normal, out):
-    """∇Ũ = ∇U(θ) + L z (``SyntheticTarget.stochastic_gradient``)."""
+@numba.njit(cache=True, inline="always")
+def _stochastic_gradient(kind, parameters, factor, theta, normals, step, chain, out):
+    """∇Ũ = ∇U(θ) + L z (``SyntheticTarget.stochastic_gradient``), z = ``normals[step, 0, chain]``."""
     gradient_into(kind, parameters, theta, out)
     d = theta.shape[0]
     for j in range(d):
         total = 0.0
         for k in range(d):
-            total += normal[k] * factor[j, k]
+            total += normals[step, 0, chain, k] * factor[j, k]
         out[j] += total
 
 
-@numba.njit(cache=True)
-def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip, normal, out, work):
-    """N(0, ε(2D − ε T V̂ T)) into ``out`` (``sgmcmc.noise.injected_noise``): returns (status, clipped count)."""
+@numba.njit(cache=True, inline="always")
+def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip, normals, step, chain, out, work):
+    """N(0, ε(2D − ε T V̂ T)) into ``out`` (``sgmcmc.noise.injected_noise``) with z = ``normals[step, 1, chain]``:
+    returns (status, clipped count)."""
     d = diffusion.shape[0]
     if mode == NO_ESTIMATE:
         for j in range(d):
-            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normal[j]
+            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[step, 1, chain, j]
         return OK, 0
     if mode == DIAGONAL_ESTIMATE:
         clipped = 0
@@ -87,7 +88,7 @@ def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip
                     return NOT_PSD, 0
                 value = 0.0
                 clipped += 1
-            out[j] = math.sqrt(value) * normal[j]
+            out[j] = math.sqrt(value) * normals[step, 1, chain, j]
         return OK, clipped
     # full V̂: ε(2D − ε T V̂ T) = L Lᵀ, noise L z
     for i in range(d):
@@ -110,12 +111,12 @@ def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip
     for i in range(d):
         total = 0.0
         for k in range(i + 1):
-            total += work[i, k] * normal[k]
+            total += work[i, k] * normals[step, 1, chain, k]
         out[i] = total
     return OK, 0
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _metric(kind, scale, softening, theta, root, derivative):
     """S = G^{-1/2} and ∂S (``sgmcmc.geometry``): identity for CONSTANT_METRIC, the rational metric otherwise."""
     for j in range(theta.shape[0]):
@@ -128,7 +129,7 @@ def _metric(kind, scale, softening, theta, root, derivative):
             derivative[j] = -scale[j] * softening[j] * theta[j] * spread**-1.5
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _finite(values):
     for value in values:
         if not math.isfinite(value):
@@ -150,12 +151,12 @@ def langevin_block(kind, parameters, factor, metric_kind, scale, softening, mode
         bad_step[i], bad_code[i] = n_steps, OK
         for k in range(n_steps):
             step = step_sizes[k]
-            _stochastic_gradient(kind, parameters, factor, theta, normals[k, 0, i], gradient)
+            _stochastic_gradient(kind, parameters, factor, theta, normals, k, i, gradient)
             _metric(metric_kind, scale, softening, theta, root, derivative)
             for j in range(d):
                 inverse[j] = root[j] ** 2
                 correction[j] = 2.0 * root[j] * derivative[j]
-            status, clipped = _inject(step, inverse, inverse, mode, variance_diagonal, variance, clip, normals[k, 1, i], noise, work)
+            status, clipped = _inject(step, inverse, inverse, mode, variance_diagonal, variance, clip, normals, k, i, noise, work)
             if status != OK:
                 bad_step[i], bad_code[i] = k, status
                 break
@@ -169,7 +170,7 @@ def langevin_block(kind, parameters, factor, metric_kind, scale, softening, mode
             clipped_path[i, k] = clipped
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _flow(metric_kind, scale, softening, theta, momentum, time, out, root, derivative, stage):
     """Φ_t: θ(t) of θ̇ = S(θ) r at fixed r (``position_flow``): exact θ + t r for S = I, one RK4 step otherwise."""
     d = theta.shape[0]
@@ -196,7 +197,7 @@ def _flow(metric_kind, scale, softening, theta, momentum, time, out, root, deriv
         out[j] = theta[j] + (time / 6.0) * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, theta, root, friction, correction):
     """S(θ), F(θ), γ(θ): (1, C, 0) for SGHMC; (G^{-1/2}, G⁻¹, ∂G^{-1/2} or 0) for gSGRHMC / naive SGRHMC."""
     _metric(metric_kind, scale, softening, theta, root, correction)
@@ -228,7 +229,7 @@ def momentum_block(kind, parameters, factor, metric_kind, friction_constant, use
                 half = 0.5 * step
                 _flow(metric_kind, scale, softening, theta, momentum, half, at, spare_root, spare_derivative, stage)
                 _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, at, root, friction, correction)
-                _stochastic_gradient(kind, parameters, factor, at, normals[k, 0, i], gradient)
+                _stochastic_gradient(kind, parameters, factor, at, normals, k, i, gradient)
                 for j in range(d):
                     force = -root[j] * gradient[j] + correction[j]
                     value = momentum[j] + half * force
@@ -244,8 +245,8 @@ def momentum_block(kind, parameters, factor, metric_kind, friction_constant, use
                 else:
                     at[:] = theta
                 _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, at, root, friction, correction)
-                _stochastic_gradient(kind, parameters, factor, at, normals[k, 0, i], gradient)
-                status, clipped = _inject(step, friction, root, mode, variance_diagonal, variance, clip, normals[k, 1, i], noise, work)
+                _stochastic_gradient(kind, parameters, factor, at, normals, k, i, gradient)
+                status, clipped = _inject(step, friction, root, mode, variance_diagonal, variance, clip, normals, k, i, noise, work)
                 if status != OK:
                     bad_step[i], bad_code[i] = k, status
                     break
@@ -288,8 +289,8 @@ def thermostat_block(kind, parameters, factor, diffusion_constant, integrator, m
             step = step_sizes[k]
             for j in range(d):
                 at[j] = theta[j] + step * momentum[j] if integrator == THETA_FIRST else theta[j]
-            _stochastic_gradient(kind, parameters, factor, at, normals[k, 0, i], gradient)
-            status, clipped = _inject(step, diffusion, ones, mode, variance_diagonal, variance, clip, normals[k, 1, i], noise, work)
+            _stochastic_gradient(kind, parameters, factor, at, normals, k, i, gradient)
+            status, clipped = _inject(step, diffusion, ones, mode, variance_diagonal, variance, clip, normals, k, i, noise, work)
             if status != OK:
                 bad_step[i], bad_code[i] = k, status
                 break

@@ -67,6 +67,7 @@ def test_splitting_diverges_where_aboba_is_exact(target_name):
 
 
 @pytest.mark.parametrize("friction, step_size", [(1.0, 0.05), (30.0, 0.1)])
+@pytest.mark.usefixtures("numpy_steps")
 def test_a_doubled_noise_is_caught(monkeypatch, friction, step_size):
     exact = momentum_recipe.ornstein_uhlenbeck
     monkeypatch.setattr(momentum_recipe, "ornstein_uhlenbeck", lambda r, u, normal: exact(r, u, np.sqrt(2.0) * normal))

@@ -90,6 +90,7 @@ def _doubled_noise(*args, **kwargs):
     "name, step_size", [("sgld", 0.02), ("sgrld", 0.02), ("sghmc", 0.05), ("sgrhmc", 0.05)],
 )
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.usefixtures("numpy_steps")
 def test_factor_two_in_injected_noise_is_caught(monkeypatch, name, step_size, target_name):
     monkeypatch.setattr(sampler_base, "injected_noise", _doubled_noise)
     check = sample_and_score(build(name, target_name), step_size, 3000)
@@ -108,6 +109,7 @@ def _thermostat_mean(sampler, step_size=0.05, n_steps=3000, n_chains=1000, seed=
 
 
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.usefixtures("numpy_steps")
 def test_sgnht_thermostat_absorbs_doubled_noise_but_shows_it(monkeypatch, target_name):
     """The thermostat controls the kinetic temperature, so SGNHT still samples the target with a
     factor 2 in its injected noise (Ding et al. 2014): the error shows in E ξ, which moves from A
@@ -120,6 +122,7 @@ def test_sgnht_thermostat_absorbs_doubled_noise_but_shows_it(monkeypatch, target
 
 
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.usefixtures("numpy_steps")
 def test_sgnht_with_wrong_thermostat_correction_is_caught(monkeypatch, target_name):
     """Γ_ξ = −1 sets the kinetic temperature; with −2 instead the chains sample exp(−U/2)."""
     sampler = build("sgnht", target_name)
@@ -130,6 +133,7 @@ def test_sgnht_with_wrong_thermostat_correction_is_caught(monkeypatch, target_na
 
 @pytest.mark.parametrize("name", ["sgrld", "sgrhmc"])
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.usefixtures("numpy_steps")
 def test_missing_gamma_is_caught(monkeypatch, name, target_name):
     sampler = build(name, target_name)
     monkeypatch.setattr(sampler.metric, "inverse_derivative", lambda theta: np.zeros_like(theta))

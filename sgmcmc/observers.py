@@ -1,0 +1,286 @@
+"""Small observers of a run's blocks of steps (:class:`sgmcmc.engine.blocks.Block`), the way emcee's backends and
+blackjax's kernels keep concerns apart: each has ``update(block)`` and ``state_dict()`` / ``load_state_dict()``
+(numpy arrays and JSON scalars), so a checkpoint is their states plus the sampler's and the generators'.
+
+- :class:`SampleStore`: the thinned post-burn-in samples (the storage backend);
+- :class:`MomentsObserver`: per-chain running mean and covariance of every post-burn-in step;
+- :class:`ThermostatObserver`: the mean thermostat ξ after burn-in (SGNHT, CCAdL);
+- :class:`StepCounters`: Metropolis–Hastings acceptance, clipped variances, reflections;
+- :class:`TraceObserver`: a trace row every ``eval_every`` steps, scored incrementally (linear in the run's length);
+- :class:`PathObserver`: keeps any per-step statistic of the paths that an experiment asks for.
+
+Every observer folds a block step by step in time order (or with integer counts), so its state does not depend on
+how the run is cut into blocks: a resumed run ends with the same bits.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable, Optional
+
+import numpy as np
+
+from sgmcmc.engine.blocks import Block
+
+# Per-chain second moments are tracked up to this dimension (c·d² numbers; DRBM has d in the thousands).
+MOMENT_COVARIANCE_MAX_DIM = 512
+
+
+def kept_positions(start: int, stop: int, burn_in: int, thin: int) -> np.ndarray:
+    """Offsets in a block of steps start+1..stop whose state is kept: t > burn_in and (t − burn_in) % thin == 0."""
+    first = max(start + 1, burn_in + 1)
+    first += (-(first - burn_in)) % thin
+    return np.arange(first, stop + 1, thin) - (start + 1)
+
+
+def post_burn_in(block: Block, burn_in: int) -> slice:
+    """The part of a block after burn-in."""
+    return slice(max(0, burn_in - block.start), block.stop - block.start)
+
+
+class RunningMoments:
+    """Per-chain running mean of θ (c, d) over every post-burn-in step (not only the kept, thinned ones),
+    and the covariance when d ≤ ``MOMENT_COVARIANCE_MAX_DIM``; Welford's update step by step.
+    The running mean is the posterior-mean estimate w̄_t of Shang et al. (2015) §4.2 (SPEC §3, E5)."""
+
+    def __init__(self, n_chains: int, dim: int):
+        self.count = 0
+        self.mean = np.zeros((n_chains, dim))
+        self._scatter = np.zeros((n_chains, dim, dim)) if dim <= MOMENT_COVARIANCE_MAX_DIM else None
+
+    def update(self, theta: np.ndarray) -> None:
+        """One step's θ (c, d)."""
+        self.update_path(theta[:, None, :])
+
+    def update_path(self, path: np.ndarray) -> None:
+        """The steps of a path (c, m, d), in time order (:func:`sgmcmc.engine.accumulate.welford`)."""
+        from sgmcmc.engine.accumulate import welford
+
+        if path.shape[1] == 0:
+            return
+        scatter = self._scatter if self._scatter is not None else np.zeros((1, 1, 1))
+        with np.errstate(over="ignore", invalid="ignore"):
+            self.count = welford(self.mean, scatter, self.count, np.ascontiguousarray(path, dtype=float),
+                                 self._scatter is not None)
+
+    def covariance(self) -> Optional[np.ndarray]:
+        """Per-chain sample covariance (c, d, d) (denominator count − 1), None if not tracked or < 2 steps."""
+        if self._scatter is None or self.count < 2:
+            return None
+        return self._scatter / (self.count - 1)
+
+    def pooled(self) -> tuple[np.ndarray, Optional[np.ndarray]]:
+        """Mean and covariance of all chains' steps pooled (equal counts per chain)."""
+        mean = self.mean.mean(axis=0)
+        covariance = self.covariance()
+        if covariance is None:
+            return mean, None
+        n = self.count
+        within = covariance.mean(axis=0) * (n - 1) / n
+        spread = self.mean - mean
+        between = spread.T @ spread / self.mean.shape[0]
+        total = self.mean.shape[0] * n
+        return mean, (within + between) * total / max(total - 1, 1)
+
+
+class SampleStore:
+    """The kept samples (c, n_kept, d): post-burn-in, every ``thin``-th step (emcee's backend, in memory)."""
+
+    name = "samples"
+
+    def __init__(self, n_chains: int, n_kept: int, dim: int, burn_in: int, thin: int):
+        self.array = np.empty((n_chains, n_kept, dim))
+        self.kept, self.burn_in, self.thin = 0, burn_in, thin
+        self.new = self.array[:, :0]  # the samples the last block added
+
+    def update(self, block: Block) -> None:
+        positions = kept_positions(block.start, block.stop, self.burn_in, self.thin)
+        self.new = self.array[:, self.kept : self.kept + positions.size]
+        self.new[...] = block.theta[:, positions]
+        self.kept += positions.size
+
+    @property
+    def samples(self) -> np.ndarray:
+        return self.array[:, : self.kept]
+
+    def state_dict(self) -> dict:
+        return {"samples": self.samples, "kept": self.kept}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.kept = int(state["kept"])
+        self.array[:, : self.kept] = state["samples"]
+
+
+class MomentsObserver:
+    """:class:`RunningMoments` of every post-burn-in step."""
+
+    name = "moments"
+
+    def __init__(self, n_chains: int, dim: int, burn_in: int):
+        self.moments, self.burn_in = RunningMoments(n_chains, dim), burn_in
+
+    def update(self, block: Block) -> None:
+        self.moments.update_path(block.theta[:, post_burn_in(block, self.burn_in)])
+
+    def state_dict(self) -> dict:
+        state = {"mean": self.moments.mean, "count": self.moments.count}
+        if self.moments._scatter is not None:
+            state["scatter"] = self.moments._scatter
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.moments.count = int(state["count"])
+        self.moments.mean = np.array(state["mean"])
+        if self.moments._scatter is not None:
+            self.moments._scatter = np.array(state["scatter"])
+
+
+class ThermostatObserver:
+    """Per-chain sum of ξ over the post-burn-in steps: the mean thermostat and its standard error over chains
+    (compared with the predicted value of [C] Prop. 1 in metrics.json)."""
+
+    name = "thermostat"
+
+    def __init__(self, n_chains: int, burn_in: int):
+        self.sums, self.count, self.burn_in = np.zeros(n_chains), 0, burn_in
+
+    def update(self, block: Block) -> None:
+        if block.xi is None:
+            return
+        from sgmcmc.engine.accumulate import power_sums
+
+        part = np.ascontiguousarray(block.xi[:, post_burn_in(block, self.burn_in), None])
+        sums = self.sums[:, None].copy()
+        power_sums(sums, np.zeros_like(sums), part)  # in time order, as a per-step sum
+        self.sums = sums[:, 0]
+        self.count += part.shape[1]
+
+    def summary(self) -> tuple[Optional[float], Optional[float]]:
+        """(mean ξ over chains and steps, its standard error from the spread of the chains' means)."""
+        if not self.count:
+            return None, None
+        chain_means = self.sums / self.count
+        se = float(chain_means.std(ddof=1) / np.sqrt(chain_means.size)) if chain_means.size > 1 else None
+        return float(chain_means.mean()), se
+
+    def state_dict(self) -> dict:
+        return {"sums": self.sums, "count": self.count}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.sums, self.count = np.array(state["sums"], dtype=float), int(state["count"])
+
+
+class StepCounters:
+    """Metropolis–Hastings acceptance (sum of probabilities and their number), clipped variances, reflections."""
+
+    name = "counters"
+
+    def __init__(self):
+        self.accept_sum, self.accept_count, self.noise_clips, self.reflections = 0.0, 0, 0, 0
+
+    def update(self, block: Block) -> None:
+        if block.accept_probability is not None:
+            for k in range(block.accept_probability.shape[1]):  # one float sum per step, as the runner always did
+                self.accept_sum += float(block.accept_probability[:, k].sum())
+            self.accept_count += block.accept_probability.size
+        if block.clipped is not None:
+            self.noise_clips += int(block.clipped.sum())
+        if block.reflected is not None:
+            self.reflections += int(block.reflected.sum())
+
+    @property
+    def acceptance_rate(self) -> Optional[float]:
+        return self.accept_sum / self.accept_count if self.accept_count else None
+
+    def state_dict(self) -> dict:
+        return {"accept_sum": self.accept_sum, "accept_count": self.accept_count, "noise_clips": self.noise_clips,
+                "reflections": self.reflections}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.accept_sum, self.accept_count = float(state["accept_sum"]), int(state["accept_count"])
+        self.noise_clips, self.reflections = int(state["noise_clips"]), int(state["reflections"])
+
+
+class TraceObserver:
+    """A trace row at every ``eval_every``-th step and at the last: the step, samples so far, step size, passes over
+    the data, acceptance, the sample metrics (incremental: :class:`~sgmcmc.evaluation.RunningScore`; W1 at rows
+    1, 2, 4, 8, … and the last), the target's metrics of the running mean and of the current state."""
+
+    name = "trace"
+
+    def __init__(self, settings, schedule, evaluator, target, store: SampleStore, moments: MomentsObserver,
+                 counters: StepCounters, evaluation_rng):
+        from sgmcmc.evaluation import RunningScore
+
+        self.settings, self.schedule, self.evaluator, self.target = settings, schedule, evaluator, target
+        self.store, self.moments, self.counters, self.evaluation_rng = store, moments, counters, evaluation_rng
+        self.score = RunningScore(evaluator, settings.n_chains) if evaluator is not None else None
+        self.rows: list[dict] = []
+        self.state_metrics: dict = {}
+        self.seconds = 0.0
+        self.n_data = getattr(target, "n_data", None)
+        self.batch_size = getattr(target, "batch_size", None)
+        self.trace_position = getattr(target, "trace_position", None)
+
+    def due(self, t: int) -> bool:
+        return t % self.settings.eval_every == 0 or t == self.settings.n_steps
+
+    def update(self, block: Block) -> None:
+        started = time.perf_counter()
+        if self.score is not None:
+            self.score.update(self.store.new)
+        t = block.stop
+        if block.stop > block.start and self.due(t) and block.status is None:
+            self.rows.append(self._row(t, block.state))
+        self.seconds += time.perf_counter() - started
+
+    def _row(self, t: int, state) -> dict:
+        row = {"step": t, "n_samples": self.store.kept * self.settings.n_chains, "step_size": self.schedule(t - 1)}
+        if self.n_data:
+            row["passes"] = t * self.batch_size / self.n_data
+        if self.trace_position is not None:
+            row.update(self.trace_position(t))
+        if self.counters.accept_count:
+            row["acceptance_rate"] = self.counters.acceptance_rate
+        if self.evaluator is not None:
+            if self.store.kept:
+                index = len(self.rows) + 1
+                with_w1 = (index & (index - 1)) == 0 or t == self.settings.n_steps
+                row.update(self.score.score(self.store.samples.reshape(-1, self.target.dim) if with_w1 else None))
+            if self.moments.moments.count:
+                row.update(self.evaluator.score_mean(self.moments.moments.mean))
+            self.state_metrics = self.evaluator.score_state(state.theta, self.evaluation_rng)
+            row.update(self.state_metrics)
+        return row
+
+    def state_dict(self) -> dict:
+        state = {"rows": self.rows, "state_metrics": self.state_metrics, "seconds": self.seconds}
+        if self.score is not None:
+            state.update({f"score.{key}": value for key, value in self.score.state_dict().items()})
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.rows, self.state_metrics = list(state["rows"]), dict(state["state_metrics"])
+        self.seconds = float(state["seconds"])
+        if self.score is not None:
+            self.score.load_state_dict({key[len("score."):]: value for key, value in state.items() if key.startswith("score.")})
+
+
+class PathObserver:
+    """Calls ``statistic(block)`` on every block after ``burn_in`` steps and keeps what it returns (a list), for
+    experiments that need a per-step quantity of the run's own chains (e.g. ξ and r·r/d of a thermostat). Not
+    checkpointed: use it in experiments that do not resume."""
+
+    name = "path"
+
+    def __init__(self, statistic: Callable[[Block], object]):
+        self.statistic, self.values = statistic, []
+
+    def update(self, block: Block) -> None:
+        self.values.append(self.statistic(block))
+
+    def state_dict(self) -> dict:
+        return {}
+
+    def load_state_dict(self, state: dict) -> None:
+        pass
