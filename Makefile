@@ -13,7 +13,7 @@ PAPER_ROOT ?= results/paper
 SMOKE_ROOT ?= results/smoke
 PAPER_EXPERIMENTS := recipe_fig2 sghmc_slides lecture_toys ccadl_table1 ccadl_fig2 ccadl_fig2_posterior ccadl_fig3 recipe_fig3
 
-.PHONY: setup run test clean figures smoke check-samplers recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic ccadl-fig2 ccadl-fig2-posterior ccadl-fig3 recipe-fig3 bench
+.PHONY: setup run test clean figures smoke check-samplers recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic ccadl-fig2 ccadl-fig2-posterior ccadl-fig3 recipe-fig3 bench bench-peers
 
 setup: $(STAMP)
 
@@ -68,6 +68,13 @@ figures: recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic c
 # speed benchmarks -> results/bench/<run-id>.json, LATEST names it (never part of the tests)
 bench: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.run
+
+# ours against blackjax (SGLD, SGHMC, SGNHT; 1 and 1,000 chains) -> results/bench/peers-<run-id>.json + .md,
+# LATEST-peers names it. Installs the peers extra (jax, blackjax) when jax is missing. ARGS=--quick: a short run.
+bench-peers: $(STAMP)
+	@$(BIN)/python -c "import jax, blackjax" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[peers]" >$(VENV)/peers-install.log 2>&1 \
+		|| { echo 'bench-peers needs jax and blackjax, which did not install (see $(VENV)/peers-install.log): pip install -e ".[peers]"'; exit 1; }
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.peers $(ARGS)
 
 # every experiment with tiny settings, in seconds (also part of `make test`: tests/test_experiments_smoke.py)
 smoke: $(STAMP)
