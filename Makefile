@@ -67,6 +67,7 @@ figures: recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic c
 
 # speed benchmarks -> results/bench/<run-id>.json, LATEST names it (never part of the tests)
 bench: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.engine
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.run
 
 # ours against blackjax (SGLD, SGHMC, SGNHT; 1 and 1,000 chains) -> results/bench/peers-<run-id>.json + .md,
