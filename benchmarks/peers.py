@@ -49,7 +49,11 @@ Step sizes: the explicit Euler SGHMC and SGNHT diverge on the double well within
 at its default 0.02. The float32 column runs with jax's 64-bit mode off around it: with it on, blackjax's
 ``generate_gaussian_noise`` promotes a float32 position's noise (and so the run) to float64.
 
-    python -m benchmarks.peers [--steps-one 50000] [--steps-many 5000] [--min-seconds 1] [--quick]
+Threads: one per side unless ``--threads`` says otherwise: numba's (our engine runs the chains of a block of
+steps in ``numba.prange``) and XLA's (``XLA_FLAGS``, set only if unset); ``make bench-peers`` also sets
+OPENBLAS_NUM_THREADS = OMP_NUM_THREADS = 1. The report records them.
+
+    python -m benchmarks.peers [--steps-one 50000] [--steps-many 5000] [--min-seconds 1] [--threads 1] [--quick]
 
 Writes ``results/bench/peers-<UTC time>-<hex>.json`` and the markdown table beside it (``.md``);
 ``results/bench/LATEST-peers`` names the newest. Binds nothing to the network.
@@ -96,7 +100,7 @@ STEPS = {"one": 50_000, "many": 5_000}  # steps per chain with 1 chain / with mo
 QUICK_STEPS = {"one": 4_000, "many": 1_000}
 BURN_IN_FRACTION = 0.2
 DTYPES = ("float64", "float32")
-# single-threaded XLA, like our numpy under OPENBLAS_NUM_THREADS=1 (read when jax is first imported)
+# single-threaded XLA, like our side with --threads 1 (read when jax is first imported)
 XLA_FLAGS = "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"
 PEERS_INSTALL = 'pip install -e ".[peers]"'
 
@@ -238,10 +242,11 @@ def ours_cell(target, sampler_name: str, theta0: np.ndarray, n_steps: int, burn_
 
 
 # -- blackjax ------------------------------------------------------------------------------------------------
-def load_jax():
-    """(jax, blackjax), with float64 enabled and XLA single-threaded (unless XLA_FLAGS is set); ImportError
-    naming the install command if either is missing."""
-    os.environ.setdefault("XLA_FLAGS", XLA_FLAGS)
+def load_jax(single_thread: bool = True):
+    """(jax, blackjax), with float64 enabled and, with ``single_thread``, XLA on one thread (unless XLA_FLAGS is
+    set; read at jax's first import only); ImportError naming the install command if either is missing."""
+    if single_thread:
+        os.environ.setdefault("XLA_FLAGS", XLA_FLAGS)
     try:
         import blackjax
         import jax
@@ -480,14 +485,20 @@ def main(argv=None) -> Path:
     parser.add_argument("--targets", nargs="+", choices=list(TARGETS), default=list(TARGETS))
     parser.add_argument("--samplers", nargs="+", choices=list(OUR_SAMPLERS), default=list(OUR_SAMPLERS))
     parser.add_argument("--chains", nargs="+", type=int, default=list(CHAINS))
+    parser.add_argument("--threads", type=int, default=1,
+                        help="threads of each side (default 1): numba's for our compiled blocks; above 1, XLA keeps "
+                             "its default thread pool")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default="results/bench", help="the report's folder (default results/bench)")
     args = parser.parse_args(argv)
     defaults = QUICK_STEPS if args.quick else STEPS
     steps = {"one": args.steps_one or defaults["one"], "many": args.steps_many or defaults["many"]}
     min_seconds = args.min_seconds if args.min_seconds is not None else (0.0 if args.quick else 1.0)
+    import numba
+
+    numba.set_num_threads(args.threads)  # our engine's compiled blocks run the chains in numba.prange
     try:
-        jax, _ = load_jax()
+        jax, _ = load_jax(single_thread=args.threads == 1)
     except ImportError:
         raise SystemExit(f"benchmarks.peers needs jax and blackjax: {PEERS_INSTALL}") from None
 
@@ -523,7 +534,8 @@ def main(argv=None) -> Path:
         "settings": {"step_sizes": STEP_SIZES, "noise_variance": NOISE_VARIANCE, "friction": FRICTION,
                      "diffusion": DIFFUSION, "burn_in_fraction": BURN_IN_FRACTION, "steps": steps,
                      "min_seconds": min_seconds, "quick": args.quick, "our_samplers": OUR_SAMPLERS, "targets": TARGETS},
-        "threads": {key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "XLA_FLAGS")},
+        "threads": {"numba": numba.get_num_threads(),
+                    **{key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "XLA_FLAGS")}},
         "jax_default_prng": str(jax.config.jax_default_prng_impl),
         "numpy_normals_per_second": normals_second,
         "jax_normals_per_second": jax_normals,

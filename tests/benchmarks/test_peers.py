@@ -167,7 +167,7 @@ def test_row_table_and_report(tmp_path):
 
 
 def test_main_without_jax_stops_with_the_install_command(monkeypatch):
-    def missing():
+    def missing(**options):
         raise ImportError("No module named 'jax'")
 
     monkeypatch.setattr(peers, "load_jax", missing)
@@ -237,13 +237,20 @@ def test_float32_column_runs_in_float32(jax_installed, double_well, sampler_name
 
 
 def test_quick_main_writes_the_report(jax_installed, tmp_path, capsys):
-    path = peers.main(["--quick", "--targets", "double_well", "--samplers", "sgnht", "--chains", "20",
-                       "--steps-many", "300", "--output", str(tmp_path)])
+    import numba
+
+    threads = numba.get_num_threads()
+    try:
+        path = peers.main(["--quick", "--targets", "double_well", "--samplers", "sgnht", "--chains", "20",
+                           "--steps-many", "300", "--output", str(tmp_path)])
+    finally:
+        numba.set_num_threads(threads)  # main sets one thread for the whole process
     report = json.loads(path.read_text())
     (row,) = report["results"]
     assert (row["target"], row["sampler"], row["n_chains"], row["n_steps"], row["burn_in"]) == ("double_well", "sgnht", 20, 300, 60)
     assert {"ours", "blackjax_float64", "blackjax_float32", "ratio_ours_to_blackjax_float64"} <= set(row)
     assert row["blackjax_float32"]["dtype"] == "float32" and row["ours"]["status"] == "completed"
     assert report["numpy_normals_per_second"] > 0 and report["provenance"]["git_commit"]
+    assert report["threads"]["numba"] == 1
     assert (tmp_path / "LATEST-peers").read_text().strip() == path.name
     assert "| double_well | sgnht | 20 | 300 |" in capsys.readouterr().out
