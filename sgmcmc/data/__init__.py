@@ -1,9 +1,30 @@
-"""Data layer: the data folder, known files (download + checksum), IDX reading and MNIST."""
+"""Data layer: the data folder, known files (download + checksum), IDX reading and MNIST.
 
+Only the data folder's names (:class:`DataError`, :func:`resolve_data_dir`) are imported with the package; the
+rest on first use, so that a run that reads no data file does not import the download and IDX machinery.
+"""
+
+from sgmcmc import lazy_exports
 from sgmcmc.data.folder import DataError, resolve_data_dir
-from sgmcmc.data.files import DataFile, fetch, verify
-from sgmcmc.data.idx import read_idx, write_idx
-from sgmcmc.data.mnist import MNIST_FILES, MnistData, load_mnist
+
+_LAZY = {
+    "DataFile": "sgmcmc.data.files",
+    "fetch": "sgmcmc.data.files",
+    "verify": "sgmcmc.data.files",
+    "read_idx": "sgmcmc.data.idx",
+    "write_idx": "sgmcmc.data.idx",
+    "MNIST_FILES": "sgmcmc.data.mnist",
+    "MnistData": "sgmcmc.data.mnist",
+    "load_mnist": "sgmcmc.data.mnist",
+}
+
+
+__getattr__ = lazy_exports(globals(), _LAZY)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))
+
 
 __all__ = [
     "DataError",
