@@ -23,13 +23,12 @@ import signal
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import yaml
 
 from sgmcmc import checkpoint as checkpoints
-from sgmcmc import plotting
 from sgmcmc.config import ConfigError, validate_config
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
@@ -41,6 +40,9 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import make_schedule
 from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
 from sgmcmc.targets import make_target
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 log = logging.getLogger("sgmcmc")
 
@@ -68,7 +70,11 @@ def _metric(spec):
 
 def build(config: dict) -> Built:
     """Validate ``config`` and build its objects; every problem is a one-line :class:`ConfigError`."""
-    config = validate_config(config)
+    return _build(validate_config(config))
+
+
+def _build(config: dict) -> Built:
+    """:func:`build` of a config that :func:`validate_config` returned."""
     target_params = {k: v for k, v in config["target"].items() if k != "name"}
     if "data_seed" in target_params and target_params["data_seed"] is None:
         target_params["data_seed"] = config["seed"]  # data generated from the run's seed (SPEC §2 T7)
@@ -188,8 +194,8 @@ def run_experiment(config: dict, argv: list[str] | None = None) -> tuple[Path, s
     Raises :class:`ConfigError` before creating any folder if the config is invalid. With ``run.resume`` the run
     continues in that folder; an unusable checkpoint is a ConfigError ("run.resume: ...").
     """
-    built = build(config)
     config = validate_config(config)
+    built = _build(config)
     resume = config["run"].get("resume")
     if resume is None:
         results_dir = config["run"].get("results_dir", "results/runs")
@@ -266,6 +272,8 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
         covariance = outcome.moments.covariance()
         extra = {} if covariance is None else {"covariance": covariance}
         write_samples(folder / "moments.npz", mean=outcome.moments.mean, count=np.array(outcome.moments.count), **extra)
+    import pandas as pd
+
     trace = pd.DataFrame(outcome.trace)
     write_table(folder / "trace.csv", trace)
     final = evaluator.score(outcome.samples.reshape(-1, built.target.dim)) if outcome.samples.size else {}
@@ -338,6 +346,8 @@ def _thermostat(built: Built, outcome, config: dict) -> dict:
 
 
 def _figures(folder: Path, built: Built, outcome, trace: pd.DataFrame, config: dict) -> list[str]:
+    from sgmcmc import plotting  # matplotlib: imported by the runs that draw figures only
+
     samples, target, figures = outcome.samples, built.target, []
     label = f"{config['sampler']['name']} on {target.name}, ε={config['sampler']['step_size']} ({outcome.status})"
     if samples.shape[1] > 0:

@@ -1,18 +1,24 @@
 """Figures of one run (PNG, matplotlib's Agg backend): histogram or contour against the exact
-density, traces of the chains, and the metric trace against steps."""
+density, traces of the chains, and the metric trace against steps.
+
+Imported by the runs that draw figures only (:func:`sgmcmc.experiment._figures`): importing it loads matplotlib,
+with the Agg backend."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
-from sgmcmc.targets.base import Target  # noqa: E402
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from sgmcmc.targets.base import Target
 
 
 def _save(figure, path: Path) -> Path:
