@@ -19,6 +19,7 @@ with workers_ignore_stop_signals():  # the OpenBLAS libraries start their thread
     import scipy.linalg  # noqa: F401  (scipy has an OpenBLAS of its own)
 
 CONFIG_DIR = Path(__file__).resolve().parent / "configs"
+VERSION_BASE = "1.3"
 GROUPS = ("sampler", "target", "schedule")
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
 DISTRIBUTED = 'the ray and submitit launchers need the distributed extra: pip install -e ".[distributed]"'
@@ -52,10 +53,11 @@ def parse_command_line(argv: list[str]):
     return parser.parse_args(argv)
 
 
-def preflight(argv: list[str]) -> bool:
+def preflight(argv: list[str]) -> bool | OneRun:
     """Check the command line before Hydra runs anything: its syntax and group choices, then the composed
-    config of every job. A single run's config is also validated; a sweep's jobs validate their own and
-    report failure without stopping the sweep (see the sweep's manifest.json). Returns whether it is a sweep."""
+    config of every job. A single run's config is also validated (by the job itself when it is a :class:`OneRun`);
+    a sweep's jobs validate their own and report failure without stopping the sweep (see the sweep's
+    manifest.json). Returns whether it is a sweep, or the :class:`OneRun` of a plain single run."""
     from sgmcmc.sweep import expand, overrides_parser
 
     args = parse_command_line(argv)
@@ -77,6 +79,11 @@ def preflight(argv: list[str]) -> bool:
             for value in values:
                 if value not in group_choices(key):
                     fail(f"{key}={value!r} is invalid: allowed values are {', '.join(group_choices(key))}")
+    if not args.multirun and not args.resolve and not any(
+            override.key_or_group in ("hydra/sweeper", "hydra.mode") for override in parsed):
+        one_run = OneRun.compose(overrides)
+        if one_run is not None:
+            return one_run
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
@@ -95,7 +102,7 @@ def preflight(argv: list[str]) -> bool:
         if not jobs:
             fail("the sweep has no jobs (a sweep over an empty list or glob)")
     composed = set()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=VERSION_BASE):
         for job in jobs:
             # which keys exist depends on the group choices only: compose one job of each combination
             groups = tuple(item for item in job if item.split("=")[0].lstrip("+~") in GROUPS + ("experiment",)
@@ -118,6 +125,90 @@ def preflight(argv: list[str]) -> bool:
     except ConfigError as error:
         fail(str(error))
     return False
+
+
+class OneRun:
+    """``python run.py [overrides]``, one run, as ``hydra.main`` runs it but on a config composed once.
+
+    hydra.main composes a run's config twice (to read ``hydra.mode``, then to run it), and :func:`preflight` would
+    compose it once more to check it. Here the Hydra instance that runs the job composes it, the command line's check
+    resolves it, and that config is the one Hydra's run uses (its logging, callbacks and job set-up as ever). The job
+    validates and builds it once (:func:`sgmcmc.experiment.run_experiment`); a bad value is the same one line and
+    exit code 2, before any result folder."""
+
+    def __init__(self, hydra, config, overrides: list[str]):
+        self.hydra, self.config, self.overrides = hydra, config, overrides
+
+    @classmethod
+    def compose(cls, overrides: list[str]) -> OneRun | None:
+        """The run's config composed and resolved (a compose error: one line, exit 2); None when the config makes
+        it a sweep (``hydra.mode: MULTIRUN``), which hydra.main then runs."""
+        from hydra import version
+        from hydra._internal.hydra import Hydra
+        from hydra._internal.utils import (create_automatic_config_search_path,
+                                           detect_calling_file_or_module_from_task_function, detect_task_name,
+                                           run_and_report)
+        from hydra.core.global_hydra import GlobalHydra
+        from hydra.types import RunMode
+        from omegaconf import OmegaConf, open_dict, read_write
+
+        from sgmcmc.sweep import overrides_parser
+
+        # what hydra.main's _run_hydra does before it runs anything: the same search path and task name
+        version.setbase(VERSION_BASE)
+        calling_file, calling_module = detect_calling_file_or_module_from_task_function(task)
+        search_path = create_automatic_config_search_path(calling_file, calling_module, str(CONFIG_DIR))
+        hydra = run_and_report(lambda: Hydra.create_main_hydra2(task_name=detect_task_name(calling_file, calling_module),
+                                                                config_search_path=search_path))
+        try:
+            try:
+                config = hydra.compose_config(config_name="config", overrides=list(overrides), run_mode=RunMode.RUN,
+                                              from_shell=False)
+                OmegaConf.to_container(job_config(config), resolve=True)
+            except Exception as error:
+                fail(describe_compose_error(str(error), overrides_parser(CONFIG_DIR).parse_overrides(overrides)))
+            if config.hydra.mode == RunMode.MULTIRUN:
+                GlobalHydra.instance().clear()
+                return None
+            overrides = list(overrides)
+            if config.hydra.mode is None:  # hydra.main adds this override to a run's command line (_run_app)
+                overrides.append("hydra.mode=RUN")
+                with read_write(config.hydra), open_dict(config.hydra):
+                    config.hydra.mode = RunMode.RUN
+                    config.hydra.overrides.hydra.append("hydra.mode=RUN")
+            return cls(hydra, config, overrides)
+        except BaseException:
+            GlobalHydra.instance().clear()
+            raise
+
+    def run(self) -> None:
+        """Hydra's run of :func:`task` (what hydra.main's ``_run_app`` does), composing nothing again."""
+        from hydra._internal.utils import run_and_report
+        from hydra.core.global_hydra import GlobalHydra
+
+        loader = self.hydra.config_loader
+
+        def load_configuration(**kwargs):  # Hydra.run's composition: the config composed and checked already
+            del loader.load_configuration  # once; any later composition is Hydra's own
+            return self.config
+
+        loader.load_configuration = load_configuration
+        try:
+            run_and_report(lambda: self.hydra.run(config_name="config", task_function=task, overrides=self.overrides))
+        finally:
+            GlobalHydra.instance().clear()
+
+
+def job_config(config):
+    """A run's config as Hydra gives it to the job (``run_job``): a copy without the hydra node."""
+    import copy
+
+    from omegaconf import open_dict, read_write
+
+    job = copy.deepcopy(config)
+    with read_write(job), open_dict(job):
+        del job["hydra"]
+    return job
 
 
 def check_launcher(hydra) -> None:
@@ -187,33 +278,37 @@ def resolved(config) -> dict:
     return container
 
 
-def main() -> None:
-    multirun = preflight(sys.argv[1:])
-
-    import hydra
+def task(config) -> dict:
+    """Hydra's task: one job, a single run or one of a sweep's jobs."""
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
-    from omegaconf import DictConfig
 
-    @hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")
-    def task(config: DictConfig) -> dict:
-        from sgmcmc.config import ConfigError
-        from sgmcmc.experiment import EXIT_CODES, run_experiment
+    from sgmcmc.config import ConfigError
+    from sgmcmc.experiment import EXIT_CODES, run_experiment
 
-        multirun = HydraConfig.get().mode == RunMode.MULTIRUN
-        try:
-            folder, status = run_experiment(resolved(config))
-        except ConfigError as error:
-            if multirun:  # this job fails, the sweep goes on; its manifest entry keeps the line
-                print(f"error: {error}", file=sys.stderr)
-                return {"status": "failed", "run_folder": None, "error": str(error)}
-            fail(str(error))
-        print(folder)
-        if not multirun and EXIT_CODES[status]:
-            sys.exit(EXIT_CODES[status])
-        return {"status": status, "run_folder": str(Path(folder).resolve()), "error": None}
+    multirun = HydraConfig.get().mode == RunMode.MULTIRUN
+    try:
+        folder, status = run_experiment(resolved(config))
+    except ConfigError as error:
+        if multirun:  # this job fails, the sweep goes on; its manifest entry keeps the line
+            print(f"error: {error}", file=sys.stderr)
+            return {"status": "failed", "run_folder": None, "error": str(error)}
+        fail(str(error))
+    print(folder)
+    if not multirun and EXIT_CODES[status]:
+        sys.exit(EXIT_CODES[status])
+    return {"status": status, "run_folder": str(Path(folder).resolve()), "error": None}
 
-    task()
+
+def main() -> None:
+    multirun = preflight(sys.argv[1:])
+    if isinstance(multirun, OneRun):  # a single run: its config composed once, run by Hydra
+        multirun.run()
+        return
+
+    import hydra
+
+    hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base=VERSION_BASE)(task)()
     if multirun:  # every job has run: the sweep's exit code from its manifest (sgmcmc.sweep.exit_code)
         from sgmcmc.sweep import exit_code, last_manifest
 

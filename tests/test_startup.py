@@ -1,0 +1,145 @@
+"""Start-up of ``python run.py``: what it imports before the run needs it, and how often it composes and builds the
+config (once each). No timings: the modules and the counts only."""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# what composing, checking and building a toy run's config does not need: figures, ArviZ (the final ESS), data
+# tables, data files and their libraries, the distributed launchers, the targets that use them
+HEAVY = ("matplotlib", "arviz", "xarray", "pandas", "sklearn", "ray", "submitit", "scipy.stats", "sgmcmc.plotting",
+         "sgmcmc.data.files", "sgmcmc.data.mnist", "sgmcmc.lda", "sgmcmc.targets.lda",
+         "sgmcmc.targets.logistic_regression", "sgmcmc.targets.drbm", "sgmcmc.targets.correlated_2d",
+         "sgmcmc.targets.normal_gamma", "sgmcmc.targets.welling_teh_mixture")
+
+
+def imported_after(code: str) -> list[str]:
+    """The HEAVY modules in sys.modules after ``code`` runs in a fresh interpreter."""
+    probe = f"{code}\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_importing_the_experiment_module_imports_no_heavy_library():
+    assert imported_after("import sgmcmc.experiment, sgmcmc.config, sgmcmc.targets, sgmcmc.data") == []
+
+
+def test_composing_checking_and_building_a_toy_run_imports_no_heavy_library():
+    code = f"""
+import importlib.util
+spec = importlib.util.spec_from_file_location("run", {str(ROOT / "run.py")!r})
+run = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(run)
+one = run.preflight(["sampler=sghmc", "target=double_well", "run.n_steps=10", "run.burn_in=0", "run.n_chains=2"])
+assert isinstance(one, run.OneRun), one
+from sgmcmc.experiment import build
+built = build(run.resolved(run.job_config(one.config)))
+assert built.target.name == "double_well" and built.sampler.name == "sghmc"
+"""
+    assert imported_after(code) == []
+
+
+def test_the_data_and_target_registries_import_on_use():
+    code = """
+import sgmcmc.data, sgmcmc.targets
+from sgmcmc.data import DataError
+assert "fetch" in dir(sgmcmc.data)
+target = sgmcmc.targets.make_target("gaussian_2d_cov")
+assert target.name == "gaussian_2d_cov"
+"""
+    assert imported_after(code) == []
+    loaded = imported_after("from sgmcmc.data import fetch, load_mnist\nfrom sgmcmc.targets import Correlated2D")
+    assert {"sgmcmc.data.files", "sgmcmc.data.mnist", "sgmcmc.targets.correlated_2d"} <= set(loaded)
+
+
+# -- compose once, build once -----------------------------------------------------------------------------------
+def load_run_module():
+    spec = importlib.util.spec_from_file_location("sgmcmc_run_startup", ROOT / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_single_run_composes_and_builds_its_config_once(tmp_path, monkeypatch, capsys):
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+
+    import sgmcmc.experiment as experiment
+
+    run = load_run_module()
+    counts = {"compose": 0, "build": 0, "validate": 0}
+    load, build, validate = ConfigLoaderImpl.load_configuration, experiment._build, experiment.validate_config
+
+    def counting(name, function):
+        def wrapper(*args, **kwargs):
+            counts[name] += 1
+            return function(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(ConfigLoaderImpl, "load_configuration", counting("compose", load))
+    monkeypatch.setattr(experiment, "_build", counting("build", build))
+    monkeypatch.setattr(experiment, "validate_config", counting("validate", validate))
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "run.py"), "run.n_steps=4", "run.burn_in=0", "run.n_chains=2",
+                                      "run.eval_every=2", "run.progress=false", "run.figures=false",
+                                      f"run.results_dir={tmp_path}"])
+    run.main()
+    folder = Path(capsys.readouterr().out.strip().splitlines()[-1])
+    assert json.loads((folder / "metrics.json").read_text())["status"] == "completed"
+    assert counts == {"compose": 1, "build": 1, "validate": 1}
+
+
+@pytest.mark.parametrize("overrides", [
+    [],
+    ["sampler=sgld", "target=correlated_2d", "schedule=polynomial", "seed=3", "run.n_steps=50"],
+    ["+experiment=lecture_quartic_thermostat", "hydra.verbose=false", "hydra/job_logging=default"],
+])
+def test_the_run_config_is_the_one_hydra_main_composes(overrides):
+    """OneRun composes once what hydra.main composes for a run: the command line plus hydra.mode=RUN."""
+    from hydra.core.global_hydra import GlobalHydra
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    run = load_run_module()
+    one = run.OneRun.compose(overrides)
+    try:
+        assert one.overrides == [*overrides, "hydra.mode=RUN"]
+        hydras = one.hydra.compose_config(config_name="config", overrides=one.overrides, run_mode=RunMode.RUN)
+        assert OmegaConf.to_yaml(one.config) == OmegaConf.to_yaml(hydras)
+    finally:
+        GlobalHydra.instance().clear()
+
+
+
+def test_the_job_sees_what_it_saw_under_hydra_main(tmp_path, monkeypatch, capsys):
+    """The task's config and Hydra's (HydraConfig) are the same as when hydra.main composes and runs the job."""
+    import functools
+
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+    from omegaconf import OmegaConf
+
+    run = load_run_module()
+    seen, task = [], run.task
+
+    @functools.wraps(task)
+    def recording(config):
+        seen.append((OmegaConf.to_container(config), OmegaConf.to_container(HydraConfig.get())))
+        return task(config)
+
+    monkeypatch.setattr(run, "task", recording)
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "run.py"), "sampler=sgld", "run.n_steps=4", "run.burn_in=0",
+                                      "run.n_chains=2", "run.progress=false", "run.figures=false",
+                                      f"run.results_dir={tmp_path}"])
+    run.main()  # OneRun
+    monkeypatch.setattr(run.OneRun, "compose", classmethod(lambda cls, overrides: None))
+    run.main()  # preflight's own check, then hydra.main
+    capsys.readouterr()
+    assert len(seen) == 2 and seen[0] == seen[1]
+    assert seen[0][1]["mode"] == RunMode.RUN and seen[0][1]["overrides"]["hydra"] == ["hydra.mode=RUN"]
