@@ -104,7 +104,7 @@ def test_ratio_and_rng_bound_fraction():
 
 
 def test_normals_per_second_is_a_finite_rate():
-    rate = peers.normals_per_second(size=2**12, min_seconds=0.0)
+    rate = peers.normals_per_second(size=2**12, repeats=1)  # benchmarks.engine's measure, used here
     assert math.isfinite(rate) and rate > 0
 
 
