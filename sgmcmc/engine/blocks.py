@@ -116,14 +116,18 @@ def numpy_block(sampler, rng: np.random.Generator, state: SamplerState, step_siz
 
 @dataclass(frozen=True)
 class CompiledKernel:
-    """A sampler's compiled block: ``run(state, normals, step_sizes) -> (paths, bad_step, bad_code)``, with
-    ``paths`` a dict of (c, K, …) arrays (``theta``, optionally ``momentum``, ``xi``, ``clipped``), and the state
-    fields it carries (``momentum``, ``xi``). ``clip`` says whether the clipped counts are reported."""
+    """A sampler's compiled block: ``run(state, normals, step_sizes[, uniforms]) -> (paths, bad_step, bad_code)``, with
+    ``paths`` a dict of (c, K, …) arrays (``theta``, optionally ``momentum``, ``xi``, ``clipped``,
+    ``accept_probability``), and the state fields it carries (``momentum``, ``xi``). ``clip`` says whether the clipped
+    counts are reported. Each step draws ``normal_slots`` standard normal arrays (c, d) and, with ``uniforms``, then
+    one uniform per chain (the Metropolis–Hastings test): the numpy steps' order."""
 
     run: Callable
     has_momentum: bool
     has_xi: bool
     clip: bool
+    normal_slots: int = 2
+    uniforms: bool = False
 
 
 class CompiledBlocks:
@@ -135,8 +139,16 @@ class CompiledBlocks:
     def __call__(self, rng: np.random.Generator, state: SamplerState, step_sizes: np.ndarray, start: int) -> Block:
         n_chains, dim = state.theta.shape
         step_sizes = np.ascontiguousarray(step_sizes, dtype=float)
-        normals = rng.standard_normal((step_sizes.size, 2, n_chains, dim))
-        paths, bad_step, bad_code = self.kernel.run(state, normals, step_sizes)
+        shape = (self.kernel.normal_slots, n_chains, dim)
+        if not self.kernel.uniforms:  # normals only: one call is the same stream as one call per step
+            normals = rng.standard_normal((step_sizes.size, *shape))
+            paths, bad_step, bad_code = self.kernel.run(state, normals, step_sizes)
+        else:  # normals, then a uniform per chain, step after step
+            normals, uniforms = np.empty((step_sizes.size, *shape)), np.empty((step_sizes.size, n_chains))
+            for k in range(step_sizes.size):
+                normals[k] = rng.standard_normal(shape)
+                uniforms[k] = rng.random(n_chains)
+            paths, bad_step, bad_code = self.kernel.run(state, normals, step_sizes, uniforms)
         first = int(bad_step.min()) if n_chains else step_sizes.size
         status = error = None
         if first < step_sizes.size:
@@ -157,7 +169,7 @@ class CompiledBlocks:
                 momentum=paths["momentum"][:, -1].copy() if self.kernel.has_momentum else state.momentum,
                 xi=paths["xi"][:, -1].copy() if self.kernel.has_xi else state.xi)
         return Block(start, start + first, step_sizes[:first], paths["theta"], new_state,
-                     momentum=paths.get("momentum"), xi=paths.get("xi"),
+                     momentum=paths.get("momentum"), xi=paths.get("xi"), accept_probability=paths.get("accept_probability"),
                      clipped=paths["clipped"] if self.kernel.clip else None, status=status, error=error)
 
 
@@ -173,13 +185,15 @@ def gradient_noise_mode(covariance) -> tuple[int, np.ndarray, np.ndarray]:
     return codes.FULL_ESTIMATE, np.ascontiguousarray(np.diagonal(covariance)), covariance
 
 
-def paths_for(n_chains: int, n_steps: int, dim: int, momentum: bool = False, xi: bool = False) -> dict:
+def paths_for(n_chains: int, n_steps: int, dim: int, momentum: bool = False, xi: bool = False, accept: bool = False) -> dict:
     """Empty path arrays for a kernel, and the per-chain failure records (bad step, code)."""
     paths = {"theta": np.empty((n_chains, n_steps, dim)), "clipped": np.zeros((n_chains, n_steps), dtype=np.int64)}
     if momentum:
         paths["momentum"] = np.empty((n_chains, n_steps, dim))
     if xi:
         paths["xi"] = np.empty((n_chains, n_steps))
+    if accept:
+        paths["accept_probability"] = np.empty((n_chains, n_steps))
     return paths, np.empty(n_chains, dtype=np.int64), np.empty(n_chains, dtype=np.int64)
 
 

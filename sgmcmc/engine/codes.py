@@ -7,5 +7,7 @@ OK, NON_FINITE, NOT_PSD = 0, 1, 2
 CONSTANT_METRIC, RATIONAL_METRIC = 0, 1
 # Integrators of the momentum and thermostat kernels.
 SPLITTING, EULER, THETA_FIRST, ABOBA = 0, 1, 2, 3
+# Trajectories of the resampled-momentum samplers: leapfrog (HMC, naive SGHMC), Chen et al. 2014 Alg. 2 (SGHMC + MH).
+LEAPFROG, ALGORITHM_2 = 0, 1
 # How the gradient-noise estimate V̂ enters the injected covariance: not at all, as its diagonal, or in full.
 NO_ESTIMATE, DIAGONAL_ESTIMATE, FULL_ESTIMATE = 0, 1, 2

@@ -7,7 +7,9 @@ these by ``tests/engine/test_compiled_blocks.py`` on identical random numbers):
 - :func:`momentum_block`: SGHMC, naive SGRHMC and gSGRHMC with the ``splitting``, ``euler``, ``theta_first`` and
   ``aboba`` integrators (``sgmcmc/samplers/momentum_recipe.py``; Eq. 12, 16, Algorithm 1);
 - :func:`thermostat_block`: SGNHT and CCAdL with a known or no noise estimate (``sgnht.py``, ``ccadl.py``;
-  Eq. 15, Shang et al. 2015 Eq. 12) with ``splitting``, ``euler`` and ``theta_first``.
+  Eq. 15, Shang et al. 2015 Eq. 12) with ``splitting``, ``euler`` and ``theta_first``;
+- :func:`trajectory_block`: HMC, naive SGHMC (leapfrog, Eq. 10-11) and SGHMC + MH (Chen et al. 2014 Alg. 2), with
+  the Metropolis–Hastings test on the exact H (its uniforms drawn after each step's normals, as the numpy step does).
 
 Random numbers: ``normals`` has shape (K, 2, c, d); step k of chain i uses ``normals[k, 0, i]`` for the gradient
 noise ∇Ũ − ∇U = L z (L the target's noise factor) and ``normals[k, 1, i]`` for the injected noise (the
@@ -28,8 +30,8 @@ import math
 import numba
 import numpy as np
 
-from sgmcmc.engine.codes import (ABOBA, CONSTANT_METRIC, DIAGONAL_ESTIMATE, EULER, NO_ESTIMATE, NON_FINITE, NOT_PSD, OK,
-                                 SPLITTING, THETA_FIRST)
+from sgmcmc.engine.codes import (ABOBA, CONSTANT_METRIC, DIAGONAL_ESTIMATE, EULER, LEAPFROG, NO_ESTIMATE, NON_FINITE,
+                                 NOT_PSD, OK, SPLITTING, THETA_FIRST)
 from sgmcmc.engine.gradients import CORRELATED_2D, DOUBLE_WELL, LECTURE_QUARTIC, QUADRATIC
 
 
@@ -71,13 +73,13 @@ def _stochastic_gradient(kind, parameters, factor, theta, normals, step, chain, 
 
 
 @numba.njit(cache=True, inline="always")
-def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip, normals, step, chain, out, work):
-    """N(0, ε(2D − ε T V̂ T)) into ``out`` (``sgmcmc.noise.injected_noise``) with z = ``normals[step, 1, chain]``:
+def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip, normals, step, slot, chain, out, work):
+    """N(0, ε(2D − ε T V̂ T)) into ``out`` (``sgmcmc.noise.injected_noise``) with z = ``normals[step, slot, chain]``:
     returns (status, clipped count)."""
     d = diffusion.shape[0]
     if mode == NO_ESTIMATE:
         for j in range(d):
-            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[step, 1, chain, j]
+            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[step, slot, chain, j]
         return OK, 0
     if mode == DIAGONAL_ESTIMATE:
         clipped = 0
@@ -88,7 +90,7 @@ def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip
                     return NOT_PSD, 0
                 value = 0.0
                 clipped += 1
-            out[j] = math.sqrt(value) * normals[step, 1, chain, j]
+            out[j] = math.sqrt(value) * normals[step, slot, chain, j]
         return OK, clipped
     # full V̂: ε(2D − ε T V̂ T) = L Lᵀ, noise L z
     for i in range(d):
@@ -111,7 +113,7 @@ def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip
     for i in range(d):
         total = 0.0
         for k in range(i + 1):
-            total += work[i, k] * normals[step, 1, chain, k]
+            total += work[i, k] * normals[step, slot, chain, k]
         out[i] = total
     return OK, 0
 
@@ -156,7 +158,7 @@ def langevin_block(kind, parameters, factor, metric_kind, scale, softening, mode
             for j in range(d):
                 inverse[j] = root[j] ** 2
                 correction[j] = 2.0 * root[j] * derivative[j]
-            status, clipped = _inject(step, inverse, inverse, mode, variance_diagonal, variance, clip, normals, k, i, noise, work)
+            status, clipped = _inject(step, inverse, inverse, mode, variance_diagonal, variance, clip, normals, k, 1, i, noise, work)
             if status != OK:
                 bad_step[i], bad_code[i] = k, status
                 break
@@ -246,7 +248,7 @@ def momentum_block(kind, parameters, factor, metric_kind, friction_constant, use
                     at[:] = theta
                 _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, at, root, friction, correction)
                 _stochastic_gradient(kind, parameters, factor, at, normals, k, i, gradient)
-                status, clipped = _inject(step, friction, root, mode, variance_diagonal, variance, clip, normals, k, i, noise, work)
+                status, clipped = _inject(step, friction, root, mode, variance_diagonal, variance, clip, normals, k, 1, i, noise, work)
                 if status != OK:
                     bad_step[i], bad_code[i] = k, status
                     break
@@ -290,7 +292,7 @@ def thermostat_block(kind, parameters, factor, diffusion_constant, integrator, m
             for j in range(d):
                 at[j] = theta[j] + step * momentum[j] if integrator == THETA_FIRST else theta[j]
             _stochastic_gradient(kind, parameters, factor, at, normals, k, i, gradient)
-            status, clipped = _inject(step, diffusion, ones, mode, variance_diagonal, variance, clip, normals, k, i, noise, work)
+            status, clipped = _inject(step, diffusion, ones, mode, variance_diagonal, variance, clip, normals, k, 1, i, noise, work)
             if status != OK:
                 bad_step[i], bad_code[i] = k, status
                 break
@@ -321,3 +323,112 @@ def thermostat_block(kind, parameters, factor, diffusion_constant, integrator, m
             momentum_path[i, k] = momentum
             xi_path[i, k] = xi
             clipped_path[i, k] = clipped
+
+
+@numba.njit(cache=True, inline="always")
+def potential_of(kind, parameters, theta):
+    """U(θ) of one chain (the formula ``kind`` of :mod:`sgmcmc.engine.gradients`)."""
+    d = theta.shape[0]
+    total = 0.0
+    if kind == QUADRATIC:
+        for i in range(d):
+            row = 0.0
+            for j in range(d):
+                row += parameters[d + i * d + j] * (theta[j] - parameters[j])
+            total += (theta[i] - parameters[i]) * row
+        return 0.5 * total
+    if kind == DOUBLE_WELL:
+        for i in range(d):
+            total += theta[i] ** 4 - 2.0 * theta[i] ** 2
+        return total
+    if kind == LECTURE_QUARTIC:
+        for i in range(d):
+            x = theta[i]
+            total += (x**4 + x**3 - 13.0 * x**2 - x + 12.0) / 14.0 + 0.5
+        return total
+    x, y = theta[0], theta[1]
+    return x**4 / 10.0 + 0.5 * (4.0 * (y + 1.2) - x**2) ** 2
+
+
+@numba.njit(cache=True, inline="always")
+def _trajectory_gradient(kind, parameters, factor, stochastic, theta, normals, step, slot, chain, out):
+    """∇U(θ), or ∇Ũ(θ) with z = ``normals[step, slot, chain]`` when ``stochastic``."""
+    gradient_into(kind, parameters, theta, out)
+    if stochastic:
+        d = theta.shape[0]
+        for j in range(d):
+            total = 0.0
+            for k in range(d):
+                total += normals[step, slot, chain, k] * factor[j, k]
+            out[j] += total
+
+
+@numba.njit(cache=True, parallel=True)
+def trajectory_block(kind, parameters, factor, stochastic, trajectory, n_inner, friction, mode, variance_diagonal, variance,
+                     metropolis, theta0, normals, uniforms, step_sizes, theta_path, momentum_path, accept_path,
+                     bad_step, bad_code):
+    """The resampled-trajectory samplers (``sgmcmc/samplers/hmc.py``, ``sghmc_mh.py``): r ~ N(0, I) (slot 0), then
+    ``trajectory`` LEAPFROG (HMC / naive SGHMC: half kick, m × (drift, kick), the last kick a half; with ∇Ũ, slots
+    1..m+1, when ``stochastic``) or ALGORITHM_2 (Chen et al. 2014 Alg. 2: m × (θ += εr, r += −ε∇Ũ − εCr +
+    N(0, ε(2C − εV̂))), slots 1 + 2i and 2 + 2i), then, if ``metropolis``, the MH test on the exact H with the
+    uniform ``uniforms[step, chain]``."""
+    n_chains, d = theta0.shape
+    n_steps = step_sizes.shape[0]
+    for i in numba.prange(n_chains):
+        theta = theta0[i].copy()
+        start_momentum, momentum, proposal, gradient = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+        noise, frictions, ones = np.empty(d), np.full(d, friction), np.ones(d)
+        work = np.empty((d, d))
+        bad_step[i], bad_code[i] = n_steps, OK
+        for k in range(n_steps):
+            step = step_sizes[k]
+            for j in range(d):
+                start_momentum[j] = normals[k, 0, i, j]
+                momentum[j] = start_momentum[j]
+                proposal[j] = theta[j]
+            status = OK
+            if trajectory == LEAPFROG:
+                _trajectory_gradient(kind, parameters, factor, stochastic, proposal, normals, k, 1, i, gradient)
+                for j in range(d):
+                    momentum[j] = momentum[j] - 0.5 * step * gradient[j]
+                for inner in range(n_inner):
+                    for j in range(d):
+                        proposal[j] = proposal[j] + step * momentum[j]
+                    scale = 0.5 if inner == n_inner - 1 else 1.0
+                    _trajectory_gradient(kind, parameters, factor, stochastic, proposal, normals, k, 2 + inner, i, gradient)
+                    for j in range(d):
+                        momentum[j] = momentum[j] - scale * step * gradient[j]
+            else:
+                for inner in range(n_inner):
+                    for j in range(d):
+                        proposal[j] = proposal[j] + step * momentum[j]
+                    _trajectory_gradient(kind, parameters, factor, True, proposal, normals, k, 1 + 2 * inner, i, gradient)
+                    status, _ = _inject(step, frictions, ones, mode, variance_diagonal, variance, False, normals, k,
+                                        2 + 2 * inner, i, noise, work)
+                    if status != OK:
+                        break
+                    for j in range(d):
+                        momentum[j] = momentum[j] - step * gradient[j] - step * frictions[j] * momentum[j] + noise[j]
+            if status != OK:
+                bad_step[i], bad_code[i] = k, status
+                break
+            accept = 1.0
+            if metropolis:
+                old_energy = potential_of(kind, parameters, theta)
+                new_energy = potential_of(kind, parameters, proposal)
+                for j in range(d):
+                    old_energy += 0.5 * start_momentum[j] ** 2
+                    new_energy += 0.5 * momentum[j] ** 2
+                log_ratio = old_energy - new_energy if math.isfinite(new_energy) else -math.inf
+                accept = math.exp(min(log_ratio, 0.0))
+                if not uniforms[k, i] < accept:
+                    for j in range(d):
+                        proposal[j] = theta[j]
+                        momentum[j] = start_momentum[j]
+            if not (_finite(proposal) and _finite(momentum)):
+                bad_step[i], bad_code[i] = k, NON_FINITE
+                break
+            theta[:] = proposal
+            theta_path[i, k] = theta
+            momentum_path[i, k] = momentum
+            accept_path[i, k] = accept

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine import codes
+from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.state import SamplerState, StepInfo
@@ -82,6 +84,11 @@ class HMC(Sampler):
 
         return resampled_trajectory_step(rng, self.target, state, trajectory, self.metropolis)
 
+    def compiled_kernel(self):
+        """:func:`sgmcmc.engine.kernels.trajectory_block` with the leapfrog trajectory."""
+        extra_slots = self.n_leapfrog + 1 if self.uses_stochastic_gradient else 0
+        return trajectory_kernel(self, codes.LEAPFROG, extra_slots, self.uses_stochastic_gradient, 0.0, None)
+
     def unpack(self, z):
         d = self.target.dim
         return SamplerState(theta=z[:, :d], momentum=z[:, d:])
@@ -119,3 +126,30 @@ class NaiveSGHMC(HMC):
 
     def __init__(self, target, n_leapfrog: int = 50, metropolis: bool = False, **kwargs):
         super().__init__(target, n_leapfrog=n_leapfrog, metropolis=metropolis, **kwargs)
+
+
+def trajectory_kernel(sampler, trajectory: int, extra_slots: int, stochastic: bool, friction: float, noise_estimate):
+    """The compiled block of a resampled-trajectory sampler on a formula target (None elsewhere): r ~ N(0, I), the
+    ``trajectory`` (:mod:`sgmcmc.engine.codes`) drawing ``extra_slots`` normal arrays, then the MH test if the
+    sampler has one. ``noise_estimate`` is the V̂ its injected noise makes room for (Alg. 2), or None."""
+    compiled = sampler.compiled_target()
+    if compiled is None:
+        return None
+    mode, variance_diagonal, variance = gradient_noise_mode(noise_estimate)
+
+    def run(state, normals, step_sizes, uniforms=None):
+        from sgmcmc.engine import kernels
+
+        n_chains, dim = state.theta.shape
+        paths, bad_step, bad_code = paths_for(n_chains, step_sizes.size, dim, momentum=True, accept=True)
+        kernels.trajectory_block(compiled.kind, compiled.parameters, compiled.noise_factor, stochastic, trajectory,
+                                 sampler.n_leapfrog, friction, mode, variance_diagonal, variance, sampler.metropolis,
+                                 np.ascontiguousarray(state.theta), normals,
+                                 np.zeros((step_sizes.size, n_chains)) if uniforms is None else uniforms, step_sizes,
+                                 paths["theta"], paths["momentum"], paths["accept_probability"], bad_step, bad_code)
+        if not sampler.metropolis:
+            del paths["accept_probability"]
+        return paths, bad_step, bad_code
+
+    return CompiledKernel(run, has_momentum=True, has_xi=False, clip=False, normal_slots=1 + extra_slots,
+                          uniforms=sampler.metropolis)

@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine import codes
 from sgmcmc.noise import injected_noise
 from sgmcmc.samplers.base import Sampler
-from sgmcmc.samplers.hmc import resampled_trajectory_step
+from sgmcmc.samplers.hmc import resampled_trajectory_step, trajectory_kernel
 from sgmcmc.samplers.sghmc import SGHMC
 from sgmcmc.state import SamplerState
 
@@ -70,6 +71,12 @@ class SGHMCMetropolis(Sampler):
             return self.trajectory(rng, theta, momentum, step_size)
 
         return resampled_trajectory_step(rng, self.target, state, trajectory, self.metropolis)
+
+    def compiled_kernel(self):
+        """:func:`sgmcmc.engine.kernels.trajectory_block` with Alg. 2's trajectory."""
+        compiled = self.compiled_target()
+        known = None if compiled is None else self.known_noise(compiled)
+        return trajectory_kernel(self, codes.ALGORITHM_2, 2 * self.n_leapfrog, True, self.friction_coefficient, known)
 
     def unpack(self, z):
         d = self.target.dim
