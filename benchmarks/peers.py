@@ -190,6 +190,19 @@ def moment_check(chains: np.ndarray, exact_mean, exact_second, batches: int = 20
     return out
 
 
+def agreement_z(first: dict, second: dict) -> Optional[dict]:
+    """(E_first − E_second) / √(se_first² + se_second²) of θ and θ² per coordinate, from two cells' scores
+    (:func:`moment_check`): whether two sides sample the same distribution. None if either has no moments."""
+    if "moments" not in first or "moments" not in second:
+        return None
+    out = {}
+    for name in ("mean", "second_moment"):
+        a, b = first["moments"][name], second["moments"][name]
+        out[name] = [(x - y) / math.hypot(se_x, se_y) for x, y, se_x, se_y
+                     in zip(a["estimate"], b["estimate"], a["standard_error"], b["standard_error"])]
+    return out
+
+
 def score_samples(evaluator: Evaluator, chains: np.ndarray) -> dict:
     """The evaluator's scores (KL(p‖q), KL(q‖p), moment errors, …) of the pooled chains (n_chains, n_kept, dim)
     and :func:`moment_check`; ``finite: False`` and the count of chains with a non-finite sample otherwise."""
@@ -402,6 +415,8 @@ def assemble_row(target_name: str, sampler_name: str, n_chains: int, n_steps: in
             row[name]["fraction_of_jax_rng_bound"] = rng_bound_fraction(peer["chain_steps_per_second"], rate, per_step)
     reference = peers.get("blackjax_float64", {}).get("chain_steps_per_second")
     row["ratio_ours_to_blackjax_float64"] = speed_ratio(ours["chain_steps_per_second"], reference)
+    theirs = peers.get("blackjax_float64", {}).get("scores")
+    row["agreement_z_ours_blackjax_float64"] = agreement_z(ours["scores"], theirs) if "scores" in ours and theirs else None
     row["ours_fraction_of_rng_bound"] = rng_bound_fraction(ours["chain_steps_per_second"], normals_second, per_step)
     return row
 
@@ -424,28 +439,34 @@ def _kl(cell: Optional[dict]) -> str:
     return _number(scores.get("kl_pq"))
 
 
+def _max_z(agreement: Optional[dict]) -> str:
+    return _number(max(abs(z) for values in agreement.values() for z in values)) if agreement else "–"
+
+
 def _rate(cell: Optional[dict]) -> str:
     return _number(cell["chain_steps_per_second"]) if cell else "–"
 
 
 def markdown_table(rows: list[dict], normals_second: float, jax_normals: Optional[dict] = None) -> str:
-    """The report's table: chain-steps/s per side, ours / blackjax(f64), KL(p‖q) per side, ours against the
-    generator's bound; a first line with the generators' normals per second."""
+    """The report's table: chain-steps/s per side, ours / blackjax(f64), KL(p‖q) per side, the largest
+    :func:`agreement_z` of ours and blackjax(f64), ours against the generator's bound; a first line with the
+    generators' normals per second."""
     rates = [f"numpy standard normals {_number(normals_second)}/s (PCG64, float64)"]
     rates += [f"jax.random.normal {dtype} {_number(rate)}/s" for dtype, rate in (jax_normals or {}).items()]
     lines = [
         "; ".join(rates),
         "",
         "| target | sampler | chains | steps | ε | ours chain-steps/s | blackjax f64 | blackjax f32 | ours / bj f64 "
-        "| KL ours | KL bj f64 | KL bj f32 | ours / RNG bound |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| KL ours | KL bj f64 | KL bj f32 | max \\|z\\| ours − bj f64 | ours / RNG bound |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
         f64, f32 = row.get("blackjax_float64"), row.get("blackjax_float32")
         lines.append(
             f"| {row['target']} | {row['sampler']} | {row['n_chains']} | {row['n_steps']} | {row['step_size']} "
             f"| {_rate(row['ours'])} | {_rate(f64)} | {_rate(f32)} | {_number(row['ratio_ours_to_blackjax_float64'])} "
-            f"| {_kl(row['ours'])} | {_kl(f64)} | {_kl(f32)} | {_number(row['ours_fraction_of_rng_bound'])} |")
+            f"| {_kl(row['ours'])} | {_kl(f64)} | {_kl(f32)} | {_max_z(row.get('agreement_z_ours_blackjax_float64'))} "
+            f"| {_number(row['ours_fraction_of_rng_bound'])} |")
     return "\n".join(lines) + "\n"
 
 

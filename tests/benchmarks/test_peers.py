@@ -68,14 +68,9 @@ def exact_failures(cell: dict) -> list[str]:
 
 
 def agreement_failures(a: dict, b: dict) -> list[str]:
-    """Where two cells' E θ and E θ² differ by more than Z_MAX combined standard errors."""
-    failures = []
-    for name in ("mean", "second_moment"):
-        first, second = a["scores"]["moments"][name], b["scores"]["moments"][name]
-        for x, y, se_x, se_y in zip(first["estimate"], second["estimate"], first["standard_error"], second["standard_error"]):
-            if abs(x - y) > Z_MAX * math.hypot(se_x, se_y):
-                failures.append(f"{name} {x:.4f} against {y:.4f} (se {se_x:.4f}, {se_y:.4f})")
-    return failures
+    """Where two cells' E θ and E θ² differ by more than Z_MAX combined standard errors (:func:`peers.agreement_z`)."""
+    agreement = peers.agreement_z(a["scores"], b["scores"])
+    return [f"{name}[{i}] z = {z:.1f}" for name, values in agreement.items() for i, z in enumerate(values) if abs(z) > Z_MAX]
 
 
 # -- without jax -----------------------------------------------------------------------------------------------
@@ -142,9 +137,14 @@ def test_our_cell_samples_the_double_well(our_cells):
 
 
 def test_row_table_and_report(tmp_path):
+    def moments(mean, second):  # moment_check's fields that agreement_z reads
+        return {"mean": {"estimate": [mean], "standard_error": [0.01]},
+                "second_moment": {"estimate": [second], "standard_error": [0.03]}}
+
     ours = {"chain_steps_per_second": 4e6, "normals_per_chain_step": 2.0, "status": "completed",
-            "scores": {"finite": True, "kl_pq": 0.0045}, "samples": np.zeros(3)}
-    f64 = {"chain_steps_per_second": 8e6, "dtype": "float64", "scores": {"finite": True, "kl_pq": 0.0043}}
+            "scores": {"finite": True, "kl_pq": 0.0045, "moments": moments(0.0, 0.8)}, "samples": np.zeros(3)}
+    f64 = {"chain_steps_per_second": 8e6, "dtype": "float64",
+           "scores": {"finite": True, "kl_pq": 0.0043, "moments": moments(0.02, 0.83)}}
     f32 = {"chain_steps_per_second": 1e7, "dtype": "float32", "scores": {"finite": False, "nonfinite_chains": 2}}
     row = peers.assemble_row("double_well", "sgld", 1000, 5000, 1000, ours,
                              {"blackjax_float64": f64, "blackjax_float32": f32}, 1e8, {"float64": 4e7, "float32": 8e7})
@@ -152,12 +152,15 @@ def test_row_table_and_report(tmp_path):
     assert row["ours_fraction_of_rng_bound"] == pytest.approx(4e6 / (1e8 / 2))
     assert row["blackjax_float64"]["fraction_of_jax_rng_bound"] == pytest.approx(8e6 / (4e7 / 2))
     assert "samples" not in row["ours"]
+    z = row["agreement_z_ours_blackjax_float64"]
+    assert z["mean"] == pytest.approx([-0.02 / math.hypot(0.01, 0.01)])
+    assert z["second_moment"] == pytest.approx([-0.03 / math.hypot(0.03, 0.03)])
     table = peers.markdown_table([row], 1e8, {"float64": 4e7})
-    assert "| double_well | sgld | 1000 | 5000 | 0.02 | 4e6 | 8e6 | 1e7 | 0.5 | 0.0045 | 0.0043 | non-finite in 2 chains | 0.08 |" in table
+    assert "| double_well | sgld | 1000 | 5000 | 0.02 | 4e6 | 8e6 | 1e7 | 0.5 | 0.0045 | 0.0043 | non-finite in 2 chains | 1.41 | 0.08 |" in table
     assert table.startswith("numpy standard normals 1e8/s")
     missing = peers.assemble_row("double_well", "sgld", 1, 10, 2, ours, {}, 1e8)
-    assert missing["ratio_ours_to_blackjax_float64"] is None
-    assert "| – | – | – |" in peers.markdown_table([missing], 1e8)
+    assert missing["ratio_ours_to_blackjax_float64"] is None and missing["agreement_z_ours_blackjax_float64"] is None
+    assert "| 4e6 | – | – | – | 0.0045 | – | – | – | 0.08 |" in peers.markdown_table([missing], 1e8)
 
     path = peers.write_report({"results": [row]}, table, tmp_path / "bench")
     assert path.name.startswith("peers-") and path.suffix == ".json"
