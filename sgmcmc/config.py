@@ -178,8 +178,13 @@ RUN_FIELDS: dict[str, Check] = {
     "checkpoint_every_s": real(0.0),
     "checkpoint_every_steps": integer(0),
     "resume": optional(lambda key, value: _string(key, value)),
+    # per-step files of the run's own chains (sgmcmc.observers): path_statistics.npz, snapshots.npz (0 = none)
+    "path_statistics": boolean,
+    "snapshot_every": integer(0),
+    "snapshot_until": optional(integer(0)),
 }
-RUN_OPTIONAL = ("results_dir", "figures", "checkpoint_every_s", "checkpoint_every_steps", "resume")
+RUN_OPTIONAL = ("results_dir", "figures", "checkpoint_every_s", "checkpoint_every_steps", "resume", "path_statistics",
+                "snapshot_every", "snapshot_until")
 
 
 def _string(key, value):

@@ -4,6 +4,9 @@ schedule, run, and write the versioned result folder.
 Result folder (``<results_dir>/<time>-<sampler>-<target>-<hex>/``): ``config.yaml`` (resolved),
 ``run.log``, ``samples.npz`` (``theta``: (n_chains, n_kept, dim)), ``moments.npz`` (per-chain ``mean`` and, up
 to d = 512, ``covariance`` of every post-burn-in step, and their ``count``), ``trace.csv``, ``figures/*.png``,
+with ``run.path_statistics`` ``path_statistics.npz`` (per step the mean over chains of ξ, ξ², r·r/d:
+:class:`~sgmcmc.observers.PathStatistics`), with ``run.snapshot_every`` ``snapshots.npz`` (θ of every chain at step 0
+and every n-th step up to ``run.snapshot_until``: :class:`~sgmcmc.observers.Snapshots`),
 ``provenance.json`` and, written last, ``metrics.json`` with the status
 (completed / diverged / interrupted / failed).
 
@@ -32,6 +35,7 @@ from sgmcmc import checkpoint as checkpoints
 from sgmcmc.config import ConfigError, validate_config
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
+from sgmcmc.observers import PathStatistics, Snapshots
 from sgmcmc.recipe import RecipeError, psd_square_root
 from sgmcmc.data import DataError
 from sgmcmc.results import new_run_folder, provenance, write_json, write_samples, write_table, write_text
@@ -48,7 +52,8 @@ log = logging.getLogger("sgmcmc")
 
 EXIT_CODES = {"completed": 0, "failed": 1, "diverged": 3, "interrupted": 130}
 # run.* keys that are not RunSettings fields
-NOT_SETTINGS = ("results_dir", "figures", "checkpoint_every_s", "checkpoint_every_steps", "resume")
+NOT_SETTINGS = ("results_dir", "figures", "checkpoint_every_s", "checkpoint_every_steps", "resume", "path_statistics",
+                "snapshot_every", "snapshot_until")
 DEFAULT_CHECKPOINT_EVERY_S = 300.0  # as configs/config.yaml, for configs without the key
 
 
@@ -249,20 +254,71 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
     log.info("sampler %s, target %s, schedule %s, %d chains x %d steps, seed %d", config["sampler"]["name"],
              config["target"]["name"], config["schedule"]["name"], built.settings.n_chains, built.settings.n_steps, config["seed"])
     evaluator = Evaluator(built.target)
-    checkpointer = checkpoints.Checkpointer(
+    rng = np.random.default_rng(config["seed"])
+    observers, theta0 = _path_observers(config, built, rng, resume)
+    checkpointer = _Checkpointer(
         folder, checkpoints.config_hash(config), config["run"].get("checkpoint_every_s", DEFAULT_CHECKPOINT_EVERY_S),
-        config["run"].get("checkpoint_every_steps", 0))
+        config["run"].get("checkpoint_every_steps", 0), observers=observers)
     with _signals_stop_the_run() as stop_requested:
         try:
-            outcome = run_chains(built.sampler, built.schedule, built.settings, np.random.default_rng(config["seed"]),
-                                 evaluator, stop_requested=stop_requested, checkpointer=checkpointer, resume=resume)
+            if resume is not None:
+                _restore_observers(resume, observers)
+            outcome = run_chains(built.sampler, built.schedule, built.settings, rng, evaluator,
+                                 stop_requested=stop_requested, theta0=theta0, checkpointer=checkpointer, resume=resume,
+                                 observers=observers)
         except checkpoints.CheckpointError as error:  # the checkpoint does not fit this run's objects
             log.error("run.resume: %s", error)
             raise ConfigError(f"run.resume: {error}") from None
+    for observer in observers:  # next to samples.npz, also for an interrupted run (rewritten by its resume)
+        write_samples(folder / f"{observer.name}.npz", **observer.arrays())
     _write_results(folder, config, built, evaluator, outcome)
     if outcome.status != INTERRUPTED:  # only an interrupted run can be resumed
         checkpoints.remove_checkpoints(folder)
     return outcome.status
+
+
+def _path_observers(config: dict, built: Built, rng: np.random.Generator, resume) -> tuple[list, "np.ndarray | None"]:
+    """The observers of ``run.path_statistics`` and ``run.snapshot_every``, and the initial θ when the snapshots start
+    with it (drawn here exactly as :func:`run_chains` draws it, so the random stream and the samples do not change)."""
+    run, observers, theta0 = config["run"], [], None
+    if run.get("path_statistics", False):
+        observers.append(PathStatistics())
+    if run.get("snapshot_every", 0):
+        if resume is None:
+            theta0 = built.target.initial_position(built.settings.n_chains, rng)
+        observers.append(Snapshots(built.settings.n_chains, built.target.dim, run["snapshot_every"],
+                                   run.get("snapshot_until"), theta0))
+    return observers, theta0
+
+
+class _Checkpointer(checkpoints.Checkpointer):
+    """Saves the experiment's own observers (``observers``) in every checkpoint, beside what :func:`run_chains` saves
+    of its own: arrays ``observer.<name>.<key>`` and scalars ``meta["observers"][<name>]``, as it does."""
+
+    def __init__(self, *args, observers=()):
+        super().__init__(*args)
+        self.observers = list(observers)
+
+    def save(self, checkpoint: checkpoints.Checkpoint) -> bool:
+        for observer in self.observers:
+            scalars = checkpoint.meta.setdefault("observers", {})[observer.name] = {}
+            for key, value in observer.state_dict().items():
+                if isinstance(value, np.ndarray):
+                    checkpoint.arrays[f"observer.{observer.name}.{key}"] = value
+                else:
+                    scalars[key] = value
+        return super().save(checkpoint)
+
+
+def _restore_observers(checkpoint: checkpoints.Checkpoint, observers) -> None:
+    """Inverse of :meth:`_Checkpointer.save`; a CheckpointError when the checkpoint lacks an observer's state."""
+    for observer in observers:
+        scalars = checkpoint.meta.get("observers", {}).get(observer.name)
+        if scalars is None:
+            raise checkpoints.CheckpointError(f"the checkpoint has no state of the {observer.name} observer")
+        prefix = f"observer.{observer.name}."
+        state = {key[len(prefix):]: value.copy() for key, value in checkpoint.arrays.items() if key.startswith(prefix)}
+        observer.load_state_dict({**state, **scalars})
 
 
 def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome) -> None:

@@ -284,3 +284,76 @@ class PathObserver:
 
     def load_state_dict(self, state: dict) -> None:
         pass
+
+
+class PathStatistics:
+    """Per step t = 1, 2, …: the mean over chains of ξ and ξ² and of r·r/d, where the sampler has them (``step``,
+    ``xi``, ``xi2``, ``r2``; ``run.path_statistics`` writes them to path_statistics.npz): the thermostat's and the
+    kinetic temperature's path of the run's own chains. Each step's mean is taken over that step's values alone, so
+    the numbers do not depend on the cut into blocks; checkpointed; three numbers per step (linear in the run)."""
+
+    name = "path_statistics"
+
+    def __init__(self):
+        self.parts: dict[str, list] = {"step": []}
+
+    def update(self, block: Block) -> None:
+        m = block.stop - block.start
+        if m <= 0:
+            return
+        self.parts["step"].append(np.arange(block.start + 1, block.stop + 1))
+        if block.xi is not None:
+            xi = np.ascontiguousarray(block.xi.T)  # (m, c): a step's chains side by side
+            self.parts.setdefault("xi", []).append(xi.mean(axis=1))
+            self.parts.setdefault("xi2", []).append((xi**2).mean(axis=1))
+        if block.momentum is not None:
+            r2 = np.ascontiguousarray(np.moveaxis(block.momentum, 1, 0) ** 2).reshape(m, -1)  # (m, c·d)
+            self.parts.setdefault("r2", []).append(r2.mean(axis=1))
+
+    def arrays(self) -> dict:
+        out = {key: np.concatenate(parts) if parts else np.empty(0, dtype=np.int64) for key, parts in self.parts.items()}
+        self.parts = {key: [value] for key, value in out.items()}  # one piece from now on
+        return out
+
+    def state_dict(self) -> dict:
+        return self.arrays()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.parts = {key: [np.array(value)] for key, value in state.items()}
+
+
+class Snapshots:
+    """θ of every chain at step 0 (``theta0``, when given) and at every ``every``-th step up to ``until`` (None: to
+    the end): ``step`` (k,) and ``theta`` (c, k, d), chains first as samples.npz (``run.snapshot_every`` /
+    ``run.snapshot_until`` write them to snapshots.npz): cross-sections of the chains and their first steps, which
+    burn-in and thinning leave out of the samples. Checkpointed; linear in the run's length."""
+
+    name = "snapshots"
+
+    def __init__(self, n_chains: int, dim: int, every: int, until: Optional[int] = None,
+                 theta0: Optional[np.ndarray] = None):
+        if every < 1:
+            raise ValueError(f"snapshots every {every} steps: expected at least 1")
+        self.every, self.until = int(every), until
+        self.steps, self.thetas = [np.empty(0, dtype=np.int64)], [np.empty((n_chains, 0, dim))]
+        if theta0 is not None:
+            self.steps.append(np.zeros(1, dtype=np.int64))
+            self.thetas.append(np.array(theta0, dtype=float)[:, None, :])
+
+    def update(self, block: Block) -> None:
+        first = block.start + 1
+        last = block.stop if self.until is None else min(block.stop, self.until)
+        steps = np.arange(first + (-first) % self.every, last + 1, self.every)
+        if steps.size:
+            self.steps.append(steps)
+            self.thetas.append(block.theta[:, steps - first])
+
+    def arrays(self) -> dict:
+        self.steps, self.thetas = [np.concatenate(self.steps)], [np.concatenate(self.thetas, axis=1)]
+        return {"step": self.steps[0], "theta": self.thetas[0]}
+
+    def state_dict(self) -> dict:
+        return self.arrays()
+
+    def load_state_dict(self, state: dict) -> None:
+        self.steps, self.thetas = [np.array(state["step"], dtype=np.int64)], [np.array(state["theta"], dtype=float)]

@@ -81,3 +81,80 @@ def test_trace_is_linear_in_the_run_length():
     rows_with_w1 = [index + 1 for index, row in enumerate(outcome.trace) if "w1" in row]
     assert rows_with_w1 == [1, 2, 4, 8, 16, 20]
     assert all("kl_pq" in row for row in outcome.trace)
+
+
+# ------------------------------------------------------------------ run.path_statistics and run.snapshot_every
+
+
+def _path_config(tmp_path, name, **run):
+    return {"seed": 4, "sampler": {"name": "sgnht", "step_size": 0.05}, "target": {"name": "double_well"},
+            "schedule": {"name": "constant"},
+            "run": {"n_steps": 60, "n_chains": 5, "burn_in": 15, "thin": 2, "eval_every": 10, "progress": False,
+                    "figures": False, "results_dir": str(tmp_path / name), "checkpoint_every_s": 0.0,
+                    "checkpoint_every_steps": 5, "path_statistics": True, "snapshot_every": 7, "snapshot_until": 40, **run}}
+
+
+def _files(folder) -> dict:
+    out = {}
+    for name in ("samples", "path_statistics", "snapshots"):
+        with np.load(folder / f"{name}.npz") as data:
+            out.update({f"{name}.{key}": data[key] for key in data.files})
+    return out
+
+
+@pytest.mark.parametrize("stop_at", [7, 23, 41])
+def test_a_stopped_and_resumed_run_writes_the_same_path_statistics_and_snapshots(stop_at, tmp_path, monkeypatch):
+    """run_experiment stopped after ``stop_at`` steps (a checkpoint every 5) and resumed from its folder writes
+    path_statistics.npz and snapshots.npz equal, bit for bit, to the uninterrupted run's (they are checkpointed)."""
+    from sgmcmc import experiment
+    from tests.helpers import RequestStopAt
+
+    whole_folder, status = experiment.run_experiment(_path_config(tmp_path, "whole"))
+    assert status == "completed"
+
+    def stopping(*args, observers=(), stop_requested=None, **kwargs):
+        stop = RequestStopAt(stop_at)
+        return run_chains(*args, observers=[*observers, stop], stop_requested=lambda: stop.requested, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(experiment, "run_chains", stopping)
+        folder, status = experiment.run_experiment(_path_config(tmp_path, "stopped"))
+    assert status == "interrupted"
+    assert experiment.run_experiment(_path_config(tmp_path, "stopped", resume=str(folder)))[1] == "completed"
+    whole, resumed = _files(whole_folder), _files(folder)
+    assert whole.keys() == resumed.keys() == {"samples.theta", "path_statistics.step", "path_statistics.xi",
+                                              "path_statistics.xi2", "path_statistics.r2", "snapshots.step",
+                                              "snapshots.theta"}
+    for key in whole:
+        np.testing.assert_array_equal(whole[key], resumed[key], err_msg=key)
+
+
+def test_path_statistics_and_snapshots_are_the_run_s_own_chains(tmp_path):
+    """Per step, the chain means of ξ, ξ², r·r/d of the run's blocks; θ at step 0 (as run_chains draws it) and every
+    7th step up to 40; and the samples are those of a run without the two files."""
+    from sgmcmc import experiment
+    from sgmcmc.observers import PathObserver
+
+    folder, _ = experiment.run_experiment(_path_config(tmp_path, "run", burn_in=0, thin=1))
+    plain, _ = experiment.run_experiment(_path_config(tmp_path, "plain", burn_in=0, thin=1, path_statistics=False,
+                                                      snapshot_every=0))
+    assert not (plain / "path_statistics.npz").exists() and not (plain / "snapshots.npz").exists()
+    with np.load(plain / "samples.npz") as data:
+        samples = data["theta"]
+    files = _files(folder)
+    np.testing.assert_array_equal(files["samples.theta"], samples)
+    sampler = build("sgnht", "double_well")
+    blocks = PathObserver(lambda block: (block.xi, block.momentum))
+    rng = np.random.default_rng(4)
+    theta0 = sampler.target.initial_position(5, rng)
+    run_chains(sampler, Constant(0.05), RunSettings(n_steps=60, n_chains=5, burn_in=0, eval_every=10, progress=False),
+               rng, theta0=theta0, observers=[blocks])
+    xi = np.concatenate([x for x, _ in blocks.values], axis=1)
+    momentum = np.concatenate([r for _, r in blocks.values], axis=1)
+    np.testing.assert_array_equal(files["path_statistics.step"], np.arange(1, 61))
+    np.testing.assert_allclose(files["path_statistics.xi"], xi.mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(files["path_statistics.xi2"], (xi**2).mean(axis=0), rtol=1e-14)
+    np.testing.assert_allclose(files["path_statistics.r2"], (momentum**2).mean(axis=(0, 2)), rtol=1e-14)
+    np.testing.assert_array_equal(files["snapshots.step"], [0, 7, 14, 21, 28, 35])
+    np.testing.assert_array_equal(files["snapshots.theta"][:, 0], theta0)
+    np.testing.assert_array_equal(files["snapshots.theta"][:, 1:], samples[:, [6, 13, 20, 27, 34]])
