@@ -3,11 +3,11 @@
 1. SGHMC (C = 1, B̂ = 0) against SGNHT (A = 0) on the asymmetric well T3 with an unknown gradient noise of
    variance 2B/ε = 200 (B = 1, ε = 0.01): histograms against the exact density, KL and moment errors,
    and SGNHT's thermostat ξ against its predicted equilibrium A + εV/2 = 1 (SPEC §1 SGNHT (c)).
-   ξ and r are not stored by the runner, so both runs are replayed from Python with the same config
-   and seed (the replay's θ is checked against the run's samples.npz) to record ξ, r² and the
-   cross-section of the 1000 chains against the step.
+   The runs themselves record ξ, ξ² and r² per step (``run.path_statistics``: path_statistics.npz) and θ of
+   the 1000 chains every RECORD_EVERY steps (``run.snapshot_every``: snapshots.npz), the cross-section of
+   the chains against the step.
 2. SGLD against SGHMC on the lecture's bivariate Gaussian (precision [[1, .9], [.9, 1]], V = I):
-   the first 50 steps from (0, 0) on the exact contours, autocorrelation against lag along the long
+   the first 50 steps from (0, 0) on the exact contours (``run.snapshot_every=1``, ``run.snapshot_until=50``), autocorrelation against lag along the long
    axis, autocorrelation time, covariance error and KL. Step sizes: the SGHMC code's figure3b settings
    (SPEC E9: η = 0.05 for both, α = 0.035), plus SGLD at ε = 0.5, where its autocorrelation time
    matches SGHMC's.
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -45,7 +45,7 @@ QUARTIC_STEP, QUARTIC_NOISE, QUARTIC_FRICTION, THERMOSTAT_A = 0.01, 200.0, 1.0, 
 QUARTIC_EXPERIMENTS = {"sghmc": "lecture_quartic_sghmc", "sgnht": "lecture_quartic_thermostat"}
 QUARTIC_LABELS = {"sghmc": "SGHMC, C = 1, B̂ = 0", "sgnht": "SGNHT, A = 0"}
 BARRIER = -0.038  # the local maximum of U between the wells (SPEC T3)
-RECORD_EVERY = 100  # steps between cross-sections in the replay
+RECORD_EVERY = 100  # steps between cross-sections of the chains (run.snapshot_every)
 
 # -- part 2: T5 (lecture's precision reading) --------------------------------------------------------
 GAUSSIAN_SETTINGS = (  # (key, sampler, experiment config, extra overrides, label)
@@ -69,7 +69,8 @@ SEED_SCAN = 50
 def quartic_settings(smoke: bool) -> list[Setting]:
     out = []
     for sampler, experiment in QUARTIC_EXPERIMENTS.items():
-        overrides = [f"+experiment={experiment}", "run.figures=false"]
+        overrides = [f"+experiment={experiment}", "run.figures=false", "run.path_statistics=true",
+                     f"run.snapshot_every={RECORD_EVERY}"]
         if smoke:
             overrides += ["run.n_chains=100", "run.n_steps=3000", "run.burn_in=1000", "run.thin=10", "run.eval_every=1000"]
         out.append(setting(overrides, part="quartic", sampler=sampler))
@@ -79,7 +80,8 @@ def quartic_settings(smoke: bool) -> list[Setting]:
 def gaussian_settings(smoke: bool) -> list[Setting]:
     out = []
     for key, sampler, experiment, extra, _ in GAUSSIAN_SETTINGS:
-        overrides = [f"+experiment={experiment}", *extra, "run.figures=false"]
+        overrides = [f"+experiment={experiment}", *extra, "run.figures=false", "run.snapshot_every=1",
+                     f"run.snapshot_until={PATH_STEPS}"]
         if smoke:
             overrides += ["run.n_chains=10", "run.n_steps=2200", "run.burn_in=200", "run.eval_every=1000"]
         out.append(setting(overrides, part="gaussian", sampler=sampler, setting=key))
@@ -97,69 +99,32 @@ def welling_teh_settings(smoke: bool) -> list[Setting]:
 
 
 # ================================================================================================
-# replays: the same config and seed, stepped from Python to record what the runner does not keep
+# what the runs recorded beside their samples
 # ================================================================================================
-def _replay(overrides, n_steps: int, callback) -> dict:
-    """Step the sampler of ``overrides`` exactly as :func:`sgmcmc.runner.run_chains` does; call
-    ``callback(t, state)`` after every step t = 1..n_steps. Returns the resolved config."""
-    from sgmcmc.experiment import build
-
-    config = compose(list(overrides))
-    built = build(config)
-    rng = np.random.default_rng(config["seed"])
-    state = built.sampler.init(built.target.initial_position(built.settings.n_chains, rng), rng)
-    for t in range(1, n_steps + 1):
-        state, _ = built.sampler.step(rng, state, built.schedule(t - 1))
-        callback(t, state)
-    return config
+def read_npz(folder: Path, name: str) -> dict:
+    """The arrays of ``<folder>/<name>.npz`` (path_statistics, snapshots: written by the run's observers)."""
+    with np.load(folder / f"{name}.npz") as data:
+        return {key: data[key] for key in data.files}
 
 
-def replay_quartic(overrides, samples_path: str) -> dict:
-    """Replay a T3 run: per step the chain means of ξ, ξ² and r²; every RECORD_EVERY steps the
-    cross-section of the chains (left-well share, E θ, E θ², KL(p‖q) on the 0.1 grid); and the
-    largest difference between the replayed kept θ and the run's samples.npz."""
-    with np.load(samples_path) as data:
-        kept = data["theta"]
-    config = compose(list(overrides))
+def quartic_paths(folder: Path, config: dict) -> dict:
+    """A T3 run's per-step chain means of ξ, ξ² and r² (path_statistics.npz) and, every RECORD_EVERY steps, the
+    cross-section of its chains (snapshots.npz: left-well share, E θ, E θ², KL(p‖q) on the 0.1 grid)."""
     run = config["run"]
     target = make_target("lecture_quartic", noise_variance=QUARTIC_NOISE)
     edges = target.histogram_edges()
     masses = bin_masses_1d(target.log_density, edges)
-    per_step = {"xi": [], "xi2": [], "r2": []}
+    statistics, snapshots = read_npz(folder, "path_statistics"), read_npz(folder, "snapshots")
+    assert np.array_equal(statistics["step"], np.arange(1, run["n_steps"] + 1)), "path_statistics.npz: not every step"
     cross = []
-    check = {"max_abs_difference": 0.0, "compared": 0}
-
-    def record(t, state):
-        per_step["r2"].append(float(np.mean(state.momentum**2)))
-        if state.xi is not None:
-            per_step["xi"].append(float(np.mean(state.xi)))
-            per_step["xi2"].append(float(np.mean(state.xi**2)))
-        if t > run["burn_in"] and (t - run["burn_in"]) % run["thin"] == 0:
-            k = (t - run["burn_in"]) // run["thin"] - 1
-            if k < kept.shape[1]:
-                difference = float(np.max(np.abs(state.theta - kept[:, k])))
-                check["max_abs_difference"] = max(check["max_abs_difference"], difference)
-                check["compared"] += 1
-        if t % RECORD_EVERY == 0:
-            theta = state.theta[:, 0]
-            kl = histogram_kl(theta, masses, edges)["kl_pq"]
-            cross.append({"step": t, "left_share": float(np.mean(theta < BARRIER)), "mean": float(theta.mean()),
-                          "second_moment": float(np.mean(theta**2)), "kl_pq": kl})
-
-    _replay(overrides, run["n_steps"], record)
-    return {"per_step": {k: np.array(v) for k, v in per_step.items()}, "cross": pd.DataFrame(cross), "check": check,
-            "burn_in": run["burn_in"], "thin": run["thin"], "n_chains": run["n_chains"]}
-
-
-def replay_paths(overrides, n_steps: int) -> np.ndarray:
-    """θ of every chain for the first n_steps steps (n_chains, n_steps + 1, dim), θ₀ first."""
-    path = []
-    config = compose(list(overrides))
-    rng = np.random.default_rng(config["seed"])
-    path.append(make_target(config["target"]["name"], **{k: v for k, v in config["target"].items() if k != "name"})
-                .initial_position(config["run"]["n_chains"], rng))
-    _replay(overrides, n_steps, lambda t, state: path.append(state.theta.copy()))
-    return np.stack(path, axis=1)
+    for step, theta in zip(snapshots["step"], np.moveaxis(snapshots["theta"][..., 0], 1, 0)):
+        if step == 0:  # the cross-sections start after the first RECORD_EVERY steps
+            continue
+        cross.append({"step": int(step), "left_share": float(np.mean(theta < BARRIER)), "mean": float(theta.mean()),
+                      "second_moment": float(np.mean(theta**2)), "kl_pq": histogram_kl(theta, masses, edges)["kl_pq"]})
+    per_step = {key: statistics[key] for key in ("xi", "xi2", "r2") if key in statistics}
+    return {"per_step": per_step, "cross": pd.DataFrame(cross), "burn_in": run["burn_in"], "thin": run["thin"],
+            "n_chains": run["n_chains"]}
 
 
 # ================================================================================================
@@ -177,7 +142,7 @@ def tempered_moments(target, temperature: float) -> dict:
             "log_normaliser": float(np.log(z) - shift / temperature)}
 
 
-def draw_quartic(samples: dict, replays: dict, target, hot: dict, burn_in: int, path) -> None:
+def draw_quartic(samples: dict, paths: dict, target, hot: dict, burn_in: int, path) -> None:
     fig, axes = plt.subplots(2, 2, figsize=(11, 7.5))
     colors = {"sghmc": "tab:red", "sgnht": "tab:blue"}
     ax = axes[0, 0]
@@ -195,8 +160,8 @@ def draw_quartic(samples: dict, replays: dict, target, hot: dict, burn_in: int, 
     ax.legend(fontsize=7.5)
 
     ax = axes[0, 1]
-    for sampler, replay in replays.items():
-        cross = replay["cross"]
+    for sampler, recorded in paths.items():
+        cross = recorded["cross"]
         ax.plot(cross.step, cross.left_share, color=colors[sampler], lw=0.8, label=QUARTIC_LABELS[sampler])
     ax.axhline(target_left_share(target), color="k", lw=1, label="exact")
     ax.axhline(hot["left_share"], color="k", ls="--", lw=1, label="temperature 2")
@@ -207,7 +172,7 @@ def draw_quartic(samples: dict, replays: dict, target, hot: dict, burn_in: int, 
     ax.legend(fontsize=7.5)
 
     ax = axes[1, 0]
-    xi = replays["sgnht"]["per_step"]["xi"]
+    xi = paths["sgnht"]["per_step"]["xi"]
     steps = np.arange(1, len(xi) + 1)
     ax.plot(steps, xi, color="tab:blue", lw=0.5, label="SGNHT: mean of ξ over chains")
     prediction = THERMOSTAT_A + QUARTIC_STEP * QUARTIC_NOISE / 2
@@ -220,8 +185,8 @@ def draw_quartic(samples: dict, replays: dict, target, hot: dict, burn_in: int, 
     ax.legend(fontsize=7.5)
 
     ax = axes[1, 1]
-    for sampler, replay in replays.items():
-        r2 = replay["per_step"]["r2"]
+    for sampler, recorded in paths.items():
+        r2 = recorded["per_step"]["r2"]
         window = max(1, len(r2) // 500)
         smooth = np.convolve(r2, np.ones(window) / window, mode="valid")
         ax.plot(np.arange(window, len(r2) + 1), smooth, color=colors[sampler], lw=0.8, label=QUARTIC_LABELS[sampler])
@@ -240,7 +205,7 @@ def target_left_share(target) -> float:
     return float(integrate.quad(lambda x: target.density_1d(np.array([x]))[0], -np.inf, BARRIER)[0])
 
 
-def quartic_part(paper: PaperFolder, results, jobs: int) -> tuple[list, str]:
+def quartic_part(paper: PaperFolder, results) -> tuple[list, str]:
     target = make_target("lecture_quartic", noise_variance=QUARTIC_NOISE)
     exact_mean, exact_second = (float(v[0]) for v in target.exact_moments())
     exact_left = target_left_share(target)
@@ -250,25 +215,20 @@ def quartic_part(paper: PaperFolder, results, jobs: int) -> tuple[list, str]:
     samples = {s: load_samples(paper, records[s]) for s in runs}
     started = time.perf_counter()
     order = list(runs)
-    arguments = [(list(runs[s][0].overrides), str(paper.path / records[s]["folder"] / "samples.npz")) for s in order]
-    if jobs > 1:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(order))) as pool:
-            outcomes = list(pool.map(replay_quartic, *zip(*arguments)))
-    else:
-        outcomes = [replay_quartic(*a) for a in arguments]
-    replays = dict(zip(order, outcomes))
-    print(f"  replayed the T3 runs for xi and r in {time.perf_counter() - started:.1f} s", flush=True)
-    burn_in = replays["sgnht"]["burn_in"]
-    draw_quartic(samples, replays, target, hot, burn_in, paper.path / "quartic_sghmc_vs_sgnht.png")
-    for sampler, replay in replays.items():
-        replay["cross"].assign(sampler=sampler).to_csv(paper.path / f"quartic_{sampler}_cross_section.csv", index=False)
+    paths = {s: quartic_paths(paper.path / records[s]["folder"], compose(list(runs[s][0].overrides))) for s in order}
+    print(f"  read the T3 runs' xi, r and cross-sections (path_statistics.npz, snapshots.npz) in "
+          f"{time.perf_counter() - started:.1f} s", flush=True)
+    burn_in = paths["sgnht"]["burn_in"]
+    draw_quartic(samples, paths, target, hot, burn_in, paper.path / "quartic_sghmc_vs_sgnht.png")
+    for sampler, recorded in paths.items():
+        recorded["cross"].assign(sampler=sampler).to_csv(paper.path / f"quartic_{sampler}_cross_section.csv", index=False)
 
     rows = []
     predicted_xi = THERMOSTAT_A + QUARTIC_STEP * QUARTIC_NOISE / 2
     for sampler in order:
         final = runs[sampler][1]["final"]
         theta = samples[sampler].reshape(-1)
-        replay = replays[sampler]
+        recorded = paths[sampler]
         after = slice(burn_in, None)
         base = {"part": "T3 quartic", "setting": QUARTIC_LABELS[sampler], "sampler": sampler,
                 "status": runs[sampler][1]["status"]}
@@ -284,26 +244,24 @@ def quartic_part(paper: PaperFolder, results, jobs: int) -> tuple[list, str]:
             ("E theta (temperature-2 law)", None, hot["mean"], "prediction for SGHMC with B̂ = 0"),
             ("left-well share", float(np.mean(theta < BARRIER)), exact_left, "exact"),
             ("left-well share (temperature-2 law)", None, hot["left_share"], "prediction for SGHMC with B̂ = 0"),
-            ("mean r^2 after burn-in", float(np.mean(replay["per_step"]["r2"][after])),
+            ("mean r^2 after burn-in", float(np.mean(recorded["per_step"]["r2"][after])),
              2.0 if sampler == "sghmc" else 1.0, "prediction (C + εV/2)/C" if sampler == "sghmc" else "temperature 1"),
-            ("autocorrelation time (kept samples)", final.get("autocorrelation_time"), None, f"in kept samples; thin {replay['thin']}"),
+            ("autocorrelation time (kept samples)", final.get("autocorrelation_time"), None, f"in kept samples; thin {recorded['thin']}"),
             ("ESS bulk", final.get("ess_bulk_min"), None, ""),
-            ("replay max |theta - samples.npz|", replay["check"]["max_abs_difference"], 0.0,
-             f"{replay['check']['compared']} kept steps compared"),
         ]
         if sampler == "sgnht":
-            xi, xi2 = replay["per_step"]["xi"][after], replay["per_step"]["xi2"][after]
+            xi, xi2 = recorded["per_step"]["xi"][after], recorded["per_step"]["xi2"][after]
             values += [("mean xi after burn-in", float(xi.mean()), predicted_xi, "prediction A + εV/2 (SPEC §1 SGNHT (c))"),
                        ("var xi after burn-in (over chains and steps)", float(xi2.mean() - xi.mean() ** 2), 1.0,
                         "prediction 1/d from H's (d/2)(ξ − ξ*)² term")]
         for quantity, ours, reference, kind in values:
             rows.append({**base, "quantity": quantity, "ours": ours, "reference": reference, "reference_kind": kind})
     table = pd.DataFrame(rows)
-    body = _quartic_markdown(table, replays, exact_mean, exact_second, exact_left, hot, predicted_xi)
+    body = _quartic_markdown(table, paths, exact_mean, exact_second, exact_left, hot, predicted_xi)
     return rows, body
 
 
-def _quartic_markdown(table, replays, exact_mean, exact_second, exact_left, hot, predicted_xi) -> str:
+def _quartic_markdown(table, paths, exact_mean, exact_second, exact_left, hot, predicted_xi) -> str:
     def value(sampler, quantity):
         row = table[(table.sampler == sampler) & (table.quantity == quantity)]
         return float(row.ours.iloc[0])
@@ -318,11 +276,11 @@ def _quartic_markdown(table, replays, exact_mean, exact_second, exact_left, hot,
     xi_mean = value("sgnht", "mean xi after burn-in")
     xi_var = value("sgnht", "var xi after burn-in (over chains and steps)")
     convergence = []
-    for sampler, replay in replays.items():
-        frame = replay["cross"]
+    for sampler, recorded in paths.items():
+        frame = recorded["cross"]
         tail = frame[frame.step > frame.step.max() / 2]
         reference = hot["left_share"] if sampler == "sghmc" else exact_left
-        band = 3 * np.sqrt(reference * (1 - reference) / replay["n_chains"])
+        band = 3 * np.sqrt(reference * (1 - reference) / recorded["n_chains"])
         inside = np.abs(frame.left_share - reference) < band
         first = f"step {int(frame.step[inside.values].iloc[0])}" if inside.any() else "no step of the run"
         convergence.append(f"{sampler}: left-well share of the chains first within ±{band:.3f} of its stationary value "
@@ -330,10 +288,10 @@ def _quartic_markdown(table, replays, exact_mean, exact_second, exact_left, hot,
     return "\n".join(lines) + f"""
 
 SGNHT thermostat: mean ξ after burn-in = {xi_mean:.4f} (over chains and steps) against the prediction
-A + εV/2 = 0 + 0.01·200/2 = {predicted_xi:g}; variance of ξ = {xi_var:.3f} against 1/d = 1.
-Replay check (θ of the replay against samples.npz, all kept steps): largest difference
-{replays['sghmc']['check']['max_abs_difference']:.2g} (SGHMC), {replays['sgnht']['check']['max_abs_difference']:.2g} (SGNHT).
-Convergence (cross-section of the {replays['sgnht']['n_chains']} chains every {RECORD_EVERY} steps, quartic_*_cross_section.csv):
+A + εV/2 = 0 + 0.01·200/2 = {predicted_xi:g}; variance of ξ = {xi_var:.3f} against 1/d = 1 (ξ, ξ² and r² of every
+step: the runs' path_statistics.npz).
+Convergence (cross-section of the {paths['sgnht']['n_chains']} chains every {RECORD_EVERY} steps from the runs' snapshots.npz,
+quartic_*_cross_section.csv):
 - """ + "\n- ".join(convergence)
 
 
@@ -398,11 +356,11 @@ def gaussian_part(paper: PaperFolder, results) -> tuple[list, str]:
         config = compose(list(item.overrides))
         sampler, step = config["sampler"]["name"], config["sampler"]["step_size"]
         friction = config["sampler"].get("friction", 0.0)
-        burn_in = config["run"]["burn_in"]
-        # first 50 steps from (0, 0), replayed with the run's seed; step burn_in + 1 checked against samples.npz
-        replayed = replay_paths(list(item.overrides), burn_in + 1)
-        paths[key] = replayed[0, : PATH_STEPS + 1]
-        replay_difference = float(np.max(np.abs(replayed[:, burn_in + 1] - chains[:, 0])))
+        # the first 50 steps from (0, 0): θ of every chain at steps 0..50 (the run's snapshots.npz)
+        snapshots = read_npz(paper.path / record["folder"], "snapshots")
+        assert np.array_equal(snapshots["step"], np.arange(PATH_STEPS + 1)), "snapshots.npz: not steps 0..50"
+        first_steps = snapshots["theta"]
+        paths[key] = first_steps[0]
         long_axis = ((chains[..., 0] - chains[..., 1]) / np.sqrt(2))[..., None]
         short_axis = ((chains[..., 0] + chains[..., 1]) / np.sqrt(2))[..., None]
         acfs[key] = autocorrelation(long_axis)[: MAX_LAG + 1, 0]
@@ -421,8 +379,7 @@ def gaussian_part(paper: PaperFolder, results) -> tuple[list, str]:
             "Var theta1 (discretised chain, exact)": float(predicted[0, 0]),
             "Cov theta1 theta2 (discretised chain, exact)": float(predicted[0, 1]),
             "E theta^2 error (max over coordinates)": final.get("second_moment_error"),
-            "distance from (0,0) after 50 steps, mean over chains": float(np.mean(np.linalg.norm(replayed[:, PATH_STEPS], axis=1))),
-            "replay |theta - samples.npz| at first kept step": replay_difference,
+            "distance from (0,0) after 50 steps, mean over chains": float(np.mean(np.linalg.norm(first_steps[:, PATH_STEPS], axis=1))),
         }
         references = {"Var theta1": target.covariance[0, 0], "Cov theta1 theta2": target.covariance[0, 1],
                       "Var theta1 (discretised chain, exact)": target.covariance[0, 0],
@@ -652,8 +609,8 @@ form ε = η for SGLD and ε = √η, C = α/ε for SGHMC (SPEC §0). Stability:
 and ε(2C − εV) = {sghmc_injected:.4f} (SGHMC). SGLD ε = 0.5 is our
 addition: the SGLD step size at which SGLD's autocorrelation time matches SGHMC's, to show the price in bias
 (SGHMC paper Fig. 3a's point: lower autocorrelation at the same covariance error). 50 chains × 22,000 steps from
-(0, 0), burn-in 2,000, every step kept, seed 0. The paths are replayed with the run's seed (the replay matches the
-run's first kept sample). "Exact law of the discretised chain" = the stationary covariance of the linear recursion
+(0, 0), burn-in 2,000, every step kept, seed 0. The paths are the runs' own first 50 steps (θ of every chain at
+steps 0–50, recorded by the run: run.snapshot_every=1, run.snapshot_until=50). "Exact law of the discretised chain" = the stationary covariance of the linear recursion
 (discrete Lyapunov equation): it separates the step-size bias from Monte Carlo error.
 
 **T13 (Welling & Teh 2011, §5.1, Fig. 1 and 2; recalled, not re-read here [mem]).** Published: the true posterior
@@ -713,7 +670,7 @@ def main(argv=None) -> None:
     # longest runs first so that the parallel processes finish together
     settings = welling_teh_settings(args.smoke) + quartic_settings(args.smoke) + gaussian_settings(args.smoke)
     results = run_settings(paper, settings, jobs=args.jobs)
-    quartic_rows, quartic_body = quartic_part(paper, results, args.jobs)
+    quartic_rows, quartic_body = quartic_part(paper, results)
     gaussian_rows, gaussian_body = gaussian_part(paper, results)
     welling_teh_rows, welling_teh_body, _ = welling_teh_part(paper, results, args.smoke)
     summary = pd.DataFrame(quartic_rows + gaussian_rows + welling_teh_rows)

@@ -9,9 +9,12 @@ B̂ = 0), whose E θ² (6.42–6.51) matches exp(−U/2)'s 6.446.
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from experiments import lecture_toys
+from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
+from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
 
 EXACT_SECOND_MOMENT = 7.4755  # SPEC T3
@@ -19,17 +22,14 @@ TEMPERATURE_2_SECOND_MOMENT = 6.4456  # E θ² under exp(−U/2), by quadrature
 
 
 def _second_moment(name: str, seed: int = 0, n_chains: int = 400, n_steps: int = 24000, burn_in: int = 12000) -> float:
+    """E θ² of the samples after burn-in, every 20th step, pooled over chains."""
     target = make_target("lecture_quartic", noise_variance=200.0)
     parameters = {"diffusion": 0.0} if name == "sgnht" else {"friction": 1.0}
     sampler = make_sampler(name, target, noise_estimate="zero", **parameters)
-    rng = np.random.default_rng(seed)
-    state = sampler.init(target.initial_position(n_chains, rng), rng)
-    values = []
-    for t in range(1, n_steps + 1):
-        state, _ = sampler.step(rng, state, 0.01)
-        if t > burn_in and t % 20 == 0:
-            values.append(np.mean(state.theta**2))
-    return float(np.mean(values))
+    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=burn_in, thin=20, eval_every=n_steps, progress=False)
+    outcome = run_chains(sampler, Constant(0.01), settings, np.random.default_rng(seed))
+    assert outcome.status == "completed" and outcome.samples.shape == (n_chains, (n_steps - burn_in) // 20, 1)
+    return float(np.mean(outcome.samples**2))
 
 
 def test_thermostat_absorbs_unknown_noise_that_heats_sghmc():
@@ -70,5 +70,22 @@ def test_smoke_run_writes_summary_and_figures(tmp_path):
     summary = pd.read_csv(folder / "summary.csv")
     assert {"part", "setting", "quantity", "ours", "reference"} <= set(summary.columns)
     assert set(summary.part) == {"T3 quartic", "T5 gaussian_2d_prec", "T13 Welling-Teh mixture"}
-    replay = summary[summary.quantity == "replay max |theta - samples.npz|"]
-    assert len(replay) == 2 and (replay.ours == 0).all()
+    # ξ and r² of every step come from the T3 runs' own path_statistics.npz, the cross-sections from snapshots.npz
+    configs = {path.parent: yaml.safe_load(path.read_text()) for path in (folder / "runs").glob("*/config.yaml")}
+    runs = {config["sampler"]["name"]: run for run, config in configs.items() if config["target"]["name"] == "lecture_quartic"}
+    assert set(runs) == {"sghmc", "sgnht"}
+    for sampler, run in runs.items():
+        with np.load(run / "path_statistics.npz") as data:
+            statistics = {key: data[key] for key in data.files}
+        with np.load(run / "snapshots.npz") as data:
+            steps = data["step"]
+        assert set(statistics) == ({"step", "xi", "xi2", "r2"} if sampler == "sgnht" else {"step", "r2"})
+        rows = summary[summary.sampler == sampler].set_index("quantity").ours
+        burn_in = 1000  # the smoke settings
+        assert float(rows["mean r^2 after burn-in"]) == pytest.approx(statistics["r2"][burn_in:].mean(), rel=1e-12)
+        if sampler == "sgnht":
+            assert float(rows["mean xi after burn-in"]) == pytest.approx(statistics["xi"][burn_in:].mean(), rel=1e-12)
+        cross = pd.read_csv(folder / f"quartic_{sampler}_cross_section.csv")
+        np.testing.assert_array_equal(cross.step, steps[1:])
+        assert list(steps[:2]) == [0, lecture_toys.RECORD_EVERY]
+    assert not any("replay" in quantity for quantity in summary.quantity)
