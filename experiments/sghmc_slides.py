@@ -6,7 +6,8 @@
 2. Paper Fig. 1 with the code settings (ε = 0.1, m = 50, C = 3, 80,000 samples): histograms of HMC,
    naive SGHMC with / without MH and SGHMC against the exact density on T2 and T1.
 3. Paper Fig. 2 (E9, T6): (θ, r) traces of exact, noisy, noisy-with-resampling Hamiltonian dynamics and
-   SGHMC from (1, 0), 300 points × 50 inner steps (samplers called directly, no run folders).
+   SGHMC from θ = 1, 300 points × 50 inner steps (the samplers through ``run_chains`` with a ``PathObserver``,
+   no run folders; the Hamiltonian paths with ``leapfrog``).
 4. Paper Fig. 3a/3b (E9, T5 ``gaussian_2d_cov``): covariance error against autocorrelation time for
    5 SGLD and 5 SGHMC settings; the first 50 steps of SGLD and SGHMC from (0, 0).
 
@@ -25,10 +26,12 @@ import pandas as pd
 from experiments.common import Setting, load_samples, parse_args, run_settings, setting
 from sgmcmc.diagnostics import bin_masses_1d
 from sgmcmc.diagnostics.comparison import compare, compare_to_value
+from sgmcmc.observers import PathObserver
 from sgmcmc.paper import PaperFolder
+from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.samplers.hmc import leapfrog
-from sgmcmc.state import SamplerState
+from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
 
 FIGURE_ID = "sghmc-slides"
@@ -205,7 +208,10 @@ def independent_draw_acceptance(target, n_pairs: int, rng: np.random.Generator) 
 
 
 def phase_space_traces(n_points: int, inner_steps: int) -> dict[str, np.ndarray]:
-    """(θ, r) after every ``inner_steps`` steps, ``n_points`` points, from (θ, r) = (1, 0) (SPEC E9, T6)."""
+    """(θ, r) after every ``inner_steps`` steps, ``n_points`` points, from θ = 1 (SPEC E9, T6): the Hamiltonian paths
+    (exact and noisy gradient, r carried over) by ``leapfrog`` from r = 0; naive SGHMC (r resampled before each
+    trajectory of ``inner_steps`` steps) and SGHMC as one-chain runs (:func:`run_chains`) that a
+    :class:`PathObserver` follows. All four share one random stream (seed 10), in that order."""
     target = make_target("gaussian_1d", noise_variance=PHASE["noise_variance"])
     eps, rng = PHASE["step_size"], np.random.default_rng(PHASE["seed"])
     theta0, r0 = np.array([[PHASE["start"][0]]]), np.array([[PHASE["start"][1]]])
@@ -221,22 +227,27 @@ def phase_space_traces(n_points: int, inner_steps: int) -> dict[str, np.ndarray]
     out["exact"] = follow(lambda th, r: leapfrog(th, r, eps, inner_steps, target.gradient))
     noisy = lambda x: target.stochastic_gradient(x, rng)  # noqa: E731
     out["noisy"] = follow(lambda th, r: leapfrog(th, r, eps, inner_steps, noisy))
-    naive = make_sampler("naive_sghmc", target, n_leapfrog=inner_steps, metropolis=False)
 
-    def resampled(th, r):
-        state, _ = naive.step(rng, SamplerState(th, r), eps)
-        return state.theta, state.momentum
+    def run(sampler, n_steps: int, every: int) -> np.ndarray:
+        """(θ, r) of the chain after steps every, 2·every, … of a run of ``n_steps`` steps from θ₀."""
+        def points(block):
+            at = np.flatnonzero(np.arange(block.start + 1, block.stop + 1) % every == 0)
+            return np.stack([block.theta[0, at, 0], block.momentum[0, at, 0]], axis=1)
 
-    out["noisy_resampled"] = follow(resampled)
-    sghmc = make_sampler("sghmc", target, friction=PHASE["friction"], noise_estimate="known")
+        observer = PathObserver(points)
+        settings = RunSettings(n_steps=n_steps, n_chains=1, burn_in=n_steps, eval_every=n_steps, progress=False)
+        outcome = run_chains(sampler, Constant(eps), settings, rng, theta0=theta0, observers=[observer])
+        if outcome.status != "completed":
+            raise RuntimeError(f"phase-space run of {sampler.name}: {outcome.error}")
+        return np.concatenate(observer.values)
 
-    def with_friction(th, r):
-        state = SamplerState(th, r)
-        for _ in range(inner_steps):
-            state, _ = sghmc.step(rng, state, eps)
-        return state.theta, state.momentum
-
-    out["sghmc"] = follow(with_friction)
+    # one sampler step = one trajectory of inner_steps leapfrog steps; its init sets r = 0, resampled every step
+    out["noisy_resampled"] = run(make_sampler("naive_sghmc", target, n_leapfrog=inner_steps, metropolis=False),
+                                 n_points, 1)
+    # SGHMC's init draws r₀ ~ N(0, 1) instead of r₀ = 0: on U = θ²/2 its effect on the (linear) chain is 0.046·r₀ in
+    # θ and −0.017·r₀ in r at the first point (50 steps), 0.007·r₀ at the second and 0.001·r₀ at the third
+    out["sghmc"] = run(make_sampler("sghmc", target, friction=PHASE["friction"], noise_estimate="known"),
+                       n_points * inner_steps, inner_steps)
     return out
 
 
@@ -748,10 +759,11 @@ the noisy dynamics' mean H grows from {noisy_first:.2f} (first third of the poin
 (last third); with resampling the mean H is {resampled:.2f} and with SGHMC {sghmc:.2f} (first/last third
 {sghmc_first:.2f}/{sghmc_last:.2f}); the stationary N(0, I) in (θ, r) has E H = 1. Settings:
 U = θ²/2, ∇Ũ = θ + N(0, 0.25), ε = 0.1, C = 3, B̂ = ½(0.5)²ε = 0.0125 (noise_estimate known),
-start (θ, r) = (1, 0), 300 points each after 50 inner steps, seed 10. The samplers are called
-directly from Python (no run folders): `sgmcmc.samplers.hmc.leapfrog` with the exact or noisy
-gradient and r carried over (exact, noisy); `naive_sghmc` without MH (r ~ N(0, 1) before each
-trajectory); `sghmc` with the splitting integrator (the code's r-then-θ order). Our noisy leapfrog
+start (θ, r) = (1, 0) (SGHMC: θ = 1 and r₀ ~ N(0, 1) from the sampler's init, which moves its first point by about
+0.05·r₀ and its third by 0.001·r₀), 300 points each after 50 inner steps, one random stream (seed 10).
+`sgmcmc.samplers.hmc.leapfrog` with the exact or noisy gradient and r carried over (exact, noisy); the samplers
+as one-chain runs (`sgmcmc.runner.run_chains`, no run folders) followed by a `PathObserver`: `naive_sghmc`
+without MH (r ~ N(0, 1) before each trajectory); `sghmc` with the splitting integrator (the code's r-then-θ order). Our noisy leapfrog
 draws one gradient noise per kick, the code one per half kick, so our per-step energy noise is twice
 the code's and our spiral grows faster.
 """

@@ -17,22 +17,30 @@ import pytest
 
 from experiments.common import CONFIG_DIR, compose
 from sgmcmc.config import validate_config
+from sgmcmc.observers import PathObserver, post_burn_in
+from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
+from sgmcmc.schedules import Constant
 from sgmcmc.state import SamplerState
 from sgmcmc.targets import make_target
 from tests.helpers import ScriptedNormals, build, sample_and_score
 
 
-def mean_acceptance(sampler, step_size, n_chains=1000, burn_in=10, kept=10, seed=0) -> float:
-    """Mean MH acceptance probability over ``kept`` outer steps after ``burn_in``, all chains."""
-    rng = np.random.default_rng(seed)
-    state = sampler.init(sampler.target.initial_position(n_chains, rng), rng)
-    total = 0.0
-    for t in range(burn_in + kept):
-        state, info = sampler.step(rng, state, step_size)
-        if t >= burn_in:
-            total += float(info.accept_probability.mean())
-    return total / kept
+def acceptance_per_chain(sampler, step_size, n_chains=1000, burn_in=10, kept=10, seed=0) -> np.ndarray:
+    """Each chain's mean MH acceptance probability over the ``kept`` outer steps after ``burn_in`` of a run."""
+    probabilities = PathObserver(lambda block: block.accept_probability[:, post_burn_in(block, burn_in)])
+    settings = RunSettings(n_steps=burn_in + kept, n_chains=n_chains, burn_in=burn_in, eval_every=burn_in + kept,
+                           progress=False)
+    outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed), observers=[probabilities])
+    assert outcome.status == "completed", outcome.error
+    per_step = np.concatenate(probabilities.values, axis=1)
+    assert per_step.shape == (n_chains, kept)
+    return per_step.mean(axis=1)
+
+
+def mean_acceptance(sampler, step_size, **run) -> float:
+    """Mean MH acceptance probability over the kept outer steps after burn-in, all chains."""
+    return float(acceptance_per_chain(sampler, step_size, **run).mean())
 
 
 def test_trajectory_is_chen_et_al_algorithm_2():
@@ -71,18 +79,6 @@ def test_diverging_trajectory_is_rejected_and_the_chain_stays():
         new_state, info = sampler.step(rng, state, 2.0)
     assert np.all(info.accept_probability == 0) and not info.accepted.any()
     np.testing.assert_array_equal(new_state.theta, state.theta)
-
-
-def acceptance_per_chain(sampler, step_size, n_chains=1000, burn_in=10, kept=10, seed=0) -> np.ndarray:
-    """Each chain's mean MH acceptance probability over ``kept`` outer steps after ``burn_in``."""
-    rng = np.random.default_rng(seed)
-    state = sampler.init(sampler.target.initial_position(n_chains, rng), rng)
-    total = np.zeros(n_chains)
-    for t in range(burn_in + kept):
-        state, info = sampler.step(rng, state, step_size)
-        if t >= burn_in:
-            total += info.accept_probability
-    return total / kept
 
 
 def hand_written_acceptance(method, step, m, noise_variance=4.0, friction=1.0, n_chains=1000, burn_in=10, kept=10,
