@@ -5,7 +5,9 @@ is measurably wrong."""
 import numpy as np
 import pytest
 
+from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.samplers.linearised import linear_step, stationary_covariance, thermostat_fixed_point
+from sgmcmc.schedules import Constant
 from tests.helpers import build
 
 NOISE = [[4.0, 1.0], [1.0, 2.0]]
@@ -48,18 +50,12 @@ def test_stationary_covariance_of_sgld_on_a_gaussian():
 
 
 def _simulated_thermostat(sampler, step_size, n_chains=500, n_steps=16000, seed=3):
-    rng = np.random.default_rng(seed)
-    state = sampler.init(sampler.target.initial_position(n_chains, rng), rng)
-    total, positions = np.zeros(n_chains), []
-    burn_in = n_steps // 4
-    for t in range(n_steps):
-        state, _ = sampler.step(rng, state, step_size)
-        if t >= burn_in:
-            total += state.xi
-            if t % 100 == 0:
-                positions.append(state.theta[:20])
-    means = total / (n_steps - burn_in)
-    return means.mean(), means.std(ddof=1) / np.sqrt(n_chains), np.concatenate(positions)
+    """A run's mean ξ after a quarter burn-in, its standard error over chains, and every 100th position of 20 chains."""
+    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, thin=100, eval_every=n_steps,
+                           progress=False)
+    outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
+    assert outcome.status == "completed", outcome.error
+    return outcome.thermostat_mean, outcome.thermostat_se, outcome.samples[:20].reshape(-1, sampler.target.dim)
 
 
 @pytest.mark.parametrize("sampler_name, noise_estimate, integrator", [

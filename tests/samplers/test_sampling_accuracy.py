@@ -12,6 +12,8 @@ import pytest
 
 import sgmcmc.samplers.base as sampler_base
 from sgmcmc.noise import injected_noise
+from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.schedules import Constant
 from tests.helpers import build, sample_and_score
 
 KL_1D, MOMENT_1D = 0.005, 0.05
@@ -98,14 +100,11 @@ def test_factor_two_in_injected_noise_is_caught(monkeypatch, name, step_size, ta
 
 
 def _thermostat_mean(sampler, step_size=0.05, n_steps=3000, n_chains=1000, seed=1):
-    rng = np.random.default_rng(seed)
-    state = sampler.init(sampler.target.initial_position(n_chains, rng), rng)
-    total = 0.0
-    for t in range(n_steps):
-        state, _ = sampler.step(rng, state, step_size)
-        if t >= n_steps // 4:
-            total += state.xi.mean()
-    return total / (n_steps - n_steps // 4)
+    """Mean ξ over chains and the steps after a quarter burn-in (the run's thermostat mean)."""
+    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
+    outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
+    assert outcome.status == "completed", outcome.error
+    return outcome.thermostat_mean
 
 
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
