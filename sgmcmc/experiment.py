@@ -256,13 +256,11 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
     evaluator = Evaluator(built.target)
     rng = np.random.default_rng(config["seed"])
     observers, theta0 = _path_observers(config, built, rng, resume)
-    checkpointer = _Checkpointer(
+    checkpointer = checkpoints.Checkpointer(
         folder, checkpoints.config_hash(config), config["run"].get("checkpoint_every_s", DEFAULT_CHECKPOINT_EVERY_S),
-        config["run"].get("checkpoint_every_steps", 0), observers=observers)
+        config["run"].get("checkpoint_every_steps", 0))
     with _signals_stop_the_run() as stop_requested:
         try:
-            if resume is not None:
-                _restore_observers(resume, observers)
             outcome = run_chains(built.sampler, built.schedule, built.settings, rng, evaluator,
                                  stop_requested=stop_requested, theta0=theta0, checkpointer=checkpointer, resume=resume,
                                  observers=observers)
@@ -289,36 +287,6 @@ def _path_observers(config: dict, built: Built, rng: np.random.Generator, resume
         observers.append(Snapshots(built.settings.n_chains, built.target.dim, run["snapshot_every"],
                                    run.get("snapshot_until"), theta0))
     return observers, theta0
-
-
-class _Checkpointer(checkpoints.Checkpointer):
-    """Saves the experiment's own observers (``observers``) in every checkpoint, beside what :func:`run_chains` saves
-    of its own: arrays ``observer.<name>.<key>`` and scalars ``meta["observers"][<name>]``, as it does."""
-
-    def __init__(self, *args, observers=()):
-        super().__init__(*args)
-        self.observers = list(observers)
-
-    def save(self, checkpoint: checkpoints.Checkpoint) -> bool:
-        for observer in self.observers:
-            scalars = checkpoint.meta.setdefault("observers", {})[observer.name] = {}
-            for key, value in observer.state_dict().items():
-                if isinstance(value, np.ndarray):
-                    checkpoint.arrays[f"observer.{observer.name}.{key}"] = value
-                else:
-                    scalars[key] = value
-        return super().save(checkpoint)
-
-
-def _restore_observers(checkpoint: checkpoints.Checkpoint, observers) -> None:
-    """Inverse of :meth:`_Checkpointer.save`; a CheckpointError when the checkpoint lacks an observer's state."""
-    for observer in observers:
-        scalars = checkpoint.meta.get("observers", {}).get(observer.name)
-        if scalars is None:
-            raise checkpoints.CheckpointError(f"the checkpoint has no state of the {observer.name} observer")
-        prefix = f"observer.{observer.name}."
-        state = {key[len(prefix):]: value.copy() for key, value in checkpoint.arrays.items() if key.startswith(prefix)}
-        observer.load_state_dict({**state, **scalars})
 
 
 def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome) -> None:

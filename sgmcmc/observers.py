@@ -267,9 +267,9 @@ class TraceObserver:
 
 
 class PathObserver:
-    """Calls ``statistic(block)`` on every block after ``burn_in`` steps and keeps what it returns (a list), for
+    """Calls ``statistic(block)`` on every block and keeps what it returns in ``values`` (one entry per block), for
     experiments that need a per-step quantity of the run's own chains (e.g. ξ and r·r/d of a thermostat). Not
-    checkpointed: use it in experiments that do not resume."""
+    checkpointed: use it in runs that do not resume."""
 
     name = "path"
 

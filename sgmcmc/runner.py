@@ -163,7 +163,8 @@ def run_chains(
     positions (e.g. over-dispersed starts for a reference run); nothing is then drawn for them.
 
     The loop is :func:`iterate_blocks`; the :mod:`sgmcmc.observers` fold each block (samples, moments, thermostat,
-    counters, trace), and ``observers`` adds the caller's own (e.g. a :class:`~sgmcmc.observers.PathObserver`).
+    counters, trace), and ``observers`` adds the caller's own (e.g. a :class:`~sgmcmc.observers.PathObserver`); those
+    with a ``state_dict`` are saved in the checkpoints and restored on a resume.
     ``stop_requested()`` is asked before every block; when it says True the run stops there (status interrupted)
     and, with a ``checkpointer``, saves a checkpoint of that step. The checkpointer also saves one every
     ``every_steps`` steps / ``every_s`` seconds. ``resume``, a checkpoint of the same sampler, target, settings
@@ -188,14 +189,16 @@ def run_chains(
         evaluation_rng = np.random.default_rng() if hasattr(target, "sample_metrics") else None
     trace = TraceObserver(settings, schedule, evaluator, target, store, moments, counters, evaluation_rng)
     run_observers = [store, moments, thermostat, counters, trace]
+    # the caller's observers with a state of their own go into the checkpoints too
+    checkpointed = [*run_observers, *(observer for observer in observers if hasattr(observer, "state_dict"))]
     outcome = RunOutcome(samples=store.samples, moments=moments.moments)
     earlier_wall_time = 0.0  # of the sessions before a resume
     if resume is not None:
-        state, earlier_wall_time = _restore(resume, sampler, settings, rng, trace, run_observers, outcome)
+        state, earlier_wall_time = _restore(resume, sampler, settings, rng, trace, checkpointed, outcome)
     start = time.perf_counter()
 
     def snapshot() -> Checkpoint:
-        return _snapshot(sampler, rng, trace.evaluation_rng, state, outcome.steps_done, run_observers,
+        return _snapshot(sampler, rng, trace.evaluation_rng, state, outcome.steps_done, checkpointed,
                          earlier_wall_time + time.perf_counter() - start)
 
     due_step, due_time = checkpointer.next_due(outcome.steps_done) if checkpointer else (float("inf"), float("inf"))
@@ -293,8 +296,9 @@ def _restore(checkpoint: Checkpoint, sampler, settings: RunSettings, rng, trace:
     if not 0 <= checkpoint.step <= settings.n_steps:
         raise CheckpointError(f"the checkpoint is at step {checkpoint.step}, outside 0..{settings.n_steps}")
     for observer in observers:
-        prefix = f"observer.{observer.name}"
-        observer.load_state_dict(_joined(prefix, arrays, meta["observers"][observer.name]))
+        if observer.name not in meta["observers"]:
+            raise CheckpointError(f"the checkpoint has no state of the {observer.name} observer")
+        observer.load_state_dict(_joined(f"observer.{observer.name}", arrays, meta["observers"][observer.name]))
     outcome.steps_done = checkpoint.step
     restore_generator(meta["rng"], rng)
     trace.evaluation_rng = restore_generator(meta["evaluation_rng"])
