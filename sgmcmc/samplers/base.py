@@ -182,15 +182,22 @@ class Sampler(ABC):
         - ``zero``: None (nothing subtracted);
         - ``running``: Î_t = (1 − κ_t)Î_{t−1} + κ_t V_t with κ_t = 1/t (Eq. 18) and V_t the covariance of
           this minibatch's per-example gradients (Eq. 19), and V̂ = Σ̂_t = c·Î_t with c = :meth:`running_scale`.
+          With ``running_form=diagonal`` and a target that has ``minibatch_gradient_moments(θ, rng)`` → (∇Ũ,
+          Σ_i (g_i − ḡ)²) (the DRBM), V_t's diagonal comes from it, same minibatch draw and values.
         """
         theta = state.theta if theta is None else theta
         if self.noise_estimate != "running":
             return GradientEstimate(self.target.stochastic_gradient(theta, rng), self.gradient_noise(theta))
-        gradient, per_example = self.target.minibatch_gradient(theta, rng)
         diagonal = self.running_form == "diagonal"
         count = state.noise_count + 1
+        moments = getattr(self.target, "minibatch_gradient_moments", None) if diagonal else None
+        if moments is not None:  # Σ_i (g_i − ḡ)² without the (c, n, d) per-example gradients (the DRBM's kernel)
+            gradient, squares = moments(theta, rng)
+            noise = squares / max(self.target.batch_size - 1, 1)
+        else:
+            gradient, per_example = self.target.minibatch_gradient(theta, rng)
+            noise = minibatch_covariance(per_example, diagonal, overwrite=per_example.flags.writeable)
         # Î_{t−1} + (V_t − Î_{t−1})/t, in V_t's own array (the state's Î_{t−1} is never written)
-        noise = minibatch_covariance(per_example, diagonal, overwrite=per_example.flags.writeable)
         noise -= state.noise
         noise /= count
         noise += state.noise

@@ -25,6 +25,11 @@ the class normaliser is ``scipy.special.log_softmax``: finite without warnings f
 
 The metric of SPEC §3 E6 is the test error of argmax_y p(y | x, θ̄) at each chain's posterior mean θ̄
 (:meth:`DiscriminativeRBM.trace_metrics`).
+
+Minibatches (``kernels``, the default): the per-example gradients, their sum (:meth:`stochastic_gradient`) and
+their centred second moments (:meth:`minibatch_gradient_moments`, what a diagonal running noise estimate needs)
+come from fused numba kernels (:mod:`sgmcmc.targets.drbm_kernels`), one example at a time, without the
+(chains, examples, C, H) intermediates; the numpy methods here are the reference they are tested against.
 """
 
 from __future__ import annotations
@@ -93,13 +98,15 @@ class DiscriminativeRBM(DataTarget):
         θ₀ ~ N(0, initial_scale² I) (default 0.01, SPEC §4.10).
     name : str
         The target's name (default "drbm").
+    kernels : bool
+        Minibatch gradients from the compiled kernels (default) or from the numpy reference (False).
     """
 
     has_exact_density = False
 
     def __init__(self, features, labels, n_classes: int, n_hidden: int, test_features=None, test_labels=None,
                  batch_size: Optional[int] = None, prior_variance: float = 1.0, initial_scale: float = 0.01,
-                 name: str = "drbm"):
+                 name: str = "drbm", kernels: bool = True):
         self.n_classes = _check_count("n_classes", n_classes, 2)
         self.n_hidden = _check_count("n_hidden", n_hidden, 1)
         features, labels = _check_data("", features, labels, self.n_classes)
@@ -107,7 +114,8 @@ class DiscriminativeRBM(DataTarget):
         self.name = str(name)
         self.n_features = features.shape[1]
         self.dim = parameter_count(self.n_features, self.n_classes, self.n_hidden)
-        self.features, self.labels = features, labels
+        self.features, self.labels = np.ascontiguousarray(features), np.ascontiguousarray(labels)
+        self.kernels = bool(kernels)
         if (test_features is None) != (test_labels is None):
             raise ValueError("test_features and test_labels must be given together")
         if test_features is None:
@@ -234,12 +242,57 @@ class DiscriminativeRBM(DataTarget):
             g_d[chains] += residual.sum(axis=1)
         return -total + theta / self.prior_variance
 
-    def log_likelihood_gradients(self, theta, index):
-        """g_i = ∇_θ log p(y_i | x_i) for θ (c, dim) and indices (c, b); shape (c, b, dim), packed like θ."""
-        theta = self._theta(theta)
+    def _index(self, theta, index) -> np.ndarray:
         index = np.asarray(index)
         if index.ndim != 2 or index.shape[0] != theta.shape[0]:
             raise ValueError(f"index must have shape ({theta.shape[0]}, batch); got {index.shape}")
+        return index
+
+    def log_likelihood_gradients(self, theta, index):
+        """g_i = ∇_θ log p(y_i | x_i) for θ (c, dim) and indices (c, b); shape (c, b, dim), packed like θ (the compiled
+        kernel unless ``kernels`` is off)."""
+        theta = self._theta(theta)
+        index = self._index(theta, index)
+        if not self.kernels:
+            return self.log_likelihood_gradients_numpy(theta, index)
+        from sgmcmc.targets.drbm_kernels import per_example_gradients
+
+        out = np.empty(index.shape + (self.dim,))
+        return per_example_gradients(np.ascontiguousarray(theta), self.features, self.labels,
+                                     np.ascontiguousarray(index, dtype=np.int64), self.n_hidden, self.n_classes, out)
+
+    def _kernel_sums(self, theta, rng, with_moments: bool):
+        """(∇Ũ (c, dim), Σ_i (g_i − ḡ)² (c, dim)) of one minibatch draw from the compiled sums."""
+        from sgmcmc.targets.drbm_kernels import gradient_sums
+
+        theta = self._theta(theta)
+        index = self.minibatch(rng, theta.shape[0])
+        total, moments = gradient_sums(np.ascontiguousarray(theta), self.features, self.labels,
+                                       np.ascontiguousarray(index, dtype=np.int64), self.n_hidden, self.n_classes,
+                                       with_moments)
+        return -(self.n_data / self.batch_size) * total - self.log_prior_gradient(theta), moments
+
+    def stochastic_gradient(self, theta, rng):
+        """∇Ũ(θ) of one minibatch draw (the same draw as :meth:`minibatch_gradient`); with ``kernels`` the
+        per-example gradients are summed as they are computed, never stored."""
+        if not self.kernels:
+            return super().stochastic_gradient(theta, rng)
+        return self._kernel_sums(theta, rng, False)[0]
+
+    def minibatch_gradient_moments(self, theta, rng):
+        """(∇Ũ(θ) (c, dim), Σ_{i∈S̃} (g_i − ḡ)² (c, dim)) of one minibatch draw: the gradient of
+        :meth:`minibatch_gradient` and the diagonal of the per-example gradients' scatter about their mean (divided
+        by n − 1, the diagonal of Shang et al.'s Eq. 19 V_t), without the (c, n, dim) per-example array when
+        ``kernels``."""
+        if self.kernels:
+            return self._kernel_sums(theta, rng, True)
+        gradient, per_example = self.minibatch_gradient(theta, rng)
+        return gradient, np.sum((per_example - per_example.mean(axis=1, keepdims=True)) ** 2, axis=1)
+
+    def log_likelihood_gradients_numpy(self, theta, index):
+        """The numpy reference of :meth:`log_likelihood_gradients` (blocks of chains and examples, module docstring)."""
+        theta = self._theta(theta)
+        index = self._index(theta, index)
         params = self.unpack(theta)
         n, b = index.shape
         H, D, C = self.n_hidden, self.n_features, self.n_classes
@@ -335,7 +388,7 @@ DATASET_DEFAULTS = {"connect4": (20, 1000), "letter": (100, 500), "acoustic": (2
 
 
 def drbm(dataset: str = "letter", data_dir=None, n_hidden=None, batch_size=None, split_seed: int = 0,
-         prior_variance: float = 1.0, initial_scale: float = 0.01) -> DiscriminativeRBM:
+         prior_variance: float = 1.0, initial_scale: float = 0.01, kernels: bool = True) -> DiscriminativeRBM:
     """The DRBM of SPEC T9 on a LIBSVM data set (``connect4``, ``letter`` or ``acoustic``), loaded by
     :func:`sgmcmc.data.libsvm.load_libsvm` (connect-4 split 80/20 by ``split_seed``); ``n_hidden`` and
     ``batch_size`` default to the paper's 20/100/20 and 1000/500/1000."""
@@ -347,4 +400,5 @@ def drbm(dataset: str = "letter", data_dir=None, n_hidden=None, batch_size=None,
     hidden, batch = DATASET_DEFAULTS[dataset]
     return DiscriminativeRBM(split.train_x, split.train_y, split.n_classes, n_hidden or hidden,
                              test_features=split.test_x, test_labels=split.test_y, batch_size=batch_size or batch,
-                             prior_variance=prior_variance, initial_scale=initial_scale, name=f"drbm_{dataset}")
+                             prior_variance=prior_variance, initial_scale=initial_scale, name=f"drbm_{dataset}",
+                             kernels=kernels)

@@ -165,10 +165,12 @@ def test_gradient_matches_finite_differences(shape):
     assert _relative_error(gradient, _central_differences(target.potential, theta)) < 1e-6
 
 
+@pytest.mark.parametrize("kernels", [True, False])
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_per_example_gradients_match_finite_differences(shape):
-    """Each g_i against central differences of log p(y_i | x_i, θ) (independent of the summed gradient)."""
-    target = _target(shape)
+def test_per_example_gradients_match_finite_differences(shape, kernels):
+    """Each g_i against central differences of log p(y_i | x_i, θ) (independent of the summed gradient), from the
+    compiled kernel and from the numpy reference."""
+    target = _target(shape, kernels=kernels)
     theta = _points(target, 4, n=2)
     index = np.array([[0, 7, 7, 29], [3, 11, 0, 18]])
     per_example = target.log_likelihood_gradients(theta, index)
@@ -192,6 +194,84 @@ def test_per_example_gradients_sum_to_the_gradient(shape):
     np.testing.assert_allclose(target.log_prior_gradient(theta), -theta / target.prior_variance)
 
 
+def _assert_relative(actual, expected, tolerance=1e-12):
+    """|actual − expected| <= tolerance · max|expected|, entry by entry (relative to the largest entry: single
+    entries such as 1 − p_y or σ(o_y) − s̄ cancel, and differ in more digits whatever computes them)."""
+    np.testing.assert_allclose(actual, expected, rtol=0, atol=tolerance * np.abs(expected).max())
+
+
+def _kernel_cases():
+    """(shape, θ scale, what it exercises): moderate θ (e^{o} from e^{pre}·e^{U}), large U or large pre (e^{−|o|}
+    computed directly for the chain or the example), and θ = 0."""
+    return [("small", 0.5, "products"), ("many_classes", 0.5, "products"), ("small", 0.0, "zero"),
+            ("many_classes", 400.0, "direct"), ("small", 40.0, "mixed")]
+
+
+@pytest.mark.parametrize("shape, scale, case", _kernel_cases())
+def test_the_compiled_per_example_gradients_equal_the_numpy_reference(shape, scale, case):
+    target = _target(shape)
+    theta = _points(target, 20, n=4, scale=scale)
+    if case == "mixed":  # one chain with U beyond the kernel's safe range, the others with some large pre
+        weights, hidden_bias, label_weights, class_bias = (np.array(p) for p in target.unpack(theta / scale * 0.5))
+        label_weights[0, 0, 0] = 350.0
+        weights[1:, 0, :] = 100.0
+        theta = target.pack(weights, hidden_bias, label_weights, class_bias)
+    index = np.random.default_rng(21).integers(0, target.n_data, size=(4, 11))
+    _assert_relative(target.log_likelihood_gradients(theta, index), target.log_likelihood_gradients_numpy(theta, index))
+
+
+def test_the_kernel_folds_the_product_over_many_hidden_units():
+    """H = 1,200 > 1,000 hidden units: the product of the 1 + e^{−|o|} is folded into the log every 1,000 units."""
+    features, labels = _data(0, 8, 3, 3)
+    target = DiscriminativeRBM(features, labels, 3, 1200)
+    theta = _points(target, 22, n=2, scale=0.5)
+    index = np.tile(np.arange(8), (2, 1))
+    _assert_relative(target.log_likelihood_gradients(theta, index), target.log_likelihood_gradients_numpy(theta, index))
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_compiled_minibatch_sums_equal_the_numpy_reference(shape):
+    """∇Ũ (``stochastic_gradient``) and Σ_i (g_i − ḡ)² (``minibatch_gradient_moments``) from the kernel's running
+    sums equal the numpy reference's per-example array (same minibatch draw) to 1e-12."""
+    target, reference = _target(shape, batch_size=12), _target(shape, batch_size=12, kernels=False)
+    theta = _points(target, 23, n=3)
+    gradient, per_example = reference.minibatch_gradient(theta, np.random.default_rng(4))
+    squares = np.sum((per_example - per_example.mean(axis=1, keepdims=True)) ** 2, axis=1)
+    _assert_relative(target.stochastic_gradient(theta, np.random.default_rng(4)), gradient)
+    compiled_gradient, compiled_squares = target.minibatch_gradient_moments(theta, np.random.default_rng(4))
+    _assert_relative(compiled_gradient, gradient)
+    _assert_relative(compiled_squares, squares)
+    for a, b in zip(reference.minibatch_gradient_moments(theta, np.random.default_rng(4)), (gradient, squares)):
+        np.testing.assert_array_equal(a, b)
+    _assert_relative(target.minibatch_gradient(theta, np.random.default_rng(4))[1], per_example)
+
+
+@pytest.mark.parametrize("name", ["ccadl", "sghmc"])
+def test_a_diagonal_running_estimate_takes_the_moments_without_per_example_gradients(name, monkeypatch):
+    """Sampler.gradient_and_noise with ``running_form=diagonal`` on the DRBM: V_t from
+    ``minibatch_gradient_moments`` equals the diagonal of Eq. 19 over the per-example gradients (1e-12), and the
+    (c, n, d) per-example array is never requested."""
+    from sgmcmc.samplers import make_sampler
+    from sgmcmc.samplers.base import minibatch_covariance
+
+    target = _target("many_classes", batch_size=9)
+    params = {"noise_estimate": "running", "noise_clip": True} if name == "sghmc" else {}
+    sampler = make_sampler(name, target, running_form="diagonal", **params)
+    theta = _points(target, 24, n=3)
+    state = sampler.init(theta, np.random.default_rng(0))
+    gradient, per_example = target.minibatch_gradient(theta, np.random.default_rng(6))
+    expected = minibatch_covariance(per_example, diagonal=True)
+
+    def forbidden(*args, **kwargs):
+        raise AssertionError("per-example gradients requested")
+
+    monkeypatch.setattr(target, "log_likelihood_gradients", forbidden)
+    estimate = sampler.gradient_and_noise(np.random.default_rng(6), state)
+    _assert_relative(estimate.gradient, gradient)
+    _assert_relative(estimate.noise, expected)
+    _assert_relative(estimate.covariance.variances, sampler.running_scale() * expected)
+
+
 def test_full_data_sums_never_build_per_example_gradients(monkeypatch):
     target = _target()
     theta = _points(target, 6)
@@ -210,7 +290,7 @@ def test_chunking_does_not_change_the_results(monkeypatch, chunk):
     index = np.random.default_rng(0).integers(0, target.n_data, size=(5, 9))
 
     def everything():
-        return (target.potential(theta), target.gradient(theta), target.log_likelihood_gradients(theta, index),
+        return (target.potential(theta), target.gradient(theta), target.log_likelihood_gradients_numpy(theta, index),
                 target.predict_proba(theta, target.test_features), target.test_error(theta),
                 target.test_log_likelihood(theta))
 
@@ -250,9 +330,10 @@ def test_minibatch_gradient_is_unbiased():
     np.testing.assert_allclose(np.var(gradient, axis=0, ddof=1), np.diag(covariance), rtol=0.15)
 
 
+@pytest.mark.parametrize("kernels", [True, False])
 @pytest.mark.parametrize("shape", list(SHAPES))
-def test_huge_weights_are_finite_without_warnings(shape):
-    target = _target(shape, batch_size=10)
+def test_huge_weights_are_finite_without_warnings(shape, kernels):
+    target = _target(shape, batch_size=10, kernels=kernels)
     theta = 1e3 * _points(target, 9, scale=1.0)
     with warnings.catch_warnings(), np.errstate(over="raise", divide="raise", invalid="raise"):
         warnings.simplefilter("error")
