@@ -7,6 +7,8 @@
    per-example gradients, their sum), the floor for this work (issue goal: CCAdL ≤ 4×). Needs the MNIST
    files (``SGMCMC_DATA``); skipped with the reason otherwise. ``make bench`` pins BLAS to one thread (the
    batched 100×100 products ran 10-20× slower with oversubscribed OpenBLAS threads on a busy 2-core machine).
+   Each row also has the CPU-time ratio and how many of SGHMC's clipped draws needed an eigendecomposition
+   (``sgmcmc.noise.clip_counters``; at h = 1e-4 every one does: each chain has negative eigenvalues every step).
 3. discriminative RBMs (Fig. 3 settings, 1 chain, diagonal running estimate): passes over the data per
    second of each sampler on letter and connect-4 (skipped without the LIBSVM files);
 4. every sampler config × every synthetic target at its defaults, 1 and 1,000 chains: chain-steps per
@@ -37,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from sgmcmc.data import DataError
+from sgmcmc.noise import clip_counters
 from sgmcmc.results import provenance
 from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
@@ -109,11 +112,15 @@ def logistic_step_costs(n_steps: int, n_chains: int = 4) -> list[dict]:
     gradient, gradient_cpu = _timed(gradients, n_steps)
     rows = []
     for name, params in TABLE1_SAMPLERS.items():
+        before = clip_counters.snapshot()
         step, cpu = timed_steps(make_sampler(name, target, **params), theta, 1e-4, n_steps, warm_up=20)
+        draws, fallbacks = np.subtract(clip_counters.snapshot(), before).tolist()
         rows.append({"sampler": name, "n_chains": n_chains, "steps_timed": n_steps, "seconds_per_step": step,
                      "steps_per_second": 1.0 / step, "bare_gradient_seconds": gradient, "ratio_to_bare_gradient": step / gradient,
                      "cpu_seconds_per_step": cpu, "bare_gradient_cpu_seconds": gradient_cpu,
-                     "cpu_ratio_to_bare_gradient": cpu / gradient_cpu})
+                     "cpu_ratio_to_bare_gradient": cpu / gradient_cpu,
+                     # full-covariance clipped draws (chain-steps, warm-up included) and those that needed eigh
+                     "clipped_draws": draws, "clipped_draw_eigendecompositions": fallbacks})
     return rows
 
 
@@ -194,7 +201,9 @@ def main(argv=None) -> None:
         _measure_part(report, "logistic_mnist79", "logistic regression", lambda: logistic_step_costs(max(50, args.steps // 40)),
                       lambda row: f"logistic {row['sampler']:6s} {row['n_chains']} chains: {row['steps_per_second']:7.1f} "
                                   f"steps/s, {row['ratio_to_bare_gradient']:.2f}x the bare minibatch gradient "
-                                  f"(CPU time {row['cpu_ratio_to_bare_gradient']:.2f}x)")
+                                  f"(CPU time {row['cpu_ratio_to_bare_gradient']:.2f}x)"
+                                  + (f"; {row['clipped_draw_eigendecompositions']} of {row['clipped_draws']} clipped draws "
+                                     "eigendecomposed" if row["clipped_draws"] else ""))
     if "drbm" in parts:
         _measure_part(report, "drbm", "drbm", lambda: drbm_passes_per_second(max(10, args.steps // 400)),
                       lambda row: f"drbm {row['dataset']:8s} {row['sampler']:6s}: {row['passes_per_second']:.3f} passes/s "
