@@ -93,11 +93,13 @@ def clipped_gaussian(covariance: np.ndarray, normal: np.ndarray) -> tuple[np.nda
     # A variance <= 0 on the diagonal: no Cholesky factor, so no attempt (where clipping happens at every step, as
     # with the running estimate on logistic regression at h = 1e-4, the attempt would only add its cost).
     fallback = ~np.all(np.diagonal(covariance, axis1=1, axis2=2) > 0, axis=1)
-    try:
-        if fallback.any():
-            raise np.linalg.LinAlgError
-        factor = np.linalg.cholesky(covariance)
-    except np.linalg.LinAlgError:
+    factor = None
+    if not fallback.any():
+        try:
+            factor = np.linalg.cholesky(covariance)  # every chain at once, the usual case when nothing is clipped
+        except np.linalg.LinAlgError:
+            pass
+    if factor is None:  # chain by chain: which ones have a factor
         factor = np.zeros_like(covariance)
         for chain in np.flatnonzero(~fallback):
             try:
