@@ -35,7 +35,7 @@ from sgmcmc.observers import (MomentsObserver, RunningMoments, SampleStore, Step
 __all__ = ["RunSettings", "RunOutcome", "RunningMoments", "run_chains", "iterate_blocks"]
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.schedules import step_sizes as schedule_step_sizes
-from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
+from sgmcmc.signals import workers_ignore_stop_signals
 
 log = logging.getLogger(__name__)
 
@@ -114,11 +114,6 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
     every block, and before every numpy step)."""
     kernel = kernel_of(sampler)
     advance = CompiledBlocks(kernel) if kernel is not None else None
-    if advance is not None:
-        import sgmcmc.engine.kernels  # noqa: F401  (loads numba, whose thread pool must start with the signals blocked)
-
-        with workers_ignore_stop_signals():
-            start_worker_threads()
     t = start
     while t < n_steps:
         if stop_requested():
