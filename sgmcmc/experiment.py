@@ -325,6 +325,8 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
         "acceptance_rate": outcome.acceptance_rate,
         "noise_clips": outcome.noise_clips,
         "reflections": outcome.reflections,
+        "clip_draws": outcome.clip_draws,
+        "clip_decompositions": outcome.clip_decompositions,
         "final": final,
         "figures": figures,
         "artifacts": artifacts,

@@ -171,12 +171,19 @@ class ThermostatObserver:
 
 
 class StepCounters:
-    """Metropolis–Hastings acceptance (sum of probabilities and their number), clipped variances, reflections."""
+    """Metropolis–Hastings acceptance (sum of probabilities and their number), clipped variances, reflections, and the
+    clipped draws with a full covariance with how many needed an eigendecomposition (``sgmcmc.noise.clip_counters``)."""
 
     name = "counters"
 
     def __init__(self):
+        from sgmcmc.noise import clip_counters
+
         self.accept_sum, self.accept_count, self.noise_clips, self.reflections = 0.0, 0, 0, 0
+        # clipped draws with a full covariance, and how many of them needed an eigendecomposition (no Cholesky factor)
+        self.clip_draws, self.clip_decompositions = 0, 0
+        self._clip_counters = clip_counters
+        self._seen = clip_counters.snapshot()
 
     def update(self, block: Block) -> None:
         if block.accept_probability is not None:
@@ -187,6 +194,10 @@ class StepCounters:
             self.noise_clips += int(block.clipped.sum())
         if block.reflected is not None:
             self.reflections += int(block.reflected.sum())
+        now = self._clip_counters.snapshot()  # the process's counters: their change over this block
+        self.clip_draws += now[0] - self._seen[0]
+        self.clip_decompositions += now[1] - self._seen[1]
+        self._seen = now
 
     @property
     def acceptance_rate(self) -> Optional[float]:
@@ -194,11 +205,13 @@ class StepCounters:
 
     def state_dict(self) -> dict:
         return {"accept_sum": self.accept_sum, "accept_count": self.accept_count, "noise_clips": self.noise_clips,
-                "reflections": self.reflections}
+                "reflections": self.reflections, "clip_draws": self.clip_draws,
+                "clip_decompositions": self.clip_decompositions}
 
     def load_state_dict(self, state: dict) -> None:
         self.accept_sum, self.accept_count = float(state["accept_sum"]), int(state["accept_count"])
         self.noise_clips, self.reflections = int(state["noise_clips"]), int(state["reflections"])
+        self.clip_draws, self.clip_decompositions = int(state["clip_draws"]), int(state["clip_decompositions"])
 
 
 class TraceObserver:

@@ -71,6 +71,8 @@ class RunOutcome:
     acceptance_rate: Optional[float] = None
     noise_clips: int = 0
     reflections: int = 0
+    clip_draws: int = 0  # clipped draws with a full covariance (chains × steps) ...
+    clip_decompositions: int = 0  # ... and how many of them had no Cholesky factor (eigendecomposed)
     thermostat_mean: Optional[float] = None  # mean ξ over chains and post-burn-in steps (SGNHT, CCAdL)
     thermostat_se: Optional[float] = None  # its standard error from the spread of the chains' means
     moments: Optional["RunningMoments"] = None  # per-chain mean (and covariance) of every post-burn-in step
@@ -240,6 +242,7 @@ def run_chains(
     outcome.final_theta = state.theta
     outcome.trace, outcome.state_metrics, outcome.evaluation_time = trace.rows, trace.state_metrics, trace.seconds
     outcome.noise_clips, outcome.reflections = counters.noise_clips, counters.reflections
+    outcome.clip_draws, outcome.clip_decompositions = counters.clip_draws, counters.clip_decompositions
     outcome.acceptance_rate = counters.acceptance_rate
     outcome.thermostat_mean, outcome.thermostat_se = thermostat.summary()
     return outcome

@@ -158,3 +158,21 @@ def test_path_statistics_and_snapshots_are_the_run_s_own_chains(tmp_path):
     np.testing.assert_array_equal(files["snapshots.step"], [0, 7, 14, 21, 28, 35])
     np.testing.assert_array_equal(files["snapshots.theta"][:, 0], theta0)
     np.testing.assert_array_equal(files["snapshots.theta"][:, 1:], samples[:, [6, 13, 20, 27, 34]])
+
+
+def test_clipped_draws_and_their_eigendecompositions_are_counted_per_run():
+    """A full V̂ larger than the injected 2D on some directions: every clipped draw is counted, and those without a
+    Cholesky factor (a negative eigenvalue) as eigendecompositions; a covariance that stays PSD needs none."""
+    from sgmcmc.samplers import make_sampler
+    from sgmcmc.targets import make_target
+
+    def counts(noise_variance):
+        target = make_target("gaussian_2d_cov", noise_variance=noise_variance)
+        sampler = make_sampler("sgld", target, noise_estimate="known", noise_clip=True)
+        assert sampler.compiled_kernel() is None  # a full V̂ with clipping runs on the numpy steps
+        outcome = run_chains(sampler, Constant(0.05), RunSettings(n_steps=30, n_chains=4, burn_in=0, progress=False),
+                             np.random.default_rng(0))
+        return outcome.clip_draws, outcome.clip_decompositions, outcome.noise_clips
+
+    assert counts([[60.0, 20.0], [20.0, 30.0]]) == (120, 120, 120)  # ε(2 − εV) has one negative eigenvalue
+    assert counts([[1.0, 0.5], [0.5, 1.0]]) == (120, 0, 0)
