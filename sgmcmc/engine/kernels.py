@@ -171,8 +171,9 @@ def langevin_block(kind, parameters, factor, metric_kind, scale, softening, mode
             if not _finite(new):
                 bad_step[i], bad_code[i] = k, NON_FINITE
                 break
-            theta[:] = new
-            theta_path[i, k] = theta
+            for j in range(d):
+                theta[j] = new[j]
+                theta_path[i, k, j] = new[j]
             clipped_path[i, k] = clipped
 
 
@@ -249,7 +250,8 @@ def momentum_block(kind, parameters, factor, metric_kind, friction_constant, use
                     for j in range(d):
                         at[j] = theta[j] + step * root[j] * momentum[j]
                 else:
-                    at[:] = theta
+                    for j in range(d):
+                        at[j] = theta[j]
                 _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, at, root, friction, correction)
                 _stochastic_gradient(kind, parameters, factor, at, normals, k, i, gradient)
                 status, clipped = _inject(step, friction, root, mode, variance_diagonal, variance, clip, normals, k, 1, i, noise, work)
@@ -269,10 +271,11 @@ def momentum_block(kind, parameters, factor, metric_kind, friction_constant, use
             if not (_finite(new_theta) and _finite(new_momentum)):
                 bad_step[i], bad_code[i] = k, NON_FINITE
                 break
-            theta[:] = new_theta
-            momentum[:] = new_momentum
-            theta_path[i, k] = theta
-            momentum_path[i, k] = momentum
+            for j in range(d):
+                theta[j] = new_theta[j]
+                momentum[j] = new_momentum[j]
+                theta_path[i, k, j] = new_theta[j]
+                momentum_path[i, k, j] = new_momentum[j]
             clipped_path[i, k] = clipped
 
 
@@ -320,11 +323,12 @@ def thermostat_block(kind, parameters, factor, diffusion_constant, integrator, m
             if not (_finite(new_theta) and _finite(new_momentum) and math.isfinite(new_xi)):
                 bad_step[i], bad_code[i] = k, NON_FINITE
                 break
-            theta[:] = new_theta
-            momentum[:] = new_momentum
+            for j in range(d):
+                theta[j] = new_theta[j]
+                momentum[j] = new_momentum[j]
+                theta_path[i, k, j] = new_theta[j]
+                momentum_path[i, k, j] = new_momentum[j]
             xi = new_xi
-            theta_path[i, k] = theta
-            momentum_path[i, k] = momentum
             xi_path[i, k] = xi
             clipped_path[i, k] = clipped
 
@@ -432,7 +436,8 @@ def trajectory_block(kind, parameters, factor, stochastic, trajectory, n_inner, 
             if not (_finite(proposal) and _finite(momentum)):
                 bad_step[i], bad_code[i] = k, NON_FINITE
                 break
-            theta[:] = proposal
-            theta_path[i, k] = theta
-            momentum_path[i, k] = momentum
+            for j in range(d):
+                theta[j] = proposal[j]
+                theta_path[i, k, j] = proposal[j]
+                momentum_path[i, k, j] = momentum[j]
             accept_path[i, k] = accept
