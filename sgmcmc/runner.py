@@ -90,11 +90,9 @@ def _show(bar, row: dict) -> None:
 
 
 def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
-    """Steps per block: compiled blocks hold about 2¹⁸ numbers of each path (at most 8,192 steps); numpy blocks 64
-    steps (they stop early when asked to)."""
-    if not compiled:
-        return 64
-    return int(max(1, min(8192, 2**18 // max(1, n_chains * dim))))
+    """Steps per block: a block's paths hold about 2¹⁸ numbers each, with at most 8,192 steps (compiled) or 64 steps
+    (numpy steps, which also stop early when asked to; LDA's d = 385,100 gets one step per block)."""
+    return int(max(1, min(8192 if compiled else 64, 2**18 // max(1, n_chains * dim))))
 
 
 def next_stop(t: int, settings: RunSettings, size: int, due_step: float) -> int:
@@ -188,6 +186,9 @@ def run_chains(
     run_observers = [store, moments, thermostat, counters, trace]
     # the caller's observers with a state of their own go into the checkpoints too
     checkpointed = [*run_observers, *(observer for observer in observers if hasattr(observer, "state_dict"))]
+    names = [observer.name for observer in checkpointed]
+    if len(set(names)) < len(names):
+        raise ValueError(f"observers need distinct names (their checkpoint keys); got {', '.join(sorted(names))}")
     outcome = RunOutcome(samples=store.samples, moments=moments.moments)
     earlier_wall_time = 0.0  # of the sessions before a resume
     if resume is not None:

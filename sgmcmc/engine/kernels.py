@@ -36,7 +36,19 @@ import numpy as np
 
 from sgmcmc.engine.codes import (ABOBA, CONSTANT_METRIC, DIAGONAL_ESTIMATE, EULER, LEAPFROG, NO_ESTIMATE, NON_FINITE,
                                  NOT_PSD, OK, SPLITTING, THETA_FIRST)
+from sgmcmc.engine import codes, gradients
 from sgmcmc.engine.gradients import CORRELATED_2D, DOUBLE_WELL, LECTURE_QUARTIC, QUADRATIC
+
+# numba freezes these constants into the compiled code, and its on-disk cache is keyed on this file alone: a change of
+# codes.py or gradients.py that leaves this file as it is would run stale kernels. So their values are written here
+# too, and a mismatch stops the import (change both files together).
+_FROZEN = {"OK": 0, "NON_FINITE": 1, "NOT_PSD": 2, "CONSTANT_METRIC": 0, "RATIONAL_METRIC": 1, "SPLITTING": 0, "EULER": 1,
+           "THETA_FIRST": 2, "ABOBA": 3, "LEAPFROG": 0, "ALGORITHM_2": 1, "NO_ESTIMATE": 0, "DIAGONAL_ESTIMATE": 1,
+           "FULL_ESTIMATE": 2, "QUADRATIC": 0, "DOUBLE_WELL": 1, "LECTURE_QUARTIC": 2, "CORRELATED_2D": 3}
+_CHANGED = [name for name, value in _FROZEN.items() if getattr(codes, name, getattr(gradients, name, None)) != value]
+if _CHANGED:
+    raise RuntimeError(f"sgmcmc.engine.kernels: the codes {', '.join(_CHANGED)} differ from the values this file was "
+                       "compiled with; update _FROZEN here (which also renews numba's cache)")
 
 
 @numba.njit(cache=True, inline="always")

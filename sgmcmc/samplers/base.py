@@ -129,12 +129,23 @@ class Sampler(ABC):
         the kernel does not cover the configuration (see :meth:`compiled_target`)."""
         return None
 
+    # True in the body of each class whose numpy steps a compiled kernel reproduces; a subclass (which may override
+    # them) runs on the numpy steps unless it sets it too.
+    exact_kernel = False
+
     def compiled_target(self):
-        """The target's compiled gradient when a kernel may run: a formula target, a closed-form integrator, and
-        a known or no gradient-noise estimate (the running estimate needs a data target); else None."""
+        """The target's compiled gradient when a kernel may run, else None: this very class has an exact kernel, and
+        so does the target's class (a subclass of either may change what the kernel would compute), neither has a
+        method replaced on the instance, the integrator is closed-form and the noise estimate known or none (the
+        running estimate needs a data target)."""
+        target = self.target
+        if not type(self).__dict__.get("exact_kernel", False) or "compiled_gradient" not in type(target).__dict__:
+            return None
+        if any(callable(value) for value in (*vars(self).values(), *vars(target).values())):
+            return None  # a method replaced on the instance (e.g. a test's deliberate bug): the numpy steps
         if self.integrator == "generic" or self.noise_estimate == "running":
             return None
-        return self.target.compiled_gradient()
+        return target.compiled_gradient()
 
     def known_noise(self, compiled) -> Optional[np.ndarray]:
         """V̂ as the kernels take it: the formula target's constant V for ``known`` (None for ``zero``)."""

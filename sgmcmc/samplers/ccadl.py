@@ -29,6 +29,7 @@ from sgmcmc.samplers.sgnht import SGNHT
 
 class CCAdL(SGNHT):
     name = "ccadl"
+    exact_kernel = True
     integrators = ("theta_first", "euler", "generic")
 
     def __init__(self, target, diffusion: float = 1.0, noise_estimate: str = "running", **kwargs):

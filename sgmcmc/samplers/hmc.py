@@ -61,6 +61,7 @@ class HMC(Sampler):
     name = "hmc"
     integrators = ("leapfrog",)
     uses_stochastic_gradient = False
+    exact_kernel = True
 
     def __init__(self, target, n_leapfrog: int = 10, metropolis: bool = True, **kwargs):
         super().__init__(target, **kwargs)
@@ -123,6 +124,7 @@ class NaiveSGHMC(HMC):
 
     name = "naive_sghmc"
     uses_stochastic_gradient = True
+    exact_kernel = True
 
     def __init__(self, target, n_leapfrog: int = 50, metropolis: bool = False, **kwargs):
         super().__init__(target, n_leapfrog=n_leapfrog, metropolis=metropolis, **kwargs)

@@ -14,6 +14,7 @@ from sgmcmc.samplers.sgrhmc import SGRHMC
 
 class NaiveSGRHMC(SGRHMC):
     name = "naive_sgrhmc"
+    exact_kernel = True
 
     def correction(self, theta):
         return np.zeros_like(theta)

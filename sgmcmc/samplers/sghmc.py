@@ -12,6 +12,7 @@ from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
 
 class SGHMC(MomentumRecipeSampler):
     name = "sghmc"
+    exact_kernel = True
 
     def __init__(self, target, friction: float = 1.0, **kwargs):
         super().__init__(target, **kwargs)

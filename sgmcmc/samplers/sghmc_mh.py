@@ -38,6 +38,7 @@ class SGHMCMetropolis(Sampler):
     an MH test on the exact H (SPEC E7). ``n_leapfrog`` carries HMC's key name for m."""
 
     name = "sghmc_mh"
+    exact_kernel = True
     integrators = ("trajectory",)
     supports_running_estimate = False
 

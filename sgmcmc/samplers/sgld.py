@@ -17,6 +17,7 @@ from sgmcmc.state import SamplerState, StepInfo
 
 class SGLD(Sampler):
     name = "sgld"
+    exact_kernel = True
     integrators = ("euler", "generic")
 
     def init(self, theta, rng):

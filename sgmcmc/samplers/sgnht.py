@@ -29,6 +29,7 @@ from sgmcmc.state import SamplerState, StepInfo
 
 class SGNHT(Sampler):
     name = "sgnht"
+    exact_kernel = True
     integrators = ("splitting", "euler", "theta_first", "generic")
 
     def __init__(self, target, diffusion: float = 1.0, **kwargs):

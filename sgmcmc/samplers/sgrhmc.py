@@ -18,6 +18,7 @@ from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
 
 class SGRHMC(MomentumRecipeSampler):
     name = "sgrhmc"
+    exact_kernel = True
 
     def __init__(self, target, metric: Optional[DiagonalMetric] = None, **kwargs):
         super().__init__(target, **kwargs)

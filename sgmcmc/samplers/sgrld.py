@@ -20,6 +20,7 @@ from sgmcmc.state import SamplerState, StepInfo
 
 class SGRLD(Sampler):
     name = "sgrld"
+    exact_kernel = True
     integrators = ("euler", "generic")
 
     def __init__(self, target, metric: Optional[DiagonalMetric] = None, **kwargs):

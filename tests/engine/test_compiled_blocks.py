@@ -140,3 +140,25 @@ def test_compiled_trajectories_equal_numpy_steps(name, params, target_name):
         assert 0.05 < reference.accept_probability.mean() < 1.0  # some proposals rejected: the test has teeth
     else:
         assert compiled.accept_probability is None and reference.accept_probability is None
+
+
+def test_subclasses_and_replaced_methods_run_on_the_numpy_steps():
+    """A kernel reproduces its own class's numpy steps only: a subclass of a target or a sampler (which may override
+    the gradient, the reflection, the friction, …) or a method replaced on the instance gets no kernel."""
+    from sgmcmc.samplers.sghmc import SGHMC
+    from sgmcmc.targets.double_well import DoubleWell
+
+    class ShiftedWell(DoubleWell):
+        def gradient_1d(self, x):
+            return super().gradient_1d(x - 1.0)
+
+    class PositionFriction(SGHMC):
+        def friction(self, theta):
+            return 1.0 + theta**2
+
+    assert make_sampler("sghmc", make_target("double_well")).compiled_kernel() is not None
+    assert make_sampler("sghmc", ShiftedWell()).compiled_kernel() is None
+    assert PositionFriction(make_target("double_well")).compiled_kernel() is None
+    patched = make_sampler("sgnht", make_target("double_well"))
+    patched._thermostat_update = lambda xi, r, eps: xi
+    assert patched.compiled_kernel() is None
