@@ -226,6 +226,16 @@ def _transform_friction(metric_kind, friction_constant, use_correction, scale, s
             correction[j] = 0.0
 
 
+@numba.njit(cache=True, inline="always")
+def _accept_step(theta, momentum, new_theta, new_momentum, theta_path, momentum_path, chain, step):
+    """The new (θ, r) become the chain's state and its path's entry at ``step``."""
+    for j in range(theta.shape[0]):
+        theta[j] = new_theta[j]
+        momentum[j] = new_momentum[j]
+        theta_path[chain, step, j] = new_theta[j]
+        momentum_path[chain, step, j] = new_momentum[j]
+
+
 @numba.njit(cache=True)
 def momentum_block(kind, parameters, factor, metric_kind, friction_constant, use_correction, scale, softening,
                    integrator, mode, variance_diagonal, variance, clip,
@@ -283,11 +293,7 @@ def momentum_block(kind, parameters, factor, metric_kind, friction_constant, use
             if not (_finite(new_theta) and _finite(new_momentum)):
                 bad_step[i], bad_code[i] = k, NON_FINITE
                 break
-            for j in range(d):
-                theta[j] = new_theta[j]
-                momentum[j] = new_momentum[j]
-                theta_path[i, k, j] = new_theta[j]
-                momentum_path[i, k, j] = new_momentum[j]
+            _accept_step(theta, momentum, new_theta, new_momentum, theta_path, momentum_path, i, k)
             clipped_path[i, k] = clipped
 
 
@@ -335,11 +341,7 @@ def thermostat_block(kind, parameters, factor, diffusion_constant, integrator, m
             if not (_finite(new_theta) and _finite(new_momentum) and math.isfinite(new_xi)):
                 bad_step[i], bad_code[i] = k, NON_FINITE
                 break
-            for j in range(d):
-                theta[j] = new_theta[j]
-                momentum[j] = new_momentum[j]
-                theta_path[i, k, j] = new_theta[j]
-                momentum_path[i, k, j] = new_momentum[j]
+            _accept_step(theta, momentum, new_theta, new_momentum, theta_path, momentum_path, i, k)
             xi = new_xi
             xi_path[i, k] = xi
             clipped_path[i, k] = clipped
