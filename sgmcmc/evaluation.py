@@ -146,8 +146,9 @@ DIAGNOSTIC_MAX_COORDINATES = 10_000
 
 
 def chain_diagnostics(chains: np.ndarray) -> dict:
-    """Autocorrelation time (SPEC §3, in kept samples, averaged over coordinates) and ArviZ's bulk ESS
-    (summed over nothing: one value per coordinate, reported as the minimum) of (n_chains, n_kept, dim)."""
+    """Autocorrelation time (SPEC §3, in kept samples, averaged over coordinates) and the bulk ESS as ArviZ computes
+    it (:func:`~sgmcmc.diagnostics.effective_sample_size`, numpy: no ArviZ import; one value per coordinate,
+    reported as the minimum) of (n_chains, n_kept, dim)."""
     if chains.shape[1] < 4:
         return {}
     if chains.shape[2] > DIAGNOSTIC_MAX_COORDINATES:

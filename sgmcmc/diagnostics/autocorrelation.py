@@ -21,6 +21,15 @@ def _as_chains(chains: np.ndarray) -> np.ndarray:
     return x
 
 
+def _lag_sums(x: np.ndarray, padding: int) -> np.ndarray:
+    """Σ_t x_t x_{t+s} for s = 0..n−1 along axis 1 of (chains, n, dim), by FFT zero-padded to at least ``padding``
+    (≥ 2n − 1: no circular wrap)."""
+    n = x.shape[1]
+    nfft = fft.next_fast_len(padding, real=True)
+    spectrum = fft.rfft(x, n=nfft, axis=1)
+    return fft.irfft(spectrum * np.conj(spectrum), n=nfft, axis=1)[:, :n, :]
+
+
 def autocorrelation(chains: np.ndarray) -> np.ndarray:
     """Normalised autocorrelation ρ_s, s = 0..n_draws−1, averaged over chains.
 
@@ -45,11 +54,7 @@ def autocorrelation(chains: np.ndarray) -> np.ndarray:
     """
     x = _as_chains(chains)
     n = x.shape[1]
-    x = x - x.mean(axis=1, keepdims=True)
-    nfft = fft.next_fast_len(2 * n - 1, real=True)
-    spec = fft.rfft(x, n=nfft, axis=1)
-    lag_sums = fft.irfft(spec * np.conj(spec), n=nfft, axis=1)[:, :n, :]  # Σ_t x_t x_{t+s}
-    acov = lag_sums / (n - np.arange(n))[None, :, None]
+    acov = _lag_sums(x - x.mean(axis=1, keepdims=True), 2 * n - 1) / (n - np.arange(n))[None, :, None]
     with np.errstate(invalid="ignore", divide="ignore"):
         rho = acov / acov[:, :1, :]
     return rho.mean(axis=0)
@@ -85,18 +90,78 @@ def integrated_autocorrelation_time(chains: np.ndarray, threshold: float = 0.05)
     return float(np.mean(tau))
 
 
-def _dataset(chains: np.ndarray):
-    logging.getLogger("arviz").setLevel(logging.WARNING)  # arviz 0.23 logs its optional packages at INFO
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz as az
-    return az, az.convert_to_dataset({"x": _as_chains(chains)})
+# The chain-length limits of ArviZ's bulk ESS: fewer draws per chain give NaN.
+ESS_MIN_DRAWS = 4
+# Coordinates per block of the bulk ESS (bounds the FFT's working memory to about this many numbers times 8).
+ESS_BLOCK_NUMBERS = 2**22
+
+
+def _rank_normal_scores(x: np.ndarray) -> np.ndarray:
+    """Rank-normalised z-scores per column of ``x`` (N, k): average ranks r of ties (1-based), Blom's offset
+    ``(r − 3/8)/(N + 1/4)`` and the standard normal quantile (ArviZ's ``_z_scale``: ``scipy.stats.rankdata(...,
+    method="average")`` then ``scipy.stats.norm.ppf``, i.e. ``scipy.special.ndtri``)."""
+    from scipy.special import ndtri
+
+    n = x.shape[0]
+    order = np.argsort(x, axis=0, kind="stable")
+    ordered = np.take_along_axis(x, order, axis=0)
+    index = np.arange(n)[:, None]
+    differs = ordered[1:] != ordered[:-1]
+    first = np.concatenate([np.ones((1, x.shape[1]), bool), differs])  # first of its tie group
+    last = np.concatenate([differs, np.ones((1, x.shape[1]), bool)])  # last of its tie group
+    start = np.maximum.accumulate(np.where(first, index, 0), axis=0)
+    end = np.minimum.accumulate(np.where(last, index, n - 1)[::-1], axis=0)[::-1]
+    ranks = np.empty_like(x)
+    np.put_along_axis(ranks, order, 0.5 * (start + end + 2), axis=0)  # positions start+1..end+1, averaged
+    return ndtri((ranks - 3.0 / 8.0) / (n - 2.0 * 3.0 / 8.0 + 1.0))
+
+
+def _geyer_ess(z: np.ndarray) -> np.ndarray:
+    """ArviZ's ``_ess`` on each coordinate of ``z`` (n_chains, n_draws, k): FFT autocovariances (divided by
+    n_draws), ρ̂_t = 1 − (W − mean over chains of acov_t)/var⁺ with W the mean within-chain variance (ddof 1) and
+    var⁺ = W (n−1)/n + the variance of the chain means (ddof 1, more than one chain); Geyer's initial positive
+    sequence of pair sums P_0 = 1 + ρ̂_1, P_j = ρ̂_2j + ρ̂_2j+1 (stop after the first P_j ≤ 0, or at
+    t = 2j − 1 ≥ n − 3), made monotone (each pair sum the minimum of those before it); τ̂ = −1 + 2 Σ_{j<J} P_j +
+    ρ̂_2J (the last ρ̂ when positive or its pair sum was kept), at least 1/log10(n_chains n_draws); ESS = M/τ̂."""
+    m, n, k = z.shape
+    total = m * n
+    chain_means = z.mean(axis=1)  # (m, k)
+    z = z - chain_means[:, None, :]
+    acov = _lag_sums(z, 2 * n) / n  # (m, n, k), ArviZ's autocov (zero padding to at least 2n)
+    mean_acov = acov.mean(axis=0)  # (n, k)
+    mean_var = mean_acov[0] * n / (n - 1.0)
+    var_plus = mean_var * (n - 1.0) / n
+    if m > 1:
+        var_plus = var_plus + np.var(chain_means, axis=0, ddof=1)
+    rho = 1.0 - (mean_var - mean_acov) / var_plus  # ρ̂_t for t ≥ 1 (ρ̂_0 is set to 1)
+    n_pairs = max((n - 3) // 2, 0) + 1  # pairs j = 0..J_max; J_max: the last j with 2j − 1 < n − 3
+    j_max = n_pairs - 1
+    pair_sums = np.empty((n_pairs, k))
+    pair_sums[0] = 1.0 + rho[1]
+    pair_sums[1:] = rho[2:2 * n_pairs:2] + rho[3:2 * n_pairs + 1:2]
+    nonpositive = ~(pair_sums > 0.0)
+    # J: the pairs after the first that ArviZ's loop looked at (up to the first P_j ≤ 0, at most J_max)
+    stop = np.where(nonpositive.any(axis=0), np.argmax(nonpositive, axis=0), j_max)
+    monotone = np.minimum.accumulate(pair_sums, axis=0)
+    kept = np.arange(n_pairs)[:, None] < stop[None, :]
+    columns = np.arange(k)
+    last_rho = rho[2 * stop, columns]
+    last_pair = pair_sums[stop, columns]
+    last = np.where(stop == 0, 1.0, np.where((last_rho > 0.0) | (last_pair >= 0.0), last_rho, 0.0))
+    tau = -1.0 + 2.0 * np.sum(np.where(kept, monotone, 0.0), axis=0) + last
+    tau = np.maximum(tau, 1.0 / np.log10(total))
+    return total / tau
 
 
 def effective_sample_size(chains: np.ndarray) -> np.ndarray:
-    """ArviZ bulk effective sample size per coordinate (SPEC §4.12 cross-check of τ).
+    """Bulk effective sample size per coordinate (SPEC §4.12 cross-check of τ): the rank-normalised split-chain ESS of
+    Vehtari et al. (2021) as ``arviz.ess(..., method="bulk")`` computes it, in numpy (no ArviZ import; pinned to ArviZ
+    in ``tests/diagnostics/test_autocorrelation.py``).
 
-    ``arviz.ess(..., method="bulk")``: rank-normalised split-chain ESS (Vehtari et al. 2021).
+    Each chain is split into its first and last ⌊n/2⌋ draws (the middle draw of an odd n is dropped), the draws of
+    all 2m halves are replaced by the normal scores of their ranks (:func:`_rank_normal_scores`), and Geyer's initial
+    monotone sequence of the FFT autocorrelations gives τ̂ (:func:`_geyer_ess`). A coordinate whose scores are all
+    equal (a constant chain) has ESS 2m⌊n/2⌋; one with a NaN, or chains of fewer than 4 draws, has NaN.
 
     Parameters
     ----------
@@ -106,8 +171,32 @@ def effective_sample_size(chains: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (dim,)
     """
-    az, ds = _dataset(chains)
-    return np.asarray(az.ess(ds, method="bulk")["x"].values, dtype=float).reshape(-1)
+    x = _as_chains(chains)
+    n_chains, n_draws, dim = x.shape
+    ess = np.full(dim, np.nan)
+    if n_draws < ESS_MIN_DRAWS:
+        return ess
+    half = n_draws // 2
+    valid = np.flatnonzero(~np.isnan(x).any(axis=(0, 1)))
+    block = max(1, ESS_BLOCK_NUMBERS // (2 * n_chains * half))
+    for begin in range(0, valid.size, block):
+        columns = valid[begin:begin + block]
+        split = np.concatenate([x[:, :half, columns], x[:, n_draws - half:, columns]], axis=0)  # (2m, half, k)
+        z = _rank_normal_scores(split.reshape(-1, columns.size)).reshape(split.shape)
+        constant = (z.max(axis=(0, 1)) - z.min(axis=(0, 1))) < np.finfo(float).resolution
+        ess[columns[constant]] = z.shape[0] * z.shape[1]
+        if not constant.all():
+            ess[columns[~constant]] = _geyer_ess(z[:, :, ~constant])
+    return ess
+
+
+def _dataset(chains: np.ndarray):
+    """ArviZ (imported here only, when R-hat is asked for) and the chains as its dataset."""
+    logging.getLogger("arviz").setLevel(logging.WARNING)  # arviz 0.23 logs its optional packages at INFO
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        import arviz as az
+    return az, az.convert_to_dataset({"x": _as_chains(chains)})
 
 
 def split_rhat(chains: np.ndarray) -> np.ndarray:
