@@ -26,7 +26,6 @@ import signal
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 import yaml
@@ -38,15 +37,12 @@ from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.observers import PathStatistics, Snapshots
 from sgmcmc.recipe import RecipeError, psd_square_root
 from sgmcmc.data import DataError
-from sgmcmc.results import new_run_folder, provenance, write_json, write_samples, write_table, write_text
+from sgmcmc.results import new_run_folder, provenance, write_json, write_rows, write_samples, write_text
 from sgmcmc.runner import INTERRUPTED, RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import make_schedule
 from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
 from sgmcmc.targets import make_target
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 log = logging.getLogger("sgmcmc")
 
@@ -296,10 +292,8 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
         covariance = outcome.moments.covariance()
         extra = {} if covariance is None else {"covariance": covariance}
         write_samples(folder / "moments.npz", mean=outcome.moments.mean, count=np.array(outcome.moments.count), **extra)
-    import pandas as pd
-
-    trace = pd.DataFrame(outcome.trace)
-    write_table(folder / "trace.csv", trace)
+    trace = outcome.trace  # rows (dicts): trace.csv and the metric figure need no pandas
+    write_rows(folder / "trace.csv", trace)
     final = evaluator.score(outcome.samples.reshape(-1, built.target.dim)) if outcome.samples.size else {}
     final.update(chain_diagnostics(outcome.samples) if outcome.samples.size else {})
     if outcome.moments is not None and outcome.moments.count:
@@ -371,7 +365,7 @@ def _thermostat(built: Built, outcome, config: dict) -> dict:
     return out
 
 
-def _figures(folder: Path, built: Built, outcome, trace: pd.DataFrame, config: dict) -> list[str]:
+def _figures(folder: Path, built: Built, outcome, trace: list[dict], config: dict) -> list[str]:
     from sgmcmc import plotting  # matplotlib: imported by the runs that draw figures only
 
     samples, target, figures = outcome.samples, built.target, []

@@ -16,8 +16,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from sgmcmc.targets.base import Target
 
 
@@ -82,31 +80,47 @@ def chain_traces(samples: np.ndarray, path: Path, first_step: int, thin: int, n_
 DATA_METRICS = ("perplexity", "test_log_likelihood", "test_error", "test_accuracy")
 
 
-def data_metric_trace(trace: pd.DataFrame, path: Path) -> Path | None:
+def _trace_columns(trace, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Those of ``names`` that the trace has, as float arrays (NaN where a row has no value); ``trace`` is a run's
+    rows (dicts, as :class:`~sgmcmc.observers.TraceObserver` keeps them: no pandas needed) or a DataFrame."""
+    if isinstance(trace, list):
+        keys = {key for row in trace for key in row}
+        return {name: np.array([np.nan if row.get(name) is None else row[name] for row in trace], dtype=float)
+                for name in names if name in keys}
+    return {name: np.asarray(trace[name], dtype=float) for name in names if name in trace}
+
+
+def _drawn(columns: dict[str, np.ndarray], names: tuple[str, ...]) -> list[str]:
+    return [name for name in names if name in columns and not np.isnan(columns[name]).all()]
+
+
+def data_metric_trace(trace, path: Path) -> Path | None:
     """The data targets' metrics (held-out perplexity, test log-likelihood, test error) against documents
-    seen, passes over the data or steps, one panel each; None if the trace has none."""
-    columns = [c for c in DATA_METRICS if c in trace and trace[c].notna().any()]
+    seen, passes over the data or steps, one panel each; None if the trace (rows or a DataFrame) has none."""
+    table = _trace_columns(trace, (*DATA_METRICS, "documents", "passes", "step"))
+    columns = _drawn(table, DATA_METRICS)
     if not columns:
         return None
-    x = next(c for c in ("documents", "passes", "step") if c in trace)
+    x = next(c for c in ("documents", "passes", "step") if c in table)
     figure, axes = plt.subplots(len(columns), 1, figsize=(6, 3.2 * len(columns)), squeeze=False)
     for ax, column in zip(axes[:, 0], columns):
-        ax.plot(trace[x], trace[column], marker=".")
+        ax.plot(table[x], table[column], marker=".")
         ax.set_ylabel(column.replace("_", " "))
     axes[-1, 0].set_xlabel({"documents": "documents seen", "passes": "passes over the data"}.get(x, x))
     return _save(figure, path)
 
 
-def metric_trace(trace: pd.DataFrame, path: Path) -> Path | None:
-    """KL (both directions) and W1 against step count, log scale; for data targets their own metrics
-    (:func:`data_metric_trace`)."""
-    columns = [c for c in ("kl_pq", "kl_qp", "w1") if c in trace and trace[c].notna().any()]
+def metric_trace(trace, path: Path) -> Path | None:
+    """KL (both directions) and W1 against step count, log scale, from the trace (rows or a DataFrame); for data
+    targets their own metrics (:func:`data_metric_trace`)."""
+    table = _trace_columns(trace, ("kl_pq", "kl_qp", "w1", "step"))
+    columns = _drawn(table, ("kl_pq", "kl_qp", "w1"))
     if not columns:
         return data_metric_trace(trace, path)
     figure, axes = plt.subplots(figsize=(6, 4))
     for column in columns:
-        values = trace[column].clip(lower=1e-8)
-        axes.semilogy(trace["step"], values, marker=".", label=column)
+        values = np.maximum(table[column], 1e-8)  # NaN stays NaN (a gap), as pandas' clip
+        axes.semilogy(table["step"], values, marker=".", label=column)
     axes.set_xlabel("step")
     axes.set_ylabel("metric (pooled post-burn-in samples)")
     axes.legend()

@@ -1,6 +1,9 @@
-"""Start-up of ``python run.py``: what it imports before the run needs it, and how often it composes and builds the
-config (once each). No timings: the modules and the counts only."""
+"""Start-up of ``python run.py``: what it imports before the run needs it, what a whole run imports (no ArviZ, no
+pandas; matplotlib only for the figures), how often it composes and builds the config (once each), and the garbage
+collector (off during the command line's start-up, then on with the start-up's objects frozen). No timings: the
+modules and the counts only."""
 
+import gc
 import importlib.util
 import json
 import os
@@ -60,6 +63,31 @@ assert target.name == "gaussian_2d_cov"
     assert {"sgmcmc.data.files", "sgmcmc.data.mnist", "sgmcmc.targets.correlated_2d"} <= set(loaded)
 
 
+def run_command_line(results, *overrides: str) -> list[str]:
+    """The HEAVY modules after ``python run.py`` (as __main__) runs a short double-well run with ``overrides``; the
+    collector is on at its end, with the start-up's objects frozen."""
+    argv = [str(ROOT / "run.py"), "run.n_steps=20", "run.burn_in=0", "run.n_chains=2", "run.eval_every=10",
+            "run.progress=false", f"run.results_dir={results}", *overrides]
+    code = f"""
+import gc, json, runpy, sys
+sys.argv = {argv!r}
+runpy.run_path(sys.argv[0], run_name="__main__")
+assert gc.isenabled() and gc.get_freeze_count() > 0, (gc.isenabled(), gc.get_freeze_count())
+"""
+    return imported_after(code)
+
+
+def test_a_run_imports_neither_arviz_nor_pandas_and_matplotlib_only_for_its_figures(tmp_path):
+    """The final bulk ESS is numpy's (no ArviZ, xarray), trace.csv and the metric figure need no pandas, and
+    matplotlib is imported by the runs that draw figures only."""
+    assert run_command_line(tmp_path, "run.figures=false") == []
+    assert run_command_line(tmp_path) == ["matplotlib", "sgmcmc.plotting"]
+    metrics = [json.loads((folder / "metrics.json").read_text()) for folder in tmp_path.iterdir()]
+    assert [m["status"] for m in metrics] == ["completed"] * 2 and all(m["final"]["ess_bulk_min"] > 0 for m in metrics)
+    assert sorted(sorted(m["figures"]) for m in metrics) == [[], ["figures/histogram.png", "figures/metrics.png",
+                                                                  "figures/trace.png"]]
+
+
 # -- compose once, build once -----------------------------------------------------------------------------------
 def load_run_module():
     spec = importlib.util.spec_from_file_location("sgmcmc_run_startup", ROOT / "run.py")
@@ -86,6 +114,7 @@ def test_a_single_run_composes_and_builds_its_config_once(tmp_path, monkeypatch,
     monkeypatch.setattr(ConfigLoaderImpl, "load_configuration", counting("compose", load))
     monkeypatch.setattr(experiment, "_build", counting("build", build))
     monkeypatch.setattr(experiment, "validate_config", counting("validate", validate))
+    frozen = gc.get_freeze_count()
     monkeypatch.setattr(sys, "argv", [str(ROOT / "run.py"), "run.n_steps=4", "run.burn_in=0", "run.n_chains=2",
                                       "run.eval_every=2", "run.progress=false", "run.figures=false",
                                       f"run.results_dir={tmp_path}"])
@@ -93,6 +122,7 @@ def test_a_single_run_composes_and_builds_its_config_once(tmp_path, monkeypatch,
     folder = Path(capsys.readouterr().out.strip().splitlines()[-1])
     assert json.loads((folder / "metrics.json").read_text())["status"] == "completed"
     assert counts == {"compose": 1, "build": 1, "validate": 1}
+    assert gc.isenabled() and gc.get_freeze_count() == frozen  # run.py imported, not run: the collector untouched
 
 
 @pytest.mark.parametrize("overrides", [
