@@ -28,6 +28,7 @@ from sgmcmc.checkpoint import (
     split_target_state,
 )
 from sgmcmc.engine.blocks import CompiledBlocks, kernel_of, numpy_block
+from sgmcmc.engine.data_blocks import DataKernel
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.observers import (MomentsObserver, RunningMoments, SampleStore, StepCounters,
                               ThermostatObserver, TraceObserver)
@@ -109,11 +110,12 @@ def next_stop(t: int, settings: RunSettings, size: int, due_step: float) -> int:
 def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.random.Generator, state, start: int,
                    stops: Callable[[int], int], n_steps: int, stop_requested: Callable[[], bool] = lambda: False):
     """Run the chains from step ``start`` in blocks, yielding each :class:`~sgmcmc.engine.blocks.Block`; the block
-    after step t ends at ``stops(t)``. Compiled where the sampler declares a kernel for its target, else the numpy
+    after step t ends at ``stops(t)``. Compiled where the sampler declares a kernel for its target (a
+    :class:`~sgmcmc.engine.data_blocks.DataKernel` runs a block itself, drawing its minibatches), else the numpy
     steps. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked before
     every block, and before every numpy step)."""
     kernel = kernel_of(sampler)
-    advance = CompiledBlocks(kernel) if kernel is not None else None
+    advance = None if kernel is None else kernel if isinstance(kernel, DataKernel) else CompiledBlocks(kernel)
     t = start
     while t < n_steps:
         if stop_requested():

@@ -133,19 +133,32 @@ class Sampler(ABC):
     # them) runs on the numpy steps unless it sets it too.
     exact_kernel = False
 
-    def compiled_target(self):
-        """The target's compiled gradient when a kernel may run, else None: this very class has an exact kernel, and
-        so does the target's class (a subclass of either may change what the kernel would compute), neither has a
-        method replaced on the instance, the integrator is closed-form and the noise estimate known or none (the
-        running estimate needs a data target)."""
+    def _kernel_declared(self, hook: str) -> bool:
+        """Whether a kernel may run this sampler on its target: this very class has an exact kernel, and the target's
+        class declares ``hook`` in its own body (a subclass of either may change what the kernel would compute), and
+        neither has a method replaced on the instance."""
         target = self.target
-        if not type(self).__dict__.get("exact_kernel", False) or "compiled_gradient" not in type(target).__dict__:
+        if not type(self).__dict__.get("exact_kernel", False) or hook not in type(target).__dict__:
+            return False
+        # a method replaced on the instance (e.g. a test's deliberate bug): the numpy steps
+        return not any(callable(value) for value in (*vars(self).values(), *vars(target).values()))
+
+    def compiled_target(self):
+        """The target's compiled gradient when a kernel may run (:meth:`_kernel_declared`), else None: the
+        integrator is closed-form and the noise estimate known or none (the running estimate needs a data target)."""
+        if not self._kernel_declared("compiled_gradient") or self.integrator == "generic" or self.noise_estimate == "running":
             return None
-        if any(callable(value) for value in (*vars(self).values(), *vars(target).values())):
-            return None  # a method replaced on the instance (e.g. a test's deliberate bug): the numpy steps
-        if self.integrator == "generic" or self.noise_estimate == "running":
+        return self.target.compiled_gradient()
+
+    def compiled_data(self):
+        """The data target's compiled minibatch gradient (:class:`sgmcmc.engine.data_blocks.CompiledData`) when the
+        data kernel may run (:meth:`_kernel_declared` with ``compiled_data``), else None: the noise estimate is
+        ``zero`` or the full ``running`` one (the ``known`` V(θ) is a full-data pass, left to the numpy steps)."""
+        if not self._kernel_declared("compiled_data"):
             return None
-        return target.compiled_gradient()
+        if self.noise_estimate == "known" or (self.noise_estimate == "running" and self.running_form != "full"):
+            return None
+        return self.target.compiled_data()
 
     def known_noise(self, compiled) -> Optional[np.ndarray]:
         """V̂ as the kernels take it: the formula target's constant V for ``known`` (None for ``zero``)."""

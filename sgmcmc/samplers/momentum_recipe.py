@@ -32,6 +32,7 @@ import numpy as np
 
 from sgmcmc.engine import codes
 from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
+from sgmcmc.engine.data_blocks import MOMENTUM, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal, diagonal_matrices
 from sgmcmc.state import SamplerState, StepInfo
@@ -129,7 +130,14 @@ class MomentumRecipeSampler(Sampler):
         return None
 
     def compiled_kernel(self):
-        compiled, geometry = self.compiled_target(), self.kernel_geometry()
+        """:func:`sgmcmc.engine.kernels.momentum_block` on a formula target; on a data target, for S = I, F = C·I
+        and γ = 0, :func:`sgmcmc.engine.data_kernels.data_block`."""
+        geometry = self.kernel_geometry()
+        if self.compiled_data() is not None:
+            if geometry is None or geometry[0] != codes.CONSTANT_METRIC or geometry[4]:
+                return None
+            return data_kernel(self, MOMENTUM, geometry[3])
+        compiled = self.compiled_target()
         if compiled is None or geometry is None:
             return None
         mode, variance_diagonal, variance = gradient_noise_mode(self.known_noise(compiled))

@@ -10,6 +10,7 @@ import numpy as np
 
 from sgmcmc.engine import codes
 from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
+from sgmcmc.engine.data_blocks import LANGEVIN, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.state import SamplerState, StepInfo
@@ -33,7 +34,10 @@ class SGLD(Sampler):
         return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
     def compiled_kernel(self):
-        """:func:`sgmcmc.engine.kernels.langevin_block` with the identity metric."""
+        """:func:`sgmcmc.engine.kernels.langevin_block` with the identity metric; on a data target
+        :func:`sgmcmc.engine.data_kernels.data_block` (D = I)."""
+        if self.compiled_data() is not None:
+            return data_kernel(self, LANGEVIN, 1.0)
         return langevin_kernel(self, (codes.CONSTANT_METRIC, np.ones(self.target.dim), np.zeros(self.target.dim)))
 
     def recipe(self):

@@ -21,6 +21,7 @@ import numpy as np
 
 from sgmcmc.engine import codes
 from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
+from sgmcmc.engine.data_blocks import THERMOSTAT, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal
 from sgmcmc.samplers.linearised import mean_hessian, thermostat_fixed_point
@@ -98,7 +99,13 @@ class SGNHT(Sampler):
         return covariance
 
     def compiled_kernel(self):
-        """:func:`sgmcmc.engine.kernels.thermostat_block` on a formula target."""
+        """:func:`sgmcmc.engine.kernels.thermostat_block` on a formula target; on a data target
+        :func:`sgmcmc.engine.data_kernels.data_block`, with the friction and the subtracted noise of
+        :meth:`compiled_friction` and :meth:`subtracted_known_noise` (SGNHT: ε(2A − εΣ̂); CCAdL: (ε/2)Σ̂r, 2εA)."""
+        if self.compiled_data() is not None:
+            probe = np.ones((self.target.dim, self.target.dim))
+            return data_kernel(self, THERMOSTAT, self.diffusion, friction=self.compiled_friction(probe)[0] == 1,
+                               subtract=self.subtracted_known_noise(probe) is not None)
         compiled = self.compiled_target()
         if compiled is None:
             return None

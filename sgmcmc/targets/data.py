@@ -127,6 +127,12 @@ class DataTarget(Target):
         """∇Ũ(θ) of :meth:`minibatch_gradient` (one minibatch draw), shape (c, d)."""
         return self.minibatch_gradient(theta, rng)[0]
 
+    def compiled_data(self):
+        """The compiled minibatch gradient (:class:`sgmcmc.engine.data_blocks.CompiledData`) that lets the samplers run
+        this target in compiled blocks; None (the default) keeps it on the numpy steps. Declared in the body of the
+        class whose gradients it reproduces (a subclass that inherits it runs on the numpy steps)."""
+        return None
+
     # -- full-data quantities ----------------------------------------------------------------------------
     def _all_gradients(self, theta: np.ndarray):
         """The per-example gradients of all N data points in chunks of shape (c, b, d), in index order."""

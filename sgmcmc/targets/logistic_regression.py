@@ -35,6 +35,7 @@ from typing import Optional
 import numpy as np
 from scipy.special import expit
 
+from sgmcmc.engine import data_blocks
 from sgmcmc.targets.data import DataTarget, _check_count, check_features, positive_number
 
 # Where the projected features are cached when the data folder is read-only: <project root>/data_cache/cache/.
@@ -146,6 +147,10 @@ class LogisticRegression(DataTarget):
     def log_prior_gradient(self, theta):
         """∇log N(θ | 0, s²I) = −θ/s², shape (c, d)."""
         return -self._theta(theta) / self.prior_variance
+
+    def compiled_data(self):
+        """g_i = σ(−y_i θᵀx_i) y_i x_i on the rows y_i x_i and the prior N(0, s²I), for the data kernels."""
+        return data_blocks.compiled_data(data_blocks.LOGISTIC, self, self._signed, prior=(self.prior_variance,))
 
     def initial_position(self, n_chains, rng):
         """θ₀ = initial_scale · ``rng.standard_normal((n_chains, d))`` (SPEC §4.9: N(0, 0.01² I))."""

@@ -24,6 +24,7 @@ from typing import Sequence
 import numpy as np
 from scipy import special, stats
 
+from sgmcmc.engine import data_blocks
 from sgmcmc.targets.data import DataTarget
 
 
@@ -108,6 +109,10 @@ class NormalGamma(DataTarget):
         mask[:, 1] = theta[:, 1] <= 0
         theta[mask] = -theta[mask]
         return theta, mask
+
+    def compiled_data(self):
+        """The per-datum g(θ; x) and ∇log p(θ) above, with γ (coordinate 1) reflected, for the data kernels."""
+        return data_blocks.compiled_data(data_blocks.NORMAL_GAMMA, self, self.data, reflected=1)
 
     def initial_position(self, n_chains, rng):
         """The configured θ₀ (default (0, 1), SPEC §4.8) for every chain; draws nothing from ``rng``."""

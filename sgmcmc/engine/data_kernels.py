@@ -1,0 +1,339 @@
+"""Compiled blocks of steps on the data targets (numba): :func:`data_block` advances every chain K steps on
+pre-drawn minibatches and standard normals (the Python side, which draws them from the run's Generator in the numpy
+steps' order, is :mod:`sgmcmc.engine.data_blocks`).
+
+The step is line for line the numpy reference, one step of every chain at a time (so that, like the numpy step, a
+step that fails in one chain stops all, and the batch-wide choices of :mod:`sgmcmc.noise` are made over all chains):
+
+1. the position move of ``theta_first`` (Shang et al. 2015 Eq. 12, 14: θ' = θ + εr) and the target's reflection
+   (Normal-Gamma: γ ≤ 0 → −γ, r_γ → −r_γ; ``Sampler.reflect``);
+2. the minibatch gradient ∇Ũ = −(N/n) Σ_{i∈S̃} g_i − ∇log p(θ) (SPEC §1 "Common", :func:`minibatch_gradient`) and,
+   with the running estimate, Î_t = Î_{t−1} + (V_t − Î_{t−1})/t, V_t = Σ(g_i − ḡ)(g_i − ḡ)ᵀ/(n − 1) (Shang et al.
+   Eq. 18-19, ``Sampler.gradient_and_noise``), Σ̂ = c·Î_t;
+3. the injected noise N(0, ε(2D − εΣ̂)) (SPEC §4.3, ``sgmcmc.noise.injected_noise``): elementwise when every chain's Σ̂
+   is diagonal, else a Cholesky factor per chain (refused as not PSD without ``clip``; with it the eigendecomposition
+   of the chains that have none, their negative eigenvalues set to 0 and counted: ``clipped_gaussian``), or
+   N(0, 2εD) when nothing is subtracted (zero estimate, CCAdL);
+4. the update: SGLD θ' = θ − ε∇Ũ + noise (Ma et al. 2015 Eq. 13); SGHMC r' = r − ε∇Ũ − εCr + noise (Eq. 12);
+   SGNHT / CCAdL r' = r − ε∇Ũ − εξr [− ε(ε/2)Σ̂r] + noise, ξ' = ξ + ε(r·r/d − 1) (Eq. 15; Shang et al. Eq. 12,
+   Algorithm 1), with θ' per integrator (``splitting``: θ + εr'; ``euler``: θ + εr) and its reflection;
+5. the stop: a step whose θ, r, ξ or Î is not finite ends the block before it (diverged), as does a covariance
+   refused in 3 (failed).
+
+Random numbers: ``index`` (K, c, n) are the minibatches (unused when n = N: every chain takes range(N)) and
+``normals`` (K, c, d) the injected noise's standard normals.
+
+The numba helpers of :mod:`sgmcmc.engine.kernels` are not imported: numba's on-disk cache is keyed on the file of the
+compiled function alone, so a change there would not renew this file's cache. The Cholesky factor is this file's own
+(LAPACK potrf's test: a pivot that is not > 0 has no factor); ``np.linalg.eigh`` is numba's, which calls the same
+LAPACK routine as numpy's (the same eigenvectors, signs included, so the same clipped draws).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from sgmcmc.engine import codes, data_blocks
+from sgmcmc.engine.codes import EULER, NON_FINITE, NOT_PSD, OK, SPLITTING, THETA_FIRST
+from sgmcmc.engine.data_blocks import LANGEVIN, MOMENTUM, NORMAL_GAMMA, THERMOSTAT
+
+# numba freezes these constants into the compiled code, and its cache is keyed on this file alone: their values are
+# written here too, and a mismatch stops the import (change both files together, which renews the cache).
+_FROZEN = {"OK": 0, "NON_FINITE": 1, "NOT_PSD": 2, "SPLITTING": 0, "EULER": 1, "THETA_FIRST": 2, "NORMAL_GAMMA": 0,
+           "LANGEVIN": 0, "MOMENTUM": 1, "THERMOSTAT": 2}
+_CHANGED = [name for name, value in _FROZEN.items() if getattr(codes, name, getattr(data_blocks, name, None)) != value]
+if _CHANGED:
+    raise RuntimeError(f"sgmcmc.engine.data_kernels: the codes {', '.join(_CHANGED)} differ from the values this file "
+                       "was compiled with; update _FROZEN here")
+
+
+@numba.njit(cache=True, inline="always")
+def minibatch_gradient(kind, data, n_data, batch, prior, theta, index, step, chain, per_example, total, out):
+    """∇Ũ(θ) = −(N/n) Σ_{i∈S̃} g_i − ∇log p(θ) of one chain into ``out`` (``DataTarget.minibatch_gradient``), the
+    g_i into ``per_example`` (n, d) and Σ g_i into ``total`` (summed in minibatch order, as numpy's sum over axis 1):
+
+    - NORMAL_GAMMA (T7): g_i = (γ(x_i − µ), 1/(2γ) − (x_i − µ)²/2), ∇log p(θ) = (−γµ, 1/(2γ) − 1 − µ²/2);
+    - LOGISTIC (T8): g_i = σ(−y_i θᵀx_i) y_i x_i with σ(−m) = 1/(1 + e^m) (scipy's ``expit``), ∇log p = −θ/s².
+    """
+    d = theta.shape[0]
+    for j in range(d):
+        total[j] = 0.0
+    for b in range(batch):
+        row = b if batch == n_data else index[step, chain, b]
+        if kind == NORMAL_GAMMA:
+            residual = data[row, 0] - theta[0]
+            per_example[b, 0] = theta[1] * residual
+            per_example[b, 1] = 0.5 / theta[1] - 0.5 * residual**2
+        else:
+            margin = 0.0
+            for j in range(d):
+                margin += data[row, j] * theta[j]
+            weight = 1.0 / (1.0 + math.exp(margin))
+            for j in range(d):
+                per_example[b, j] = weight * data[row, j]
+        for j in range(d):
+            total[j] += per_example[b, j]
+    scale = n_data / batch
+    if kind == NORMAL_GAMMA:
+        mu, gamma = theta[0], theta[1]
+        out[0] = -scale * total[0] - (-gamma * mu)
+        out[1] = -scale * total[1] - (0.5 / gamma - 1.0 - 0.5 * mu**2)
+    else:
+        for j in range(d):
+            out[j] = -scale * total[j] - (-theta[j] / prior[0])
+
+
+@numba.njit(cache=True, inline="always")
+def running_estimate(per_example, total, old, count, new, centred):
+    """Î_t = Î_{t−1} + (V_t − Î_{t−1})/t into ``new`` with V_t = Σ(g_i − ḡ)(g_i − ḡ)ᵀ/(n − 1) (Shang et al. Eq. 18-19;
+    ``minibatch_covariance``), ḡ = Σg_i/n; the product by BLAS for d > 8, by loops on the lower triangle below."""
+    n, d = per_example.shape
+    for b in range(n):
+        for j in range(d):
+            centred[b, j] = per_example[b, j] - total[j] / n
+    denominator = max(n - 1, 1)
+    if d > 8:
+        product = np.dot(centred.T, centred)
+    else:
+        product = np.zeros((d, d))
+        for b in range(n):
+            for a in range(d):
+                for e in range(a + 1):
+                    product[a, e] += centred[b, a] * centred[b, e]
+        for a in range(d):
+            for e in range(a):
+                product[e, a] = product[a, e]
+    for a in range(d):
+        for e in range(d):
+            new[a, e] = (product[a, e] / denominator - old[a, e]) / count + old[a, e]
+
+
+@numba.njit(cache=True, inline="always")
+def reflect(coordinate, theta, momentum, flip):
+    """θ_j ← −θ_j where θ_j ≤ 0 for j = ``coordinate`` (none when < 0; ``NormalGamma.reflect``), and r_j ← −r_j if
+    ``flip`` (``Sampler.reflect``); returns the number of coordinates reflected."""
+    if coordinate < 0 or not theta[coordinate] <= 0:
+        return 0
+    theta[coordinate] = -theta[coordinate]
+    if flip:
+        momentum[coordinate] = -momentum[coordinate]
+    return 1
+
+
+@numba.njit(cache=True, inline="always")
+def _positive_diagonal(matrix):
+    for j in range(matrix.shape[0]):
+        if not matrix[j, j] > 0:
+            return False
+    return True
+
+
+@numba.njit(cache=True, inline="always")
+def cholesky_draw(work, normal, out):
+    """L z into ``out`` with L Lᵀ = ``work`` (its lower triangle overwritten by L); False (``out`` untouched) when a
+    pivot is not > 0, NaN included: no Cholesky factor (LAPACK potrf's test, ``np.linalg.cholesky`` raising)."""
+    d = work.shape[0]
+    for j in range(d):
+        pivot = work[j, j]
+        for k in range(j):
+            pivot -= work[j, k] * work[j, k]
+        if not pivot > 0:
+            return False
+        pivot = math.sqrt(pivot)
+        work[j, j] = pivot
+        for i in range(j + 1, d):
+            value = work[i, j]
+            for k in range(j):
+                value -= work[i, k] * work[j, k]
+            work[i, j] = value / pivot
+    for i in range(d):
+        value = 0.0
+        for k in range(i + 1):
+            value += work[i, k] * normal[k]
+        out[i] = value
+    return True
+
+
+@numba.njit(cache=True, inline="always")
+def _finite(values):
+    for value in values.ravel():
+        if not math.isfinite(value):
+            return False
+    return True
+
+
+@numba.njit(cache=True)
+def eigen_draw(covariance, normal, out):
+    """U diag(√λ⁺) z into ``out`` with covariance = U diag(λ) Uᵀ and λ⁺ = max(λ, 0) (``clipped_gaussian``'s fallback);
+    returns the number of negative eigenvalues. A non-finite covariance (an overflowed running estimate: the step
+    diverges) draws NaN, as numpy's ``eigh`` gives NaN eigenvalues there where numba's raises."""
+    d = covariance.shape[0]
+    if not _finite(covariance):
+        for i in range(d):
+            out[i] = math.nan
+        return 0
+    values, vectors = np.linalg.eigh(covariance)
+    clipped = 0
+    for j in range(d):
+        if values[j] < 0:
+            clipped += 1
+            values[j] = 0.0
+        values[j] = math.sqrt(values[j]) * normal[j]
+    for i in range(d):
+        value = 0.0
+        for j in range(d):
+            value += vectors[i, j] * values[j]
+        out[i] = value
+    return clipped
+
+
+@numba.njit(cache=True)
+def data_block(kind, data, n_data, batch, prior, reflected, family, integrator, coefficient, friction, subtract,
+               running, scale, clip, theta, momentum, xi, noise, count, index, normals, step_sizes, offset,
+               theta_path, momentum_path, xi_path, clipped_path, reflected_path, counters, report):
+    """K steps of every chain (module docstring) from the state ``theta``, ``momentum``, ``xi``, ``noise`` (Î, c×d×d)
+    and ``count[0]`` (t), updated in place; step k's paths go to index ``offset + k``. ``coefficient`` is SGHMC's C,
+    the thermostat's A or SGLD's 1. ``counters`` += (clipped draws with a full covariance, their eigendecompositions).
+    Returns the steps done; at a stop ``report`` = (code, chains with a non-finite θ, r or ξ, smallest variance of a
+    refused diagonal covariance or NaN for a refused full one)."""
+    n_chains, d = theta.shape
+    at, current, gradient = np.empty((n_chains, d)), np.empty((n_chains, d)), np.empty((n_chains, d))
+    new_theta, new_momentum, drawn, new_xi = np.empty((n_chains, d)), np.empty((n_chains, d)), np.empty((n_chains, d)), np.empty(n_chains)
+    new_noise, sigma = np.zeros((n_chains, d, d)), np.zeros((n_chains, d, d))
+    per_example, centred, total = np.empty((batch, d)), np.empty((batch, d)), np.empty(d)
+    covariance, work = np.empty((d, d)), np.empty((d, d))
+    moved, clipped = np.zeros(n_chains, dtype=np.int64), np.zeros(n_chains, dtype=np.int64)
+    t = count[0]
+    for k in range(step_sizes.shape[0]):
+        step = step_sizes[k]
+        # 1-2: the position move of theta_first, its reflection, the gradient and the running estimate
+        for i in range(n_chains):
+            for j in range(d):
+                current[i, j] = momentum[i, j]
+                at[i, j] = theta[i, j] + step * momentum[i, j] if family != LANGEVIN and integrator == THETA_FIRST else theta[i, j]
+            moved[i] = 0
+            if family != LANGEVIN and integrator == THETA_FIRST:
+                moved[i] = reflect(reflected, at[i], current[i], True)
+            minibatch_gradient(kind, data, n_data, batch, prior, at[i], index, k, i, per_example, total, gradient[i])
+            if running:
+                running_estimate(per_example, total, noise[i], t + 1, new_noise[i], centred)
+                for a in range(d):
+                    for e in range(d):
+                        sigma[i, a, e] = scale * new_noise[i, a, e]
+        # 3: the injected noise N(0, ε(2D − εΣ̂)), elementwise when every chain's Σ̂ is diagonal (noise.is_diagonal)
+        diagonal = True
+        if subtract and d > 1:
+            for i in range(n_chains):
+                for a in range(d):
+                    for e in range(d):
+                        if a != e and sigma[i, a, e] != 0:
+                            diagonal = False
+        if not subtract:
+            for i in range(n_chains):
+                clipped[i] = 0
+                for j in range(d):
+                    drawn[i, j] = math.sqrt(2.0 * step * coefficient) * normals[k, i, j]
+        elif diagonal:
+            smallest, refused = math.inf, False
+            for i in range(n_chains):
+                clipped[i] = 0
+                for j in range(d):
+                    variance = step * (2.0 * coefficient - step * sigma[i, j, j])
+                    if not math.isnan(smallest) and (math.isnan(variance) or variance < smallest):
+                        smallest = variance  # numpy's min: NaN once there is one
+                    if variance < 0:
+                        if not clip:
+                            refused = True
+                        clipped[i] += 1
+                        variance = 0.0
+                    drawn[i, j] = math.sqrt(variance) * normals[k, i, j]
+            if refused:
+                report[0], report[2] = NOT_PSD, smallest
+                return k
+        else:
+            for i in range(n_chains):
+                clipped[i] = 0
+                for a in range(d):
+                    for e in range(d):
+                        covariance[a, e] = -(step**2) * sigma[i, a, e]
+                        work[a, e] = covariance[a, e]
+                    covariance[a, a] += 2.0 * step * coefficient
+                    work[a, a] = covariance[a, a]
+                # a variance <= 0 on the diagonal: no factor, no attempt (clipped_gaussian)
+                if _positive_diagonal(covariance) and cholesky_draw(work, normals[k, i], drawn[i]):
+                    continue
+                if not clip:
+                    report[0], report[2] = NOT_PSD, math.nan
+                    return k
+                clipped[i] = eigen_draw(covariance, normals[k, i], drawn[i])
+                counters[1] += 1
+            if clip:
+                counters[0] += n_chains
+        # 4: the update of each family and integrator, the reflection of θ', the thermostat
+        for i in range(n_chains):
+            if family == LANGEVIN:
+                for j in range(d):
+                    new_theta[i, j] = theta[i, j] - step * gradient[i, j] + drawn[i, j]
+                moved[i] = reflect(reflected, new_theta[i], new_momentum[i], False)
+                continue
+            damping = step * coefficient if family == MOMENTUM else step * xi[i]
+            for j in range(d):
+                new_momentum[i, j] = current[i, j] - step * gradient[i, j] - damping * current[i, j] + drawn[i, j]
+            if friction:  # CCAdL: − ε (ε/2)Σ̂ r
+                for j in range(d):
+                    value = 0.0
+                    for m in range(d):
+                        value += 0.5 * step * sigma[i, j, m] * current[i, m]
+                    new_momentum[i, j] = new_momentum[i, j] - step * value
+            if integrator != THETA_FIRST:
+                for j in range(d):
+                    velocity = new_momentum[i, j] if integrator == SPLITTING else momentum[i, j]
+                    new_theta[i, j] = theta[i, j] + step * velocity
+                moved[i] = reflect(reflected, new_theta[i], new_momentum[i], True)
+            else:
+                for j in range(d):
+                    new_theta[i, j] = at[i, j]
+            if family == THERMOSTAT:
+                heat = 0.0
+                for j in range(d):
+                    kinetic = momentum[i, j] if integrator == EULER else new_momentum[i, j]
+                    heat += kinetic * kinetic
+                new_xi[i] = xi[i] + step * (heat / d - 1.0)
+        # 5: a non-finite θ, r, ξ or Î stops the block before this step (the numpy step's _finite)
+        bad, stop = 0, False
+        for i in range(n_chains):
+            fine = _finite(new_theta[i])
+            if family != LANGEVIN:
+                fine = fine and _finite(new_momentum[i])
+            if family == THERMOSTAT:
+                fine = fine and math.isfinite(new_xi[i])
+            if not fine:
+                bad += 1
+            if not fine or (running and not _finite(new_noise[i])):
+                stop = True
+        if stop:
+            report[0], report[1] = NON_FINITE, bad
+            return k
+        for i in range(n_chains):
+            for j in range(d):
+                theta[i, j] = new_theta[i, j]
+                theta_path[i, offset + k, j] = new_theta[i, j]
+                if family != LANGEVIN:
+                    momentum[i, j] = new_momentum[i, j]
+                    momentum_path[i, offset + k, j] = new_momentum[i, j]
+            if family == THERMOSTAT:
+                xi[i] = new_xi[i]
+                xi_path[i, offset + k] = new_xi[i]
+            if running:
+                for a in range(d):
+                    for e in range(d):
+                        noise[i, a, e] = new_noise[i, a, e]
+            clipped_path[i, offset + k] = clipped[i]
+            reflected_path[i, offset + k] = moved[i]
+        if running:
+            t += 1
+            count[0] = t
+    return step_sizes.shape[0]
