@@ -1,6 +1,12 @@
 """Fixtures shared by the tests."""
 
+import os
+
 import pytest
+
+# The generic compiled kernels, not one per dispatch combination (sgmcmc.engine.kernels.SPECIALISE; the two give the same
+# bits, tests/engine/test_specialised.py); set before sgmcmc is imported, and inherited by the runs tests start.
+os.environ.setdefault("SGMCMC_SPECIALISE_KERNELS", "0")
 
 
 @pytest.fixture
