@@ -3,7 +3,8 @@
 1. seconds per 10⁶ steps of SGHMC, SGNHT and CCAdL as run for Shang et al. (2015) Table 1 on the
    Normal-Gamma target, for 1 chain and for 10 vectorised chains;
 2. logistic regression on MNIST 7 vs 9 (Fig. 2 settings, 4 chains): steps per second of each sampler with
-   the full 100×100 running covariance, and its ratio to the bare minibatch gradient (gather the minibatch,
+   the full 100×100 running covariance (on its compiled data blocks where it has them: ``compiled``), and its
+   ratio to the bare minibatch gradient (gather the minibatch,
    per-example gradients, their sum), the floor for this work (issue goal: CCAdL ≤ 4×). Needs the MNIST
    files (``SGMCMC_DATA``); skipped with the reason otherwise. ``make bench`` pins BLAS to one thread (the
    batched 100×100 products ran 10-20× slower with oversubscribed OpenBLAS threads on a busy 2-core machine).
@@ -39,9 +40,11 @@ from pathlib import Path
 import numpy as np
 
 from sgmcmc.data import DataError
+from sgmcmc.engine.blocks import kernel_of
+from sgmcmc.engine.data_blocks import DataKernel
 from sgmcmc.noise import clip_counters
 from sgmcmc.results import provenance
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.runner import RunSettings, block_steps, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -72,17 +75,29 @@ def seconds_per_million_steps(name: str, n_chains: int, n_steps: int) -> dict:
 
 
 def timed_steps(sampler, theta, step_size: float, n_steps: int, warm_up: int) -> tuple[float, float]:
-    """(wall, CPU) seconds per ``sampler.step`` from ``theta`` after ``warm_up`` untimed steps. The process's CPU
-    time is the steadier of the two on a machine busy with other work (it still counts every thread it runs)."""
+    """(wall, CPU) seconds per step from ``theta`` after ``warm_up`` untimed steps: on the sampler's compiled data
+    blocks where it has them (:class:`~sgmcmc.engine.data_blocks.DataKernel`, blocks of the runner's size), else per
+    ``sampler.step``. The process's CPU time is the steadier of the two on a machine busy with other work (it still
+    counts every thread it runs)."""
     rng = np.random.default_rng(0)
     state = sampler.init(theta, rng)
-    for _ in range(warm_up):
-        state, _ = sampler.step(rng, state, step_size)
+    kernel = kernel_of(sampler)
+
+    def advance(state, count):
+        if isinstance(kernel, DataKernel):
+            size = block_steps(*theta.shape, compiled=True)
+            for start in range(0, count, size):
+                state = kernel(rng, state, np.full(min(size, count - start), step_size), start).state
+            return state
+        for _ in range(count):
+            state, _ = sampler.step(rng, state, step_size)
+        return state
+
+    state = advance(state, warm_up)
 
     def run():
         nonlocal state
-        for _ in range(n_steps):
-            state, _ = sampler.step(rng, state, step_size)
+        state = advance(state, n_steps)
 
     return _timed(run, n_steps)
 
@@ -113,9 +128,11 @@ def logistic_step_costs(n_steps: int, n_chains: int = 4) -> list[dict]:
     rows = []
     for name, params in TABLE1_SAMPLERS.items():
         before = clip_counters.snapshot()
-        step, cpu = timed_steps(make_sampler(name, target, **params), theta, 1e-4, n_steps, warm_up=20)
+        sampler = make_sampler(name, target, **params)
+        step, cpu = timed_steps(sampler, theta, 1e-4, n_steps, warm_up=20)
         draws, fallbacks = np.subtract(clip_counters.snapshot(), before).tolist()
         rows.append({"sampler": name, "n_chains": n_chains, "steps_timed": n_steps, "seconds_per_step": step,
+                     "compiled": isinstance(kernel_of(sampler), DataKernel),
                      "steps_per_second": 1.0 / step, "bare_gradient_seconds": gradient, "ratio_to_bare_gradient": step / gradient,
                      "cpu_seconds_per_step": cpu, "bare_gradient_cpu_seconds": gradient_cpu,
                      "cpu_ratio_to_bare_gradient": cpu / gradient_cpu,
@@ -199,7 +216,8 @@ def main(argv=None) -> None:
                            "makes 10^6 samples cheap (10 chains x 1.1e5 steps).")
     if "logistic" in parts:
         _measure_part(report, "logistic_mnist79", "logistic regression", lambda: logistic_step_costs(max(50, args.steps // 40)),
-                      lambda row: f"logistic {row['sampler']:6s} {row['n_chains']} chains: {row['steps_per_second']:7.1f} "
+                      lambda row: f"logistic {row['sampler']:6s} {row['n_chains']} chains{' compiled' if row['compiled'] else ''}: "
+                                  f"{row['steps_per_second']:7.1f} "
                                   f"steps/s, {row['ratio_to_bare_gradient']:.2f}x the bare minibatch gradient "
                                   f"(CPU time {row['cpu_ratio_to_bare_gradient']:.2f}x)"
                                   + (f"; {row['clipped_draw_eigendecompositions']} of {row['clipped_draws']} clipped draws "

@@ -46,8 +46,8 @@ def logistic(n_data=300, dim=12, batch_size=30, seed=0) -> LogisticRegression:
 
 
 TARGETS = {"normal_gamma": lambda: make_target("normal_gamma", data_seed=1), "logistic": logistic,
-           "logistic_d3": lambda: logistic(dim=3, batch_size=12)}
-STEPS = {"normal_gamma": (0.001, 0.01), "logistic": (0.002, 0.02), "logistic_d3": (0.002, 0.02)}
+           "logistic_d3": lambda: logistic(dim=3, batch_size=12), "logistic_d1": lambda: logistic(dim=1, batch_size=20)}
+STEPS = {"normal_gamma": (0.001, 0.01), "logistic": (0.002, 0.02), "logistic_d3": (0.002, 0.02), "logistic_d1": (0.002, 0.02)}
 
 
 def _pair(sampler, step_sizes, n_chains=4, seed=5, theta0=None):
@@ -158,9 +158,10 @@ def test_reflections_are_counted(name):
 @pytest.mark.parametrize("name, params", [("sghmc", dict(noise_estimate="running", integrator="theta_first")),
                                           ("sgnht", dict(noise_estimate="running", integrator="theta_first")),
                                           ("sgld", dict(noise_estimate="running"))])
-@pytest.mark.parametrize("target_name", ["normal_gamma", "logistic_d3"])
+@pytest.mark.parametrize("target_name", ["normal_gamma", "logistic_d3", "logistic_d1"])
 def test_not_psd_stops_at_the_same_step(name, params, target_name):
-    """Without the clip, the running estimate's ε(2D − εΣ̂) is refused at the same step, with the same message."""
+    """Without the clip, the running estimate's ε(2D − εΣ̂) is refused at the same step, with the same message (a
+    full Σ̂ without a Cholesky factor; for d = 1 a negative variance, with the smallest one in the message)."""
     sampler = make_sampler(name, TARGETS[target_name](), **params)
     steps = np.concatenate([np.full(20, 0.0005), np.full(20, 0.2)])
     reference, compiled, *_ = _pair(sampler, steps)
