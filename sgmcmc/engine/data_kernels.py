@@ -33,8 +33,11 @@ from __future__ import annotations
 
 import math
 
+import llvmlite.binding
 import numba
 import numpy as np
+from numba import types
+from numba.extending import get_cython_function_address
 
 from sgmcmc.engine import codes, data_blocks
 from sgmcmc.engine.codes import EULER, NON_FINITE, NOT_PSD, OK, SPLITTING, THETA_FIRST
@@ -48,6 +51,28 @@ _CHANGED = [name for name, value in _FROZEN.items() if getattr(codes, name, geta
 if _CHANGED:
     raise RuntimeError(f"sgmcmc.engine.data_kernels: the codes {', '.join(_CHANGED)} differ from the values this file "
                        "was compiled with; update _FROZEN here")
+
+
+# BLAS dsyrk (C = A Aᵀ, the routine numpy's matmul takes for AᵀA) of scipy's OpenBLAS, called by name: the kernels'
+# cache keeps the symbol, which is bound to its address here at every import.
+llvmlite.binding.add_symbol("sgmcmc_data_kernels_dsyrk", get_cython_function_address("scipy.linalg.cython_blas", "dsyrk"))
+_dsyrk = types.ExternalFunction("sgmcmc_data_kernels_dsyrk", types.void(*([types.voidptr] * 10)))
+
+
+@numba.njit(cache=True)
+def scatter_product(centred, out):
+    """``out`` = centredᵀ centred (d, d) for ``centred`` (n, d), C order: BLAS dsyrk (uplo U, no transpose, k = n on
+    the Fortran view centredᵀ) on one triangle, mirrored to the other."""
+    n, d = centred.shape
+    sizes = np.array([d, n], dtype=np.int32)
+    factors = np.array([1.0, 0.0])
+    flags = np.array([ord("U"), ord("N")], dtype=np.uint8)
+    out[:] = 0.0
+    _dsyrk(flags[0:].ctypes, flags[1:].ctypes, sizes[0:].ctypes, sizes[1:].ctypes, factors[0:].ctypes, centred.ctypes,
+           sizes[0:].ctypes, factors[1:].ctypes, out.ctypes, sizes[0:].ctypes)
+    for a in range(d):
+        for e in range(a):
+            out[e, a] = out[a, e]
 
 
 @numba.njit(cache=True, inline="always")
@@ -87,18 +112,19 @@ def minibatch_gradient(kind, data, n_data, batch, prior, theta, index, step, cha
 
 
 @numba.njit(cache=True, inline="always")
-def running_estimate(per_example, total, old, count, new, centred):
+def running_estimate(per_example, total, old, count, new, centred, product):
     """Î_t = Î_{t−1} + (V_t − Î_{t−1})/t into ``new`` with V_t = Σ(g_i − ḡ)(g_i − ḡ)ᵀ/(n − 1) (Shang et al. Eq. 18-19;
-    ``minibatch_covariance``), ḡ = Σg_i/n; the product by BLAS for d > 8, by loops on the lower triangle below."""
+    ``minibatch_covariance``), ḡ = Σg_i/n; the product (into ``product``, d × d) by BLAS dsyrk for d > 8, by loops on
+    the lower triangle below."""
     n, d = per_example.shape
     for b in range(n):
         for j in range(d):
             centred[b, j] = per_example[b, j] - total[j] / n
     denominator = max(n - 1, 1)
     if d > 8:
-        product = np.dot(centred.T, centred)
+        scatter_product(centred, product)
     else:
-        product = np.zeros((d, d))
+        product[:] = 0.0
         for b in range(n):
             for a in range(d):
                 for e in range(a + 1):
@@ -204,7 +230,7 @@ def data_block(kind, data, n_data, batch, prior, reflected, family, integrator, 
     new_theta, new_momentum, drawn, new_xi = np.empty((n_chains, d)), np.empty((n_chains, d)), np.empty((n_chains, d)), np.empty(n_chains)
     new_noise, sigma = np.zeros((n_chains, d, d)), np.zeros((n_chains, d, d))
     per_example, centred, total = np.empty((batch, d)), np.empty((batch, d)), np.empty(d)
-    covariance, work = np.empty((d, d)), np.empty((d, d))
+    covariance, work, product = np.empty((d, d)), np.empty((d, d)), np.empty((d, d))
     moved, clipped = np.zeros(n_chains, dtype=np.int64), np.zeros(n_chains, dtype=np.int64)
     t = count[0]
     for k in range(step_sizes.shape[0]):
@@ -219,7 +245,7 @@ def data_block(kind, data, n_data, batch, prior, reflected, family, integrator, 
                 moved[i] = reflect(reflected, at[i], current[i], True)
             minibatch_gradient(kind, data, n_data, batch, prior, at[i], index, k, i, per_example, total, gradient[i])
             if running:
-                running_estimate(per_example, total, noise[i], t + 1, new_noise[i], centred)
+                running_estimate(per_example, total, noise[i], t + 1, new_noise[i], centred, product)
                 for a in range(d):
                     for e in range(d):
                         sigma[i, a, e] = scale * new_noise[i, a, e]
