@@ -14,9 +14,9 @@ A save writes a temporary file in the folder, fsyncs it, moves the last checkpoi
 and renames the new file to ``checkpoint.npz``: there is always at least one complete checkpoint, and a resume
 falls back to the previous one when the newest is unreadable (:func:`load_latest`).
 
-Targets with mutable state of their own (the LDA document stream and its held-out scorers) take part through an
-optional protocol: ``checkpoint_state() -> dict`` (values: JSON scalars/lists or numeric arrays) and
-``restore_state(dict)``. Data targets need nothing: their minibatches come from the run's generator only.
+Targets with mutable state of their own (the LDA document stream and its held-out scorers) take part through
+:meth:`~sgmcmc.targets.base.Target.checkpoint_state` (a dict of JSON scalars/lists or numeric arrays; None by default)
+and :meth:`~sgmcmc.targets.base.Target.restore_state`. Data targets need nothing: their minibatches come from the run's generator only.
 """
 
 from __future__ import annotations

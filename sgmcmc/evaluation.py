@@ -29,8 +29,6 @@ class Evaluator:
 
     def __init__(self, target: Target):
         self.target = target
-        self._trace_metrics = getattr(target, "trace_metrics", None)
-        self._sample_metrics = getattr(target, "sample_metrics", None)
         self.enabled = target.has_exact_density and target.dim in (1, 2)
         if not self.enabled:
             return
@@ -40,7 +38,7 @@ class Evaluator:
         else:
             self.masses = bin_masses_2d(target.log_density, *self.edges)
         self.exact_mean, self.exact_second_moment = target.exact_moments()
-        self.marginals = target.marginals() if hasattr(target, "marginals") else None
+        self.marginals = target.marginals()
 
     def score(self, samples: np.ndarray) -> dict:
         """KL(p‖q), KL(q‖p), W1 (1D) and moment errors of the pooled samples (m, dim)."""
@@ -64,16 +62,12 @@ class Evaluator:
     def score_mean(self, mean: np.ndarray) -> dict:
         """The target's metrics of the per-chain running posterior mean (c, dim) (e.g. test log-likelihood
         and accuracy of the mean predictor, SPEC §3 E5/E6); {} for targets without any."""
-        if self._trace_metrics is None:
-            return {}
-        return {key: float(value) for key, value in self._trace_metrics(mean).items()}
+        return {key: float(value) for key, value in self.target.trace_metrics(mean).items()}
 
     def score_state(self, theta: np.ndarray, rng: np.random.Generator) -> dict:
         """The target's metrics of the current state (c, dim) (e.g. LDA's held-out perplexity, SPEC §3 E3,
         which averages its predictive over the calls); {} for targets without any."""
-        if self._sample_metrics is None:
-            return {}
-        return {key: float(value) for key, value in self._sample_metrics(theta, rng).items()}
+        return {key: float(value) for key, value in self.target.sample_metrics(theta, rng).items()}
 
 
 class RunningScore:

@@ -301,8 +301,7 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
     final.update(outcome.state_metrics)
     final.update(_thermostat(built, outcome, config))
     figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
-    write_artifacts = getattr(built.target, "write_artifacts", None)
-    artifacts = write_artifacts(folder, outcome.final_theta) if write_artifacts is not None and outcome.steps_done else []
+    artifacts = built.target.write_artifacts(folder, outcome.final_theta) if outcome.steps_done else []
     steps = max(outcome.steps_done, 1)
     metrics = {
         "status": outcome.status,
@@ -332,7 +331,7 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
 def _document_rate(target, outcome) -> dict:
     """Seconds per 100 documents of a streaming target (LDA), sampling only (trace scoring excluded),
     as [R] Fig. 3's runtime table reports them."""
-    per_step = getattr(target, "documents_per_step", None)
+    per_step = target.documents_per_step
     if per_step is None or not outcome.steps_done:
         return {}
     documents = outcome.steps_done * per_step

@@ -231,9 +231,6 @@ class TraceObserver:
         self.rows: list[dict] = []
         self.state_metrics: dict = {}
         self.seconds = 0.0
-        self.n_data = getattr(target, "n_data", None)
-        self.batch_size = getattr(target, "batch_size", None)
-        self.trace_position = getattr(target, "trace_position", None)
 
     def due(self, t: int) -> bool:
         return t % self.settings.eval_every == 0 or t == self.settings.n_steps
@@ -249,10 +246,9 @@ class TraceObserver:
 
     def _row(self, t: int, state) -> dict:
         row = {"step": t, "n_samples": self.store.kept * self.settings.n_chains, "step_size": self.schedule(t - 1)}
-        if self.n_data:
-            row["passes"] = t * self.batch_size / self.n_data
-        if self.trace_position is not None:
-            row.update(self.trace_position(t))
+        if self.target.n_data:
+            row["passes"] = t * self.target.batch_size / self.target.n_data
+        row.update(self.target.trace_position(t))
         if self.counters.accept_count:
             row["acceptance_rate"] = self.counters.acceptance_rate
         if self.evaluator is not None:

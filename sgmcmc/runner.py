@@ -181,9 +181,9 @@ def run_chains(
         state = sampler.init(theta0, rng)
         # Metrics that draw random numbers (LDA's held-out Gibbs) use their own generator, so how often the
         # trace is scored never changes the samples (drawn only for such targets: other runs keep their streams).
-        evaluation_rng = np.random.default_rng(rng.integers(2**62)) if hasattr(target, "sample_metrics") else None
+        evaluation_rng = np.random.default_rng(rng.integers(2**62)) if target.random_metrics else None
     else:
-        evaluation_rng = np.random.default_rng() if hasattr(target, "sample_metrics") else None
+        evaluation_rng = np.random.default_rng() if target.random_metrics else None
     trace = TraceObserver(settings, schedule, evaluator, target, store, moments, counters, evaluation_rng)
     run_observers = [store, moments, thermostat, counters, trace]
     # the caller's observers with a state of their own go into the checkpoints too
@@ -273,8 +273,9 @@ def _snapshot(sampler, rng, evaluation_rng, state, step: int, observers, wall_ti
     arrays, state_scalars = encode_state(state)
     observer_scalars = {observer.name: _split(f"observer.{observer.name}", observer.state_dict(), arrays) for observer in observers}
     target_scalars = None
-    if hasattr(sampler.target, "checkpoint_state"):
-        target_arrays, target_scalars = split_target_state(sampler.target.checkpoint_state())
+    target_state = sampler.target.checkpoint_state()
+    if target_state is not None:
+        target_arrays, target_scalars = split_target_state(target_state)
         arrays.update(target_arrays)
     meta = {"step": step, "state": state_scalars, "observers": observer_scalars, "wall_time": wall_time,
             "rng": generator_state(rng), "evaluation_rng": generator_state(evaluation_rng), "target": target_scalars}
@@ -303,6 +304,6 @@ def _restore(checkpoint: Checkpoint, sampler, settings: RunSettings, rng, trace:
     outcome.steps_done = checkpoint.step
     restore_generator(meta["rng"], rng)
     trace.evaluation_rng = restore_generator(meta["evaluation_rng"])
-    if hasattr(sampler.target, "restore_state") and meta["target"] is not None:
+    if meta["target"] is not None:
         sampler.target.restore_state(join_target_state(arrays, meta["target"]))
     return state, float(meta["wall_time"])

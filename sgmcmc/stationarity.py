@@ -492,9 +492,8 @@ def _gradient_noise(target):
     probe = np.zeros((1, d))
     if target.noise_covariance(probe) is not None:
         return lambda z: target.noise_covariance(z[:, :d])
-    exact = getattr(target, "minibatch_noise_covariance", None)
-    if callable(exact):
-        return lambda z: exact(z[:, :d])
+    if target.minibatch_noise_covariance(probe) is not None:
+        return lambda z: target.minibatch_noise_covariance(z[:, :d])
     raise ValueError(f"target {target.name!r} does not know the covariance V of its gradient noise")
 
 

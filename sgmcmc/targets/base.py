@@ -70,6 +70,49 @@ class Target(ABC):
         gives one must not reflect (the kernels do not) and must draw only its gradient noise L z per step."""
         return None
 
+    # -- what some targets add: declared here with the value that means "none", overridden where a target has it --
+    n_data: Optional[int] = None  # N of a data set: the trace counts passes over it (steps × batch_size / N)
+    batch_size: Optional[int] = None  # n, the data points (or documents) of one step
+    documents_per_step: Optional[int] = None  # a document stream's documents per step: metrics give s / 100 documents
+    random_metrics: bool = False  # True when sample_metrics draws random numbers: the run gives it its own generator
+
+    def marginals(self) -> Optional[tuple]:
+        """The exact marginal of each coordinate (scipy frozen distributions), for the marginal-density RMSE (SPEC
+        §3); None (the default) where unknown."""
+        return None
+
+    def trace_metrics(self, mean_theta: np.ndarray) -> dict:
+        """Metrics of the per-chain running posterior mean (c, dim), e.g. the test log-likelihood of the mean
+        predictor (SPEC §3 E5/E6); {} (the default) for none."""
+        return {}
+
+    def sample_metrics(self, theta: np.ndarray, rng: np.random.Generator) -> dict:
+        """Metrics of the current state (c, dim), e.g. LDA's held-out perplexity (SPEC §3 E3); {} (the default) for
+        none. A target whose metrics draw from ``rng`` sets :attr:`random_metrics`."""
+        return {}
+
+    def trace_position(self, step: int) -> dict:
+        """Where the run is after ``step`` steps in the target's own units, for the trace (e.g. documents seen); {}."""
+        return {}
+
+    def minibatch_noise_covariance(self, theta: np.ndarray) -> Optional[np.ndarray]:
+        """The exact covariance of ∇Ũ − ∇U at θ for diagnostics when :meth:`noise_covariance` keeps it from the
+        samplers (None there); None (the default) where unknown."""
+        return None
+
+    def checkpoint_state(self) -> Optional[dict]:
+        """What a checkpoint must keep of a target whose state moves along a run (a document stream): a dict of JSON
+        scalars, lists and numeric arrays, given back to :meth:`restore_state`; None (the default) for none."""
+        return None
+
+    def restore_state(self, state: dict) -> None:
+        """Continue from a :meth:`checkpoint_state`; targets without one have nothing to restore."""
+
+    def write_artifacts(self, folder, theta: np.ndarray) -> list[str]:
+        """Write the target's own files of the final state θ (c, dim) into the run folder; their names ([] by
+        default)."""
+        return []
+
 
 class SyntheticTarget(Target):
     """A target given by a formula, with Gaussian gradient noise of fixed covariance V (SPEC §4.3).

@@ -68,6 +68,7 @@ class OnlineLDA(Target):
     """
 
     name = "lda"
+    random_metrics = True  # the held-out Gibbs sweeps of sample_metrics
     has_exact_density = False
 
     def __init__(self, make_stream: Callable[[], object], words: list[str], n_topics: int = 50, alpha: float = 0.01,
@@ -86,6 +87,7 @@ class OnlineLDA(Target):
         self.documents_per_step = self.batch_size
         self._make_stream = make_stream
         self._pass = 0
+        self._pass_start = 0  # documents seen when the current pass began
         stream = make_stream()
         self.held_out = list(stream.held_out)
         self._batches = iter(stream.batches(self.batch_size))
@@ -175,7 +177,7 @@ class OnlineLDA(Target):
         """The stream position (documents seen, pass, documents of this pass) and each chain's held-out scorer
         (running sum of the predictive, number of evaluations), for :meth:`restore_state`."""
         state = {"documents_seen": self.documents_seen, "pass": self._pass, "gibbs_seconds": self.gibbs_seconds,
-                 "pass_documents": self.documents_seen - getattr(self, "_pass_start", 0)}
+                 "pass_documents": self.documents_seen - self._pass_start}
         if self._scorers is not None:
             saved = [scorer.state() for scorer in self._scorers]
             state["scorer_sums"] = np.stack([item["sum_predictive"] for item in saved])
