@@ -121,8 +121,10 @@ class DataKernel:
         xi = np.array(state.xi, dtype=float) if self.has_xi else np.zeros(n_chains)
         noise = np.array(state.noise, dtype=float) if self.running else np.zeros((n_chains, dim, dim))
         count = np.array([state.noise_count if self.running else 0], dtype=np.int64)
-        paths = {"theta": np.empty((n_chains, n_steps, dim)), "momentum": np.empty((n_chains, n_steps, dim)),
-                 "xi": np.empty((n_chains, n_steps)), "clipped": np.zeros((n_chains, n_steps), dtype=np.int64),
+        # (the kernel writes no momentum path for SGLD, no ξ path without a thermostat: empty arrays there)
+        paths = {"theta": np.empty((n_chains, n_steps, dim)),
+                 "momentum": np.empty((n_chains, n_steps if self.has_momentum else 0, dim)),
+                 "xi": np.empty((n_chains, n_steps if self.has_xi else 0)), "clipped": np.zeros((n_chains, n_steps), dtype=np.int64),
                  "reflected": np.zeros((n_chains, n_steps), dtype=np.int64)}
         counters = np.zeros(2, dtype=np.int64)  # clipped draws with a full covariance, and their eigendecompositions
         report = np.zeros(3)  # status code, chains with a non-finite θ, r or ξ, smallest variance (diagonal V̂)

@@ -26,7 +26,12 @@ Random numbers: ``index`` (K, c, n) are the minibatches (unused when n = N: ever
 The numba helpers of :mod:`sgmcmc.engine.kernels` are not imported: numba's on-disk cache is keyed on the file of the
 compiled function alone, so a change there would not renew this file's cache. The Cholesky factor is this file's own
 (LAPACK potrf's test: a pivot that is not > 0 has no factor); ``np.linalg.eigh`` is numba's, which calls the same
-LAPACK routine as numpy's (the same eigenvectors, signs included, so the same clipped draws).
+LAPACK routine as numpy's (the same eigenvectors, signs included, so the same clipped draws). The eigenvectors of a
+cluster of nearly equal eigenvalues are, however, set by the last bits of the matrix: where ε(2D − εΣ̂) has such
+clusters (SGHMC on MNIST, d = 100: the many small eigenvalues of Σ̂ put many eigenvalues near 2εC), a Σ̂ that differs
+from numpy's in its last bits (other summation orders) rotates them, and the clipped draws, of the same law, differ
+by far more than rounding (measured over 150 steps, 4 chains, h = 1e-4: 1e-10 to 1e-8 relative, against 1e-12 for
+SGNHT and CCAdL; with V_t from a gemm instead of numpy's syrk, O(1) at A = 10).
 """
 
 from __future__ import annotations
