@@ -18,6 +18,7 @@ import pytest
 from sgmcmc.engine import data_blocks
 from sgmcmc.engine.blocks import DIVERGED, FAILED, kernel_of, numpy_block
 from sgmcmc.engine.data_blocks import DataKernel
+from sgmcmc.geometry import RationalMetric
 from sgmcmc.noise import clip_counters
 from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
@@ -123,6 +124,8 @@ def test_shang_samplers_equal_numpy_steps(target_name, name, finite_population, 
     ("sgnht", dict(integrator="theta_first", noise_estimate="running", noise_clip=True)),
     ("ccadl", dict(integrator="euler")),
     ("ccadl", dict(noise_clip=True)),
+    ("sgrhmc", dict(integrator="theta_first", noise_estimate="running", noise_clip=True)),  # identity metric: C = 1
+    ("naive_sgrhmc", dict(integrator="splitting", noise_estimate="zero")),
 ])
 @pytest.mark.parametrize("target_name", ["normal_gamma", "logistic"])
 def test_other_samplers_and_integrators_equal_numpy_steps(name, params, target_name):
@@ -247,6 +250,9 @@ def test_subclasses_and_replaced_methods_run_on_the_numpy_steps():
     # the known V(θ) (a full-data pass) and the diagonal running form stay on the numpy steps
     assert make_sampler("ccadl", make_target("normal_gamma"), noise_estimate="known").compiled_kernel() is None
     assert make_sampler("ccadl", make_target("normal_gamma"), running_form="diagonal").compiled_kernel() is None
+    # a position-dependent metric (S, F, γ of θ) is not the data kernel's S = I, F = C·I
+    rational = RationalMetric([0.7, 0.25], [2.0, 0.5])
+    assert make_sampler("sgrhmc", make_target("normal_gamma"), metric=rational).compiled_kernel() is None
 
 
 def _run(sampler, settings, step_size=0.01, seed=3, **kwargs):
