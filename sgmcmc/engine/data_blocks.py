@@ -7,7 +7,8 @@ class has an exact kernel then runs on :func:`sgmcmc.engine.data_kernels.data_bl
 ``tests/engine/test_data_blocks.py``):
 
 - SGLD ``euler`` (``sgmcmc/samplers/sgld.py``; Ma et al. 2015 Eq. 13);
-- SGHMC ``theta_first`` (Shang et al. 2015 Eq. 14), ``splitting``, ``euler`` (``momentum_recipe.py``; Eq. 12);
+- SGHMC ``theta_first`` (Shang et al. 2015 Eq. 14), ``splitting``, ``euler`` (``momentum_recipe.py``; Eq. 12), and
+  gSGRHMC / naive SGRHMC with the identity metric (S = I, F = I, γ = 0: SGHMC with C = 1);
 - SGNHT and CCAdL ``theta_first`` (Shang et al. 2015 Eq. 12 and Algorithm 1), ``splitting``, ``euler``
   (``sgnht.py``, ``ccadl.py``; Eq. 15);
 
