@@ -352,12 +352,12 @@ def _thermostat(built: Built, outcome, config: dict) -> dict:
     out = {"thermostat_mean": outcome.thermostat_mean}
     if outcome.thermostat_se is not None:
         out["thermostat_se"] = outcome.thermostat_se
-    predict = getattr(built.sampler, "predicted_thermostat", None)
     small = built.target.dim <= THERMOSTAT_PREDICTION_MAX_DIM
-    if predict is not None and small and config["schedule"]["name"] == "constant" and outcome.samples.size:
+    if small and config["schedule"]["name"] == "constant" and outcome.samples.size:
         positions = outcome.samples.reshape(-1, built.target.dim)
         positions = positions[:: max(1, positions.shape[0] // THERMOSTAT_PREDICTION_POSITIONS)]
-        for key, method in (("thermostat_predicted", predict), ("thermostat_first_order", built.sampler.first_order_thermostat)):
+        for key, method in (("thermostat_predicted", built.sampler.predicted_thermostat),
+                            ("thermostat_first_order", built.sampler.first_order_thermostat)):
             value = method(positions, config["sampler"]["step_size"])
             if value is not None:
                 out[key] = value

@@ -18,6 +18,7 @@ from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clip
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
 from sgmcmc.state import SamplerState, StepInfo
 from sgmcmc.targets.base import Target
+from sgmcmc.targets.data import DataTarget
 
 NOISE_ESTIMATES = ("known", "zero", "running")
 RUNNING_FORMS = ("full", "diagonal")
@@ -95,7 +96,7 @@ class Sampler(ABC):
         if running_form not in RUNNING_FORMS:
             raise ValueError(f"running_form must be one of {', '.join(RUNNING_FORMS)}")
         if noise_estimate == "running":
-            if not hasattr(target, "minibatch_gradient"):
+            if not isinstance(target, DataTarget):
                 raise ValueError(f"noise_estimate=running needs a data target with per-example gradients; "
                                  f"target {target.name!r} has none (use known or zero)")
             if self.integrator == "generic" or not self.supports_running_estimate:
@@ -165,6 +166,15 @@ class Sampler(ABC):
         return None if self.noise_estimate == "zero" else compiled.noise_covariance
 
     # -- the recipe ---------------------------------------------------------------------------------
+    def predicted_thermostat(self, theta: np.ndarray, step_size: float) -> Optional[float]:
+        """The stationary mean of the thermostat ξ predicted over the positions θ (m, dim) at this step size, for the
+        samplers with a thermostat (SGNHT, CCAdL); None (the default) for the others."""
+        return None
+
+    def first_order_thermostat(self, theta: np.ndarray, step_size: float) -> Optional[float]:
+        """The first-order prediction of the same mean (Shang et al. 2015 Prop. 1); None (the default)."""
+        return None
+
     def recipe(self) -> Recipe:
         """(∇H̃, D, Q, Γ, B̂) on the packed state z."""
         raise TypeError(f"sampler {self.name!r} declares no recipe")
@@ -206,7 +216,7 @@ class Sampler(ABC):
         - ``zero``: None (nothing subtracted);
         - ``running``: Î_t = (1 − κ_t)Î_{t−1} + κ_t V_t with κ_t = 1/t (Eq. 18) and V_t the covariance of
           this minibatch's per-example gradients (Eq. 19), and V̂ = Σ̂_t = c·Î_t with c = :meth:`running_scale`.
-          With ``running_form=diagonal`` and a target that has ``minibatch_gradient_moments(θ, rng)`` → (∇Ũ,
+          With ``running_form=diagonal`` and a target whose ``minibatch_gradient_moments(θ, rng)`` gives (∇Ũ,
           Σ_i (g_i − ḡ)²) (the DRBM), V_t's diagonal comes from it, same minibatch draw and values.
         """
         theta = state.theta if theta is None else theta
@@ -214,9 +224,9 @@ class Sampler(ABC):
             return GradientEstimate(self.target.stochastic_gradient(theta, rng), self.gradient_noise(theta))
         diagonal = self.running_form == "diagonal"
         count = state.noise_count + 1
-        moments = getattr(self.target, "minibatch_gradient_moments", None) if diagonal else None
-        if moments is not None:  # Σ_i (g_i − ḡ)² without the (c, n, d) per-example gradients (the DRBM's kernel)
-            gradient, squares = moments(theta, rng)
+        fused = self.target.minibatch_gradient_moments(theta, rng) if diagonal else None
+        if fused is not None:  # Σ_i (g_i − ḡ)² without the (c, n, d) per-example gradients (the DRBM's kernel)
+            gradient, squares = fused
             noise = squares / max(self.target.batch_size - 1, 1)
         else:
             gradient, per_example = self.target.minibatch_gradient(theta, rng)
