@@ -31,7 +31,9 @@ from sgmcmc.reference import load_reference
 FIGURE_ID = "ccadl-fig2-posterior"
 DIFFUSION, THIN, CHAINS = 10, 100, 2
 STEP_SIZES, POSTERIOR_STEPS = "0.0001", "1000000"
-SMOKE_PASSES, SMOKE_STEPS = 4, 200
+# --smoke (CI): 1 pass of burn-in (25 steps) and 20 kept steps per chain: every sampler and step size, the posterior
+# comparison and the ellipses (2 chains × 20 samples) on the smallest run that has them
+SMOKE_PASSES, SMOKE_STEPS = 1, 20
 
 
 def pass_budget(step_size: float) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -97,3 +98,19 @@ def smoke_run(module, figure_id: str, tmp_path, monkeypatch, data, extra_args=()
     for name in (*files, "summary.csv", "summary.md", "provenance.json"):
         assert (folder / name).stat().st_size > 0, name
     return folder, pd.read_csv(folder / "summary.csv")
+
+
+@contextmanager
+def one_thread(monkeypatch):
+    """One BLAS / OpenMP / numba thread, in this process for the ``with`` block and in the processes it starts (a paper
+    experiment's sweeps inherit the environment; with ``--jobs 1`` they keep the default pools). The matrices are
+    small, and on a busy machine a pool of threads runs them several times slower: SGHMC's clipped 100×100 draws in
+    a sweep about 30 s instead of 1 s, the DRBM's test-set forward passes here about twice as long."""
+    from threadpoolctl import threadpool_limits
+
+    from experiments.common import THREAD_VARIABLES
+
+    for name in THREAD_VARIABLES:
+        monkeypatch.setenv(name, "1")
+    with threadpool_limits(1):
+        yield

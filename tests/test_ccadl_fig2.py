@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 
 from experiments import ccadl_fig2
-from experiments.common import THREAD_VARIABLES
+from tests.helpers import one_thread
 
 DATA = Path(os.environ.get("SGMCMC_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 ROOT = Path(__file__).resolve().parents[1]
@@ -82,9 +82,8 @@ def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch, truth):
     integration time); and at h = 10⁻⁴ (≈ 155 nats of progress here) more than 10 chain-sds above the coin flip.
     A coin-flip predictor (θ̄ = 0) fails the last two."""
     monkeypatch.setenv("SGMCMC_DATA", str(DATA))
-    for name in THREAD_VARIABLES:  # one BLAS thread per sweep process: small matrices, ~50x faster on a busy machine
-        monkeypatch.setenv(name, "1")
-    ccadl_fig2.main(["--smoke", "--root", str(tmp_path), "--jobs", "1"])
+    with one_thread(monkeypatch):  # one BLAS thread per sweep process: small matrices, ~50x faster on a busy machine
+        ccadl_fig2.main(["--smoke", "--root", str(tmp_path), "--jobs", "1"])
     (folder,) = (tmp_path / "ccadl-fig2").glob("2*")
     for name in ("fig2_logistic.png", "summary.csv", "summary.md", "provenance.json"):
         assert (folder / name).stat().st_size > 0, name

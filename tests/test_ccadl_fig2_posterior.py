@@ -4,14 +4,15 @@ committed HMC reference)."""
 import pytest
 
 from experiments import ccadl_fig2_posterior
-from tests.helpers import smoke_run
+from tests.helpers import one_thread, smoke_run
 from tests.test_ccadl_fig2 import DATA
 
 
 @pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="needs the MNIST files (../shared/data or SGMCMC_DATA)")
 def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch):
-    folder, table = smoke_run(ccadl_fig2_posterior, "ccadl-fig2-posterior", tmp_path, monkeypatch, DATA,
-                              ["--step-sizes", "1e-4,2e-5"], ["posterior_w2_w5.png"])
+    with one_thread(monkeypatch):  # SGHMC's clipped 100×100 draws in the sweep
+        folder, table = smoke_run(ccadl_fig2_posterior, "ccadl-fig2-posterior", tmp_path, monkeypatch, DATA,
+                                  ["--step-sizes", "1e-4,2e-5"], ["posterior_w2_w5.png"])
     assert set(table.method) == {"SGHMC", "SGNHT", "CCAdL"} and (table.chains == 2).all()
     assert sorted(table.h.unique()) == [2e-5, 1e-4] and len(table) == 6
     assert (table.mean_rms_z > 0).all() and (table.sampling_rms_z > 0).all()

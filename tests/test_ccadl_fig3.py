@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from experiments import ccadl_fig3
-from tests.helpers import smoke_run
+from tests.helpers import one_thread, smoke_run
 from tests.test_ccadl_fig2 import DATA
 
 
@@ -66,15 +66,17 @@ def test_bad_options_exit_2_with_one_line(args, key, capsys):
 
 @pytest.mark.skipif(not (DATA / "libsvm").is_dir(), reason="needs the LIBSVM files (../shared/data or SGMCMC_DATA)")
 def test_smoke_run_writes_figure_and_summary_and_into_adds_seeds(tmp_path, monkeypatch):
-    folder, table = smoke_run(ccadl_fig3, "ccadl-fig3", tmp_path, monkeypatch, DATA,
-                              ["--datasets", "letter", "--extra-seeds", ""], ["fig3_drbm.png"])
+    with one_thread(monkeypatch):  # the sweeps, and the test-set passes over the collected samples
+        folder, table = smoke_run(ccadl_fig3, "ccadl-fig3", tmp_path, monkeypatch, DATA,
+                                  ["--datasets", "letter", "--extra-seeds", ""], ["fig3_drbm.png"])
     assert len(table) == 18 and (table.status == "completed").all() and set(table.seed) == {0}
     assert table.test_error.between(0, 1).all() and table.window_error.between(0, 1).all()
     assert (table.path_length > 0).all() and (table.sample_spread > 0).all()
     assert "letter: at the largest h (seed 0, one run per method: no spread" in (folder / "summary.md").read_text()
     assert not (folder / "fig3_seeds.png").exists()
 
-    ccadl_fig3.main(["--smoke", "--jobs", "1", "--datasets", "letter", "--extra-seeds", "1", "--into", str(folder)])
+    with one_thread(monkeypatch):
+        ccadl_fig3.main(["--smoke", "--jobs", "1", "--datasets", "letter", "--extra-seeds", "1", "--into", str(folder)])
     table = pd.read_csv(folder / "summary.csv")
     seeded = table[table.seed == 1]
     assert len(table) == 24 and (table.status == "completed").all()
