@@ -29,8 +29,10 @@ DIVERGED, FAILED = "diverged", "failed"
 COMPILED = True
 
 
-def kernel_of(sampler) -> "Optional[CompiledKernel]":
-    """The sampler's compiled kernel for its target, or None for the numpy steps (or when :data:`COMPILED` is off)."""
+def kernel_of(sampler) -> "Optional[CompiledKernel | DataKernel]":
+    """The sampler's compiled kernel for its target (a :class:`CompiledKernel`, or a
+    :class:`~sgmcmc.engine.data_blocks.DataKernel` on a data target), or None for the numpy steps (or when
+    :data:`COMPILED` is off)."""
     return sampler.compiled_kernel() if COMPILED else None
 
 
