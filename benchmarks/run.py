@@ -211,9 +211,6 @@ def main(argv=None) -> None:
         estimate = table_cells / len(ten_chains) * sum(r["seconds_per_million_samples"] * 1.1 for r in ten_chains)
         report["results"] = rows
         report["table1_estimate_seconds_one_process"] = estimate
-        report["bound"] = ("Python overhead per step: every step is ~15-25 small numpy calls on (n_chains, 10, 2) arrays, "
-                           "so the cost per step hardly changes from 1 to 10 chains; vectorising over chains is what "
-                           "makes 10^6 samples cheap (10 chains x 1.1e5 steps).")
     if "logistic" in parts:
         _measure_part(report, "logistic_mnist79", "logistic regression", lambda: logistic_step_costs(max(50, args.steps // 40)),
                       lambda row: f"logistic {row['sampler']:6s} {row['n_chains']} chains{' compiled' if row['compiled'] else ''}: "
