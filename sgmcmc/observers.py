@@ -7,6 +7,7 @@ blackjax's kernels keep concerns apart: each has ``update(block)`` and ``state_d
 - :class:`ThermostatObserver`: the mean thermostat ξ after burn-in (SGNHT, CCAdL);
 - :class:`StepCounters`: Metropolis–Hastings acceptance, clipped variances, reflections;
 - :class:`TraceObserver`: a trace row every ``eval_every`` steps, scored incrementally (linear in the run's length);
+- :class:`ProgressObserver`: the progress bar;
 - :class:`PathObserver`: keeps any per-step statistic of the paths that an experiment asks for.
 
 Every observer folds a block step by step in time order (or with integer counts), so its state does not depend on
@@ -19,6 +20,7 @@ import time
 from typing import Callable, Optional
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from sgmcmc.engine.blocks import Block
 
@@ -273,6 +275,42 @@ class TraceObserver:
         self.seconds = float(state["seconds"])
         if self.score is not None:
             self.score.load_state_dict({key[len("score."):]: value for key, value in state.items() if key.startswith("score.")})
+
+
+class ProgressObserver:
+    """The progress bar (tqdm on stderr, shown after ``delay`` seconds): the steps done and the latest trace row's
+    headline metric. Its last line is drawn once, by :meth:`close`: the block that reaches ``total`` only moves the
+    count, since where stderr is not a terminal (a pipe, a log file) a carriage return does not erase the line
+    before it, and a last line drawn by the block and again by ``close`` would show twice. Not checkpointed."""
+
+    name = "progress"
+    HEADLINES = (("kl_pq", "kl"), ("test_error", "test_err"), ("test_log_likelihood", "test_ll"), ("perplexity", "perplexity"))
+
+    def __init__(self, trace: TraceObserver, total: int, initial: int = 0, enabled: bool = True, delay: float = 2.0,
+                 mininterval: float = 0.5):
+        self.trace = trace
+        self.bar = tqdm(total=total, initial=initial, disable=not enabled, delay=delay, mininterval=mininterval,
+                        unit="step")
+
+    def update(self, block: Block) -> None:
+        rows = self.trace.rows
+        if rows and rows[-1]["step"] == block.stop:
+            for key, label in self.HEADLINES:
+                if key in rows[-1]:
+                    self.bar.set_postfix({label: f"{rows[-1][key]:.4g}"}, refresh=False)
+                    break
+        if block.stop < self.bar.total:
+            self.bar.update(block.stop - self.bar.n)
+        else:
+            self.bar.n = block.stop  # drawn by close()
+
+    def close(self) -> None:
+        """Draws the last line (tqdm's ``close`` draws only a bar drawn before: one whose delay passed during the
+        last block counts as drawn) and ends it."""
+        bar = self.bar
+        if not bar.disable and bar.last_print_t < bar.start_t + bar.delay <= time.time():
+            bar.last_print_t = time.time()
+        bar.close()
 
 
 class PathObserver:

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from sgmcmc.checkpoint import (
     Checkpoint,
@@ -30,7 +29,7 @@ from sgmcmc.checkpoint import (
 from sgmcmc.engine.blocks import CompiledBlocks, kernel_of, numpy_block
 from sgmcmc.engine.data_blocks import DataKernel
 from sgmcmc.evaluation import Evaluator
-from sgmcmc.observers import (MomentsObserver, RunningMoments, SampleStore, StepCounters,
+from sgmcmc.observers import (MomentsObserver, ProgressObserver, RunningMoments, SampleStore, StepCounters,
                               ThermostatObserver, TraceObserver)
 
 __all__ = ["RunSettings", "RunOutcome", "RunningMoments", "run_chains", "iterate_blocks"]
@@ -82,14 +81,6 @@ class RunOutcome:
     state_metrics: dict = field(default_factory=dict)  # the target's metrics of the last scored state (LDA perplexity)
 
 
-def _show(bar, row: dict) -> None:
-    """The headline metric of the latest trace row on the progress bar."""
-    for key, label in (("kl_pq", "kl"), ("test_error", "test_err"), ("test_log_likelihood", "test_ll"), ("perplexity", "perplexity")):
-        if key in row:
-            bar.set_postfix({label: f"{row[key]:.4g}"}, refresh=False)
-            return
-
-
 def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
     """Steps per block: a block's paths hold about 2¹⁸ numbers each, with at most 8,192 steps (compiled) or 64 steps
     (numpy steps, which also stop early when asked to; LDA's d = 385,100 gets one step per block)."""
@@ -130,14 +121,6 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
         if block.status is not None or block.stop < stop:
             return
         state, t = block.state, block.stop
-
-
-def _show(bar, row: dict) -> None:
-    """The headline metric of the latest trace row on the progress bar."""
-    for key, label in (("kl_pq", "kl"), ("test_error", "test_err"), ("test_log_likelihood", "test_ll"), ("perplexity", "perplexity")):
-        if key in row:
-            bar.set_postfix({label: f"{row[key]:.4g}"}, refresh=False)
-            return
 
 
 def run_chains(
@@ -204,8 +187,7 @@ def run_chains(
     due_step, due_time = checkpointer.next_due(outcome.steps_done) if checkpointer else (float("inf"), float("inf"))
     size = block_steps(settings.n_chains, target.dim, kernel_of(sampler) is not None)
     with workers_ignore_stop_signals():  # tqdm's monitor thread leaves SIGINT/SIGTERM to the main thread
-        bar = tqdm(total=settings.n_steps, initial=outcome.steps_done, disable=not settings.progress, delay=2.0,
-                   mininterval=0.5, unit="step")
+        progress = ProgressObserver(trace, settings.n_steps, outcome.steps_done, enabled=settings.progress)
     clean_stop = False  # stopped by stop_requested between two steps: the state is consistent, checkpoint it
     try:
         blocks = iterate_blocks(sampler, schedule, rng, state, outcome.steps_done,
@@ -218,9 +200,7 @@ def run_chains(
                 outcome.status, outcome.error = block.status, block.error
                 (log.warning if block.status == DIVERGED else log.error)(outcome.error)
                 break
-            if trace.rows and trace.rows[-1]["step"] == block.stop:
-                _show(bar, trace.rows[-1])
-            bar.update(block.stop - bar.n)
+            progress.update(block)
             t = block.stop
             if checkpointer is not None and (t >= due_step or time.perf_counter() >= due_time):
                 if t < settings.n_steps:  # the last step's state is the run's result, written next
@@ -234,7 +214,7 @@ def run_chains(
         outcome.error = f"interrupted after {outcome.steps_done} steps"
         log.warning(outcome.error)
     finally:
-        bar.close()
+        progress.close()
     if clean_stop and checkpointer is not None and checkpointer.saved_step != outcome.steps_done:
         try:
             checkpointer.save(snapshot())

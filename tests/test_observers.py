@@ -3,12 +3,14 @@ blocks, the incremental trace scores equal a scoring of all samples, and a compi
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
 from sgmcmc.checkpoint import Checkpointer
 from sgmcmc.evaluation import Evaluator, RunningScore
-from sgmcmc.observers import kept_positions
+from sgmcmc.observers import ProgressObserver, kept_positions
 from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.schedules import Constant, Polynomial
 from tests.helpers import build
@@ -176,3 +178,33 @@ def test_clipped_draws_and_their_eigendecompositions_are_counted_per_run():
 
     assert counts([[60.0, 20.0], [20.0, 30.0]]) == (120, 120, 120)  # ε(2 − εV) has one negative eigenvalue
     assert counts([[1.0, 0.5], [0.5, 1.0]]) == (120, 0, 0)
+
+
+def test_the_progress_bar_draws_its_last_line_once_when_the_output_is_not_a_terminal(monkeypatch, capsys):
+    """Where stderr is a pipe or a file, a carriage return does not erase the line before it: a last line drawn by the
+    final block and drawn again when the bar closes shows twice. The bar is made to draw at once and at every block."""
+    import tqdm.std
+
+    drawing = tqdm.std.tqdm.__init__
+
+    def at_once(bar, *args, **kwargs):
+        drawing(bar, *args, **{**kwargs, "delay": 0, "mininterval": 0, "miniters": 1})
+
+    monkeypatch.setattr(tqdm.std.tqdm, "__init__", at_once)
+    outcome = _outcome("sgld", "double_well", progress=True)
+    assert outcome.steps_done == 300
+    lines = [line for line in capsys.readouterr().err.replace("\r", "\n").splitlines() if line.strip()]
+    assert len(lines) > 2, lines  # the bar was drawn along the way
+    assert sum("300/300" in line for line in lines) == 1, lines
+
+
+def test_a_progress_bar_due_during_its_last_block_is_drawn_once(capsys):
+    """A run whose delay passes during its last block: the last block only moves the count, and close draws it."""
+    from types import SimpleNamespace
+
+    progress = ProgressObserver(SimpleNamespace(rows=[]), total=5, delay=0.01)
+    time.sleep(0.02)
+    progress.update(SimpleNamespace(stop=5))
+    progress.close()
+    lines = [line for line in capsys.readouterr().err.replace("\r", "\n").splitlines() if line.strip()]
+    assert len(lines) == 1 and "5/5" in lines[0], lines
