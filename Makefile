@@ -77,7 +77,7 @@ bench-peers: $(STAMP)
 		|| { echo 'bench-peers needs jax and blackjax, which did not install (see $(VENV)/peers-install.log): pip install -e ".[peers]"'; exit 1; }
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.peers $(ARGS)
 
-# every experiment with tiny settings, in seconds (also part of `make test`: tests/test_experiments_smoke.py)
+# every experiment with tiny settings, in seconds (also part of `make test`: each tests/test_<experiment>.py has a test_smoke_run_*)
 smoke: $(STAMP)
 	for experiment in $(PAPER_EXPERIMENTS); do \
 		$(BIN)/python -m experiments.$$experiment --smoke --root $(SMOKE_ROOT) --jobs 1 || exit 1; \
