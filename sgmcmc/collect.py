@@ -10,6 +10,7 @@ Written to ``<folder>/collected.csv`` and, when pyarrow is importable, ``<folder
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
@@ -159,11 +160,12 @@ def write(folder: str | Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: python -m sgmcmc.collect <folder>  (writes <folder>/collected.csv)", file=sys.stderr)
-        return 2
-    folder = Path(argv[0])
+    parser = argparse.ArgumentParser(prog="python -m sgmcmc.collect",
+                                     description="One tidy table of every run below a folder: its run folders and "
+                                                 "sweep manifests, written to <folder>/collected.csv (and "
+                                                 "collected.parquet when pyarrow is importable).")
+    parser.add_argument("folder", type=Path, help="the folder to search for runs (result folders, sweep manifests)")
+    folder = parser.parse_args(argv).folder
     if not folder.is_dir():
         print(f"error: {folder} is not a folder", file=sys.stderr)
         return 2

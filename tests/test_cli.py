@@ -146,3 +146,25 @@ def test_missing_data_offline_is_one_line_naming_the_files_and_folder(tmp_path):
     assert len(lines) == 1 and "Traceback" not in result.stderr, result.stderr
     assert "train-images-idx3-ubyte.gz" in lines[0] and str(data) in lines[0], lines[0]
     assert folders(tmp_path / "runs") == []
+
+
+def _commands() -> list[list[str]]:
+    """Every command line of the repository: a top-level script by its path, a module with a ``__main__`` block
+    (sgmcmc, experiments, benchmarks, scripts) by ``-m``."""
+    commands = []
+    for path in sorted(ROOT.glob("*.py")):
+        if '__name__ == "__main__"' in path.read_text():
+            commands.append([path.name])
+    for package in ("sgmcmc", "experiments", "benchmarks", "scripts"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            if '__name__ == "__main__"' in path.read_text():
+                commands.append(["-m", ".".join(path.relative_to(ROOT).with_suffix("").parts)])
+    return commands
+
+
+@pytest.mark.parametrize("command", _commands(), ids=lambda command: command[-1])
+def test_every_command_s_help_exits_0_with_its_usage(command):
+    result = subprocess.run([sys.executable, *command, "--help"], capture_output=True, text=True, cwd=ROOT,
+                            env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() and "Traceback" not in result.stderr, (result.stdout, result.stderr)
