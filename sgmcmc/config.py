@@ -142,8 +142,9 @@ TARGET_FIELDS: dict[str, dict[str, Check]] = {
     # data_seed null: the data are drawn from the run's seed (SPEC §2 T7)
     "normal_gamma": {"data_seed": optional(integer(0)), "n_data": integer(2), "batch_size": integer(1),
                      "initial_position": number_list()},
-    # data_dir null: sgmcmc.data.resolve_data_dir's default (SPEC §2 T8, §4.9)
-    "logistic_mnist79": {"data_dir": optional(lambda key, value: _string(key, value)), "projection_seed": integer(0),
+    # data_dir / cache_dir null: sgmcmc.data.resolve_data_dir's / resolve_cache_dir's default (SPEC §2 T8, §4.9)
+    "logistic_mnist79": {"data_dir": optional(lambda key, value: _string(key, value)),
+                         "cache_dir": optional(lambda key, value: _string(key, value)), "projection_seed": integer(0),
                          "n_components": integer(1), "batch_size": integer(1),
                          "prior_variance": real(0.0, strict=True), "initial_scale": real(0.0, strict=True)},
     # SPEC §2 T9, §4.10: n_hidden / batch_size null = the paper's per-data-set values
@@ -222,7 +223,7 @@ def validate_config(config: dict) -> dict:
     if not isinstance(config, dict):
         raise ConfigError("the config must be a mapping")
     allowed = {"sampler", "target", "schedule", "run", "seed"}
-    optional_keys = {"vars", "data_dir"}
+    optional_keys = {"vars", "data_dir", "cache_dir"}
     for key in config:
         if key not in allowed and key not in optional_keys:
             raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(allowed | optional_keys))}")
@@ -240,6 +241,8 @@ def validate_config(config: dict) -> dict:
     }
     if "data_dir" in config:  # the data folder of configs/config.yaml, interpolated by the data targets' configs
         checked["data_dir"] = optional(_string)("data_dir", config["data_dir"])
+    if "cache_dir" in config:  # the cache folder of configs/config.yaml, interpolated by the targets that cache
+        checked["cache_dir"] = optional(_string)("cache_dir", config["cache_dir"])
     if "vars" in config:  # shared values of an experiment (e.g. Shang et al.'s A), already interpolated
         checked["vars"] = dict(config["vars"])
     run = checked["run"]

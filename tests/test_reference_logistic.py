@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 import sgmcmc.data.mnist as mnist_module
-import sgmcmc.targets.logistic_regression as logistic_regression
 from experiments import reference_logistic
 from sgmcmc.reference import ReferenceMissing, load_reference
 from tests.helpers import fake_mnist_source
@@ -13,7 +12,7 @@ from tests.helpers import fake_mnist_source
 
 def test_smoke_run_writes_a_loadable_reference(monkeypatch, tmp_path):
     monkeypatch.setattr(mnist_module, "load_mnist", lambda data_dir=None, digits=None: fake_mnist_source(n_train=600))
-    monkeypatch.setattr(logistic_regression, "PROJECT_CACHE", tmp_path / "cache")
+    monkeypatch.setenv("SGMCMC_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("SGMCMC_DATA", str(tmp_path / "data"))
     reference_logistic.main(["--smoke", "--root", str(tmp_path / "reference")])
     reference = load_reference(reference_logistic.reference_name(0), tmp_path / "reference")

@@ -1,11 +1,12 @@
-"""Data layer: the data folder, known files (download + checksum), IDX reading and MNIST.
+"""Data layer: the data and cache folders, known files (download + checksum), IDX reading and MNIST.
 
-Only the data folder's names (:class:`DataError`, :func:`resolve_data_dir`) are imported with the package; the
-rest on first use, so that a run that reads no data file does not import the download and IDX machinery.
+Only the folders' names (:class:`DataError`, :func:`resolve_data_dir`, :func:`resolve_cache_dir`) are imported with
+the package; the rest on first use, so that a run that reads no data file does not import the download and IDX
+machinery.
 """
 
 from sgmcmc import lazy_exports
-from sgmcmc.data.folder import DataError, resolve_data_dir
+from sgmcmc.data.folder import DataError, resolve_cache_dir, resolve_data_dir
 
 _LAZY = {
     "DataFile": "sgmcmc.data.files",
@@ -29,6 +30,7 @@ def __dir__():
 __all__ = [
     "DataError",
     "resolve_data_dir",
+    "resolve_cache_dir",
     "DataFile",
     "fetch",
     "verify",

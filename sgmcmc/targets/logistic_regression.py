@@ -18,15 +18,14 @@ posterior mean of every chain (:meth:`LogisticRegression.trace_metrics`).
 The data (:func:`logistic_mnist79`, SPEC §4.9): all MNIST training 7s and 9s (12,214) and test 7s and 9s (2,037),
 in the original order, pixels/255, a Gaussian random projection 784 → 100 by scikit-learn
 (``GaussianRandomProjection(n_components=100, random_state=projection_seed)`` fitted on the training images, applied
-to train and test), labels 7 → +1, 9 → −1. The projected arrays are cached as an ``.npz`` (see
-:func:`logistic_mnist79`).
+to train and test), labels 7 → +1, 9 → −1. The projected arrays are cached as an ``.npz`` in the cache folder, never
+in the data folder (see :func:`logistic_mnist79`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import tempfile
 import zipfile
 from pathlib import Path
@@ -37,9 +36,6 @@ from scipy.special import expit
 
 from sgmcmc.engine import data_blocks
 from sgmcmc.targets.data import DataTarget, _check_count, check_features, positive_number
-
-# Where the projected features are cached when the data folder is read-only: <project root>/data_cache/cache/.
-PROJECT_CACHE = Path(__file__).resolve().parents[2] / "data_cache" / "cache"
 
 # The digits of T8 and their labels (SPEC §4.9): 7 → +1, 9 → −1.
 DIGITS = (7, 9)
@@ -225,24 +221,6 @@ def _project(source, projection_seed: int, n_components: int) -> dict:
     return arrays
 
 
-def _writable(folder: Path) -> bool:
-    """Whether ``folder`` (or its nearest existing parent, where it would be created) may be written.
-
-    Checks the permission bits as well as ``os.access``: as root ``os.access`` ignores them, and a folder
-    marked read-only (such as the shared data folder) must not be written even when it could be.
-    """
-    folder = Path(folder)
-    while not folder.exists():
-        if folder.parent == folder:
-            return False
-        folder = folder.parent
-    try:
-        mode = folder.stat().st_mode
-    except OSError:
-        return False
-    return stat.S_ISDIR(mode) and bool(mode & 0o222) and os.access(folder, os.W_OK)
-
-
 def _read_cache(path: Path, key: str) -> Optional[dict]:
     """The cached arrays if ``path`` holds a cache with this key, else None (missing or damaged: a miss)."""
     try:
@@ -272,35 +250,29 @@ def _write_cache(folder: Path, filename: str, key: str, arrays: dict) -> Optiona
 
 
 def logistic_mnist79(data_dir=None, projection_seed: int = 0, n_components: int = 100, batch_size: int = 500,
-                     prior_variance: float = 1.0, initial_scale: float = 0.01) -> LogisticRegression:
+                     prior_variance: float = 1.0, initial_scale: float = 0.01, cache_dir=None) -> LogisticRegression:
     """T8: logistic regression on MNIST 7 vs 9 (SPEC §2 T8, §4.9), named "logistic_mnist79".
 
     The images come from ``sgmcmc.data.mnist.load_mnist(resolve_data_dir(data_dir), digits=(7, 9))``; a
     :class:`sgmcmc.data.DataError` of the loader propagates unchanged. The projected float64 arrays are cached as
-    ``<data dir>/cache/logistic_mnist79-proj<seed>-d<n_components>.npz``, or under
-    ``<project root>/data_cache/cache/`` when the data folder is read-only; a cache is used only if its stored key
-    (:func:`_fingerprint`: seed, n_components, scikit-learn version, hash of the source) matches.
+    ``<cache dir>/logistic_mnist79-proj<seed>-d<n_components>.npz`` (``resolve_cache_dir(cache_dir)``; nothing is
+    written into the data folder, which may be shared or read-only); a cache is used only if its stored key
+    (:func:`_fingerprint`: seed, n_components, scikit-learn version, hash of the source) matches, and one that cannot
+    be written is projected again next time.
     """
-    from sgmcmc.data import resolve_data_dir
+    from sgmcmc.data import resolve_cache_dir, resolve_data_dir
     from sgmcmc.data.mnist import load_mnist
 
     projection_seed = _check_count("projection_seed", projection_seed, 0)
     n_components = _check_count("n_components", n_components, 1)
-    folder = Path(resolve_data_dir(data_dir))
-    source = load_mnist(folder, digits=DIGITS)
+    source = load_mnist(Path(resolve_data_dir(data_dir)), digits=DIGITS)
     key = _fingerprint(source, projection_seed, n_components)
+    cache = resolve_cache_dir(cache_dir)
     filename = f"logistic_mnist79-proj{projection_seed}-d{n_components}.npz"
-    data_cache = folder / "cache"
-    arrays = None
-    for candidate in (data_cache, PROJECT_CACHE):
-        arrays = _read_cache(candidate / filename, key)
-        if arrays is not None:
-            break
+    arrays = _read_cache(cache / filename, key)
     if arrays is None:
         arrays = _project(source, projection_seed, n_components)
-        for candidate in ((data_cache, PROJECT_CACHE) if _writable(data_cache) else (PROJECT_CACHE,)):
-            if _write_cache(candidate, filename, key, arrays) is not None:
-                break
+        _write_cache(cache, filename, key, arrays)
     return LogisticRegression(arrays["features"], arrays["labels"], arrays["test_features"], arrays["test_labels"],
                               batch_size=batch_size, prior_variance=prior_variance, initial_scale=initial_scale,
                               name="logistic_mnist79")

@@ -216,12 +216,12 @@ def test_no_test_set_means_no_trace_metrics():
 # -- the MNIST 7 vs 9 factory on a fake MNIST -----------------------------------------------------------------
 @pytest.fixture
 def fake_mnist(monkeypatch, tmp_path):
-    """Route the factory's loader to a fake MNIST (``state.source``) and the project cache into tmp_path.
+    """Route the factory's loader to a fake MNIST (``state.source``) and the cache folder into tmp_path.
 
-    Patches ``sgmcmc.data.mnist.load_mnist`` (and ``resolve_data_dir``, to the identity).
+    Patches ``sgmcmc.data.mnist.load_mnist`` (and ``resolve_data_dir``, to the identity); sets SGMCMC_CACHE.
     """
     state = SimpleNamespace(source=fake_mnist_source(), calls=[], projections=0, error=None,
-                            data_dir=tmp_path / "data", project_cache=tmp_path / "project" / "data_cache" / "cache")
+                            data_dir=tmp_path / "data", cache_dir=tmp_path / "cache")
     state.data_dir.mkdir()
 
     def load_mnist(data_dir=None, digits=None):
@@ -236,7 +236,7 @@ def fake_mnist(monkeypatch, tmp_path):
     monkeypatch.setattr(data_module, "resolve_data_dir", lambda configured: Path(configured))
     monkeypatch.setattr(mnist_module, "load_mnist", load_mnist)
     state.DataError = data_module.DataError
-    monkeypatch.setattr(lr, "PROJECT_CACHE", state.project_cache)
+    monkeypatch.setenv("SGMCMC_CACHE", str(state.cache_dir))
     project = lr._project
 
     def counting_project(*args):
@@ -286,7 +286,7 @@ def test_same_seed_same_features_other_seed_other_features(fake_mnist):
 
 
 def test_cache_is_written_and_reused(fake_mnist):
-    cache = fake_mnist.data_dir / "cache"
+    cache = fake_mnist.cache_dir
     first = _build(fake_mnist)
     assert fake_mnist.projections == 1
     assert sorted(p.name for p in cache.iterdir()) == ["logistic_mnist79-proj0-d100.npz"]  # no temp files left
@@ -303,7 +303,7 @@ def test_cache_is_written_and_reused(fake_mnist):
     assert fake_mnist.projections == 3
     assert {p.name for p in cache.iterdir()} == {"logistic_mnist79-proj0-d100.npz", "logistic_mnist79-proj3-d100.npz",
                                                    "logistic_mnist79-proj0-d20.npz"}
-    assert not fake_mnist.project_cache.exists()
+    assert not any(fake_mnist.data_dir.iterdir())  # nothing written into the data folder
 
 
 def test_cache_of_other_source_data_is_not_used(fake_mnist):
@@ -317,22 +317,36 @@ def test_cache_of_other_source_data_is_not_used(fake_mnist):
 
 def test_damaged_cache_is_recomputed(fake_mnist):
     first = _build(fake_mnist)
-    (fake_mnist.data_dir / "cache" / "logistic_mnist79-proj0-d100.npz").write_bytes(b"not a zip file")
+    (fake_mnist.cache_dir / "logistic_mnist79-proj0-d100.npz").write_bytes(b"not a zip file")
     again = _build(fake_mnist)
     assert fake_mnist.projections == 2
     np.testing.assert_array_equal(again.features, first.features)
 
 
-def test_read_only_data_dir_falls_back_to_the_project_cache(fake_mnist):
+def test_read_only_data_dir_is_never_written(fake_mnist):
     fake_mnist.data_dir.chmod(0o555)
     try:
         first = _build(fake_mnist)
         again = _build(fake_mnist)
     finally:
         fake_mnist.data_dir.chmod(0o755)
-    assert not (fake_mnist.data_dir / "cache").exists()
-    assert [p.name for p in fake_mnist.project_cache.iterdir()] == ["logistic_mnist79-proj0-d100.npz"]
+    assert not any(fake_mnist.data_dir.iterdir())
+    assert [p.name for p in fake_mnist.cache_dir.iterdir()] == ["logistic_mnist79-proj0-d100.npz"]
     assert fake_mnist.projections == 1
+    np.testing.assert_array_equal(again.features, first.features)
+
+
+def test_the_cache_dir_argument_wins_over_the_environment(fake_mnist, tmp_path):
+    _build(fake_mnist, cache_dir=str(tmp_path / "mine"))
+    assert [p.name for p in (tmp_path / "mine").iterdir()] == ["logistic_mnist79-proj0-d100.npz"]
+    assert not fake_mnist.cache_dir.exists()
+
+
+def test_a_cache_dir_that_cannot_be_made_only_costs_a_projection(fake_mnist, tmp_path):
+    (tmp_path / "a-file").write_text("")
+    first = _build(fake_mnist, cache_dir=str(tmp_path / "a-file" / "cache"))
+    again = _build(fake_mnist, cache_dir=str(tmp_path / "a-file" / "cache"))
+    assert fake_mnist.projections == 2 and not any(fake_mnist.data_dir.iterdir())
     np.testing.assert_array_equal(again.features, first.features)
 
 
@@ -342,7 +356,7 @@ def test_data_errors_propagate_unchanged(fake_mnist):
     with pytest.raises(fake_mnist.DataError) as caught:
         _build(fake_mnist)
     assert caught.value is error
-    assert not (fake_mnist.data_dir / "cache").exists()
+    assert not fake_mnist.cache_dir.exists()
 
 
 # -- config ----------------------------------------------------------------------------------------------------
@@ -350,10 +364,10 @@ def test_registered_and_config_composes():
     assert TARGETS["logistic_mnist79"] is lr.logistic_mnist79
     from experiments.common import compose
 
-    config = validate_config(compose(["target=logistic_mnist79", "data_dir=/some/where"]))
-    assert config["data_dir"] == "/some/where"
-    assert config["target"] == {"name": "logistic_mnist79", "data_dir": "/some/where", "projection_seed": 0,
-                                "n_components": 100, "batch_size": 500}
+    config = validate_config(compose(["target=logistic_mnist79", "data_dir=/some/where", "cache_dir=/a/cache"]))
+    assert config["data_dir"] == "/some/where" and config["cache_dir"] == "/a/cache"
+    assert config["target"] == {"name": "logistic_mnist79", "data_dir": "/some/where", "cache_dir": "/a/cache",
+                                "projection_seed": 0, "n_components": 100, "batch_size": 500}
 
 
 # -- the real data -------------------------------------------------------------------------------------------
@@ -372,7 +386,7 @@ def _real_loader_available():
 
 @pytest.mark.skipif(not _real_loader_available(), reason="needs shared/data/mnist and sgmcmc.data.mnist")
 def test_real_mnist79(monkeypatch, tmp_path):
-    monkeypatch.setattr(lr, "PROJECT_CACHE", tmp_path / "cache")  # never write into the repository
+    monkeypatch.setenv("SGMCMC_CACHE", str(tmp_path / "cache"))  # never write into the repository
     target = lr.logistic_mnist79(data_dir=str(REAL_DATA))
     assert target.features.shape == (12_214, 100) and target.test_features.shape == (2_037, 100)
     assert target.dim == 100 and target.batch_size == 500 and target.name == "logistic_mnist79"
