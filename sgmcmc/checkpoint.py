@@ -40,8 +40,10 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 CHECKPOINT = "checkpoint.npz"
 PREVIOUS = "checkpoint.prev.npz"
-# Config keys that may differ between a run and its resume: they change neither the samples nor the files.
-RESUME_FREE_KEYS = ("run.resume", "run.checkpoint_every_s", "run.checkpoint_every_steps", "run.progress", "run.results_dir")
+# Config keys that may differ between a run and its resume: they change neither the samples nor the files (a cache
+# folder holds only what is derived again, by key, when it is missing).
+RESUME_FREE_KEYS = ("run.resume", "run.checkpoint_every_s", "run.checkpoint_every_steps", "run.progress", "run.results_dir",
+                    "cache_dir", "target.cache_dir")
 _STATE_FIELDS = ("theta", "momentum", "xi", "noise")
 
 

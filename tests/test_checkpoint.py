@@ -115,6 +115,8 @@ def test_config_hash_ignores_only_the_resume_free_keys():
 
     other = copy.deepcopy(CONFIG)
     other["run"].update(resume="somewhere", checkpoint_every_s=1.0, checkpoint_every_steps=7, progress=True, results_dir="b")
+    other["cache_dir"] = "/elsewhere"  # a run started before cache_dir existed resumes too
+    other["target"]["cache_dir"] = "/elsewhere"
     assert config_hash(other) == config_hash(CONFIG) and config_differences(other, CONFIG) == []
     other["sampler"]["step_size"] = 0.2
     other["run"]["n_steps"] = 11
