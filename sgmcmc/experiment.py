@@ -34,6 +34,7 @@ from sgmcmc import checkpoint as checkpoints
 from sgmcmc.config import ConfigError, validate_config
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
+from sgmcmc.memory import check_run_fits
 from sgmcmc.observers import PathStatistics, Snapshots
 from sgmcmc.recipe import RecipeError, psd_square_root
 from sgmcmc.data import DataError
@@ -192,11 +193,13 @@ def _signals_stop_the_run():
 def run_experiment(config: dict, argv: list[str] | None = None) -> tuple[Path, str]:
     """Run one experiment and write its result folder; return (folder, status).
 
-    Raises :class:`ConfigError` before creating any folder if the config is invalid. With ``run.resume`` the run
-    continues in that folder; an unusable checkpoint is a ConfigError ("run.resume: ...").
+    Raises :class:`ConfigError` before creating any folder if the config is invalid or if the run's arrays would not
+    fit in memory (:class:`sgmcmc.memory.InsufficientMemory`). With ``run.resume`` the run continues in that folder;
+    an unusable checkpoint is a ConfigError ("run.resume: ...").
     """
     config = validate_config(config)
     built = _build(config)
+    check_run_fits(config, built.sampler, built.settings)
     resume = config["run"].get("resume")
     if resume is None:
         results_dir = config["run"].get("results_dir", "results/runs")

@@ -1,0 +1,124 @@
+"""Failures a user meets, through the command line (issue 18): a run that would not fit in memory is one line on
+stderr, no traceback, exit code 2 and no folder; the memory estimate against a hand computation."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from experiments.common import compose
+from sgmcmc.experiment import build
+from sgmcmc.samplers import make_sampler
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ["run.n_steps=10", "run.n_chains=4", "run.burn_in=0", "run.eval_every=5", "run.progress=false",
+        "run.figures=false"]
+THREADS = {key: "1" for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
+# kept samples of 100,000 chains x 10^7 steps x d = 1: 8e12 bytes, 7450.6 GiB
+BEYOND_MEMORY = ["target=double_well", "run.n_chains=100000", "run.n_steps=10000000", "run.burn_in=0"]
+
+
+def command_line(*args, results_dir):
+    """``python run.py <args> run.results_dir=<results_dir>``."""
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **THREADS)
+    command = [sys.executable, str(ROOT / "run.py"), *args, f"run.results_dir={results_dir}"]
+    return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+
+
+def one_line(result, code: int, *needles) -> str:
+    """The run's only stderr line: exit ``code``, no traceback on stdout or stderr, ``needles`` in the line."""
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stdout + result.stderr, result.stdout + result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert all(needle in lines[0] for needle in needles), lines[0]
+    return lines[0]
+
+
+def run_folders(results_dir: Path) -> list[Path]:
+    return sorted(path for path in results_dir.iterdir() if path.is_dir()) if results_dir.is_dir() else []
+
+
+# -- the memory guard --------------------------------------------------------------------------------------------
+
+
+def test_run_beyond_memory_stops_before_its_folder_with_one_line(tmp_path):
+    results = tmp_path / "runs"
+    line = one_line(command_line(*BEYOND_MEMORY, results_dir=results), 2, "7450.6 GiB", "GiB is available",
+                    "run.n_chains", "run.thin")
+    assert not results.exists(), line
+
+
+def test_a_sweep_records_the_job_beyond_memory_as_failed_and_runs_the_others(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **THREADS)
+    command = [sys.executable, str(ROOT / "run.py"), "-m", "run.n_chains=4,1000000000000",
+               *(item for item in TINY if not item.startswith("run.n_chains=")),
+               f"run.results_dir={tmp_path / 'runs'}", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr, result.stderr
+    manifest = json.loads((tmp_path / "sweep" / "manifest.json").read_text())
+    assert [job["status"] for job in manifest["jobs"]] == ["completed", "failed"], manifest
+    failed = manifest["jobs"][1]
+    assert failed["run_folder"] is None and "GiB of memory" in failed["error"] and "run.n_chains" in failed["error"]
+    assert len(run_folders(tmp_path / "runs")) == 1
+
+
+def test_memory_estimate_against_a_hand_computation():
+    from sgmcmc.memory import RunShape, big_arrays, run_shape, snapshot_count
+
+    # CCAdL's default (full running estimate) on the DRBM's letter data: d = 16*100 + 100 + 100*26 + 26 = 4326
+    drbm = RunShape(n_chains=1000, dim=4326, n_kept=1000, running_full=True)
+    assert [(array.nbytes, array.keys[:2]) for array in big_arrays(drbm)] == [
+        (4 * 1000 * 4326**2 * 8, ("run.n_chains", "sampler.running_form=diagonal")),  # 598,823,424,000 bytes
+        (1000 * 1000 * 4326 * 8, ("run.n_chains", "run.thin"))]  # 34,608,000,000 bytes
+    # a built run: CCAdL on Normal-Gamma (d = 2, a data target: the compiled data kernel), 3 chains, steps 11..50
+    # kept every 4th (10), snapshots at steps 0, 7, 14, 21, 28 (5)
+    config = compose(["target=normal_gamma", "sampler=ccadl", "run.n_chains=3", "run.n_steps=50", "run.burn_in=10",
+                      "run.thin=4", "run.snapshot_every=7", "run.snapshot_until=30"])
+    built = build(config)
+    shape = run_shape(config, built.sampler, built.settings)
+    assert shape == RunShape(n_chains=3, dim=2, n_kept=10, n_snapshots=5, moment_covariance=True, running_full=True,
+                             data_kernel=True)
+    sizes = {array.what.split(" (")[0]: array.nbytes for array in big_arrays(shape)}
+    assert sizes == {"kept samples": 3 * 10 * 2 * 8, "snapshots": 3 * 5 * 2 * 8, "moment covariances": 2 * 3 * 4 * 8,
+                     "full running noise estimate": 4 * 3 * 4 * 8}
+    assert snapshot_count(50, 7, None) == 8 and snapshot_count(50, 7, 100) == 8 and snapshot_count(50, 0, None) == 0
+    # the known V(θ) of a data target, and the compiled data kernel's matrices without a running estimate
+    config = compose(["target=normal_gamma", "sampler=sgld", "sampler.noise_estimate=known", "sampler.step_size=1e-4",
+                      "run.n_chains=3"])
+    built = build(config)
+    shape = run_shape(config, built.sampler, built.settings)
+    assert shape.known_data_noise and not shape.running_full and not shape.data_kernel
+    config = compose(["target=normal_gamma", "sampler=sgld", "sampler.noise_estimate=zero", "sampler.step_size=1e-4",
+                      "run.n_chains=3"])
+    built = build(config)
+    shape = run_shape(config, built.sampler, built.settings)
+    assert shape.data_kernel and not shape.known_data_noise
+    # HMC takes noise_estimate=running but keeps no Î in its state: nothing counted for it
+    hmc = make_sampler("hmc", built.target, noise_estimate="running")
+    assert not run_shape(config, hmc, built.settings).running_full
+    assert {array.what.split(" (")[0]: array.nbytes for array in big_arrays(shape)}["data kernel matrices"] == 3 * 3 * 4 * 8
+
+
+def test_memory_problem_line_and_available_memory(tmp_path):
+    from sgmcmc.memory import GIB, ArrayEstimate, available_memory, memory_problem
+
+    arrays = [ArrayEstimate("kept samples", 3 * GIB, ("run.n_chains", "run.thin")),
+              ArrayEstimate("running", GIB, ("run.n_chains", "sampler.running_form=diagonal")),
+              ArrayEstimate("tiny", 1, ("run.snapshot_every",))]
+    assert memory_problem(arrays, 4 * GIB + 1) is None and memory_problem(arrays, None) is None
+    line = memory_problem(arrays, 2 * GIB)
+    assert line == ("the run needs at least 4.0 GiB of memory and 2.0 GiB is available: kept samples 3.0 GiB, running "
+                    "1.0 GiB; change run.n_chains, run.thin, sampler.running_form=diagonal")
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       16384 kB\nMemFree:         1024 kB\nMemAvailable:    2048 kB\n")
+    cgroup = tmp_path / "cgroup"
+    cgroup.mkdir()
+    assert available_memory(meminfo, cgroup) == 2048 * 1024
+    (cgroup / "memory.max").write_text("max\n")
+    assert available_memory(meminfo, cgroup) == 2048 * 1024
+    (cgroup / "memory.max").write_text(f"{1024 * 1024}\n")
+    (cgroup / "memory.current").write_text(f"{1024 * 1024 - 4096}\n")
+    assert available_memory(meminfo, cgroup) == 4096
+    assert available_memory(tmp_path / "none", tmp_path / "none") > 0  # os.sysconf's free pages
