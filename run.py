@@ -31,11 +31,16 @@ DISTRIBUTED = 'the ray and submitit launchers need the distributed extra: pip in
 warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/ray' is validated against ConfigStore schema")
 
 
-def fail(message: str) -> None:
-    """One line (line breaks inside the message escaped), exit code 2, no traceback."""
+def one_line(message: str) -> str:
+    """``error: <message>``, line breaks inside the message escaped."""
     message = "".join(char.encode("unicode_escape").decode() if char in LINE_BREAKS else char for char in message)
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(2)
+    return f"error: {message}"
+
+
+def fail(message: str, code: int = 2) -> None:
+    """One line on stderr, exit code ``code`` (2: a bad command line or config), no traceback."""
+    print(one_line(message), file=sys.stderr)
+    sys.exit(code)
 
 
 def group_choices(group: str) -> list[str]:
@@ -283,31 +288,70 @@ def resolved(config) -> dict:
 
 
 def task(config) -> dict:
-    """Hydra's task: one job, a single run or one of a sweep's jobs."""
+    """Hydra's task: one job, a single run or one of a sweep's jobs.
+
+    Every exception of the job ends here as one line on stderr, never as a traceback (Hydra would print one, and
+    stop a sweep): a config error (exit 2, no folder); a run that failed after its folder existed (exit 1; its
+    metrics.json says failed, its run.log holds the traceback); any other exception before the folder existed
+    (exit 1; ``HYDRA_FULL_ERROR=1`` lets a single run's traceback through). In a sweep the job returns the failure
+    for its manifest and the sweep goes on. KeyboardInterrupt and SystemExit pass."""
+    import os
+
     from hydra.core.hydra_config import HydraConfig
     from hydra.types import RunMode
 
     from sgmcmc.config import ConfigError
-    from sgmcmc.experiment import EXIT_CODES, run_experiment
+    from sgmcmc.experiment import EXIT_CODES, RunFailed, error_line, run_experiment
 
     multirun = HydraConfig.get().mode == RunMode.MULTIRUN
     try:
         folder, status = run_experiment(resolved(config))
     except ConfigError as error:
-        if multirun:  # this job fails, the sweep goes on; its manifest entry keeps the line
-            print(f"error: {error}", file=sys.stderr)
-            return {"status": "failed", "run_folder": None, "error": str(error)}
-        fail(str(error))
+        return job_failed(str(error), str(error), None, 2, multirun)
+    except RunFailed as error:
+        print(error.folder)
+        return job_failed(str(error), error.error, error.folder, EXIT_CODES["failed"], multirun)
+    except Exception as error:
+        if not multirun and os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        line = error_line(error)
+        return job_failed(f"{line} (before the run folder was created; HYDRA_FULL_ERROR=1 shows the traceback)", line,
+                          None, EXIT_CODES["failed"], multirun)
     print(folder)
     if not multirun and EXIT_CODES[status]:
         sys.exit(EXIT_CODES[status])
     return {"status": status, "run_folder": str(Path(folder).resolve()), "error": None}
 
 
+def job_failed(line: str, error: str, folder, code: int, multirun: bool) -> dict:
+    """A failed job: ``line`` on stderr; a single run exits with ``code``, a sweep's job returns its manifest entry
+    (``error``, the run folder if there is one) and the sweep goes on."""
+    if not multirun:
+        fail(line, code)
+    print(one_line(line), file=sys.stderr)
+    return {"status": "failed", "run_folder": str(Path(folder).resolve()) if folder is not None else None,
+            "error": error}
+
+
+def checked(function, *args):
+    """``function(*args)`` with an unexpected exception as one line and exit code 1 (``HYDRA_FULL_ERROR=1``: the
+    traceback), as :func:`task` reports one before the run folder exists."""
+    import os
+
+    try:
+        return function(*args)
+    except Exception as error:
+        if os.environ.get("HYDRA_FULL_ERROR") == "1":
+            raise
+        from sgmcmc.experiment import error_line
+
+        fail(f"{error_line(error)} (HYDRA_FULL_ERROR=1 shows the traceback)", 1)
+
+
 def main() -> None:
     startup = not gc.isenabled()  # python run.py: no collections since the imports
     try:
-        multirun = preflight(sys.argv[1:])
+        multirun = checked(preflight, sys.argv[1:])
         if isinstance(multirun, OneRun) and startup:
             # what the job imports (numba's kernels among them; matplotlib when it draws figures) and the composed
             # config live to the end of a single run: frozen, later collections skip them (about 0.3 s of collections

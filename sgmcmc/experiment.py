@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import logging
 import signal
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,7 +40,7 @@ from sgmcmc.observers import PathStatistics, Snapshots
 from sgmcmc.recipe import RecipeError, psd_square_root
 from sgmcmc.data import DataError
 from sgmcmc.results import new_run_folder, provenance, write_json, write_rows, write_samples, write_text
-from sgmcmc.runner import INTERRUPTED, RunSettings, run_chains
+from sgmcmc.runner import FAILED, INTERRUPTED, RunOutcome, RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import make_schedule
 from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
@@ -190,33 +191,103 @@ def _signals_stop_the_run():
             log.warning("stopped by %s", signal.Signals(received[0]).name)
 
 
+class RunFailed(Exception):
+    """A run that failed after its folder existed: its ``metrics.json`` says ``failed`` with the one-line ``error``,
+    and its traceback is in ``log`` (the run's run.log; None when that file could not be written either). Raised
+    from the exception that made it fail."""
+
+    def __init__(self, folder: Path, error: str, log: Path | None):
+        self.folder, self.error, self.log = folder, error, log
+        where = f"traceback in {log}" if log is not None else f"{folder / 'run.log'} could not be written"
+        super().__init__(f"{error} ({where})")
+
+
+class _RunLog(logging.FileHandler):
+    """The run's run.log. A record it cannot write (a full disk) is dropped instead of printing logging's traceback
+    on the terminal; ``lost`` then says so."""
+
+    lost = False
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.lost = True
+
+
 def run_experiment(config: dict, argv: list[str] | None = None) -> tuple[Path, str]:
     """Run one experiment and write its result folder; return (folder, status).
 
-    Raises :class:`ConfigError` before creating any folder if the config is invalid or if the run's arrays would not
-    fit in memory (:class:`sgmcmc.memory.InsufficientMemory`). With ``run.resume`` the run continues in that folder;
-    an unusable checkpoint is a ConfigError ("run.resume: ...").
+    Raises :class:`ConfigError` before creating any folder if the config is invalid, if the run's arrays would not fit
+    in memory (:class:`sgmcmc.memory.InsufficientMemory`) or if ``run.results_dir`` cannot hold a new folder. With
+    ``run.resume`` the run continues in that folder; an unusable checkpoint is a ConfigError ("run.resume: ...").
+    Any other exception once the folder exists (a full disk, a data file found bad mid-run, a bug) makes the run
+    ``failed``: metrics.json with the one-line error, the traceback in run.log, and :class:`RunFailed` raised.
     """
     config = validate_config(config)
     built = _build(config)
     check_run_fits(config, built.sampler, built.settings)
     resume = config["run"].get("resume")
-    if resume is None:
-        results_dir = config["run"].get("results_dir", "results/runs")
-        folder = new_run_folder(results_dir, f"{config['sampler']['name']}-{config['target']['name']}")
-        (folder / "figures").mkdir()
-    else:
-        folder = Path(resume)
-        (folder / "figures").mkdir(exist_ok=True)
-    handler = logging.FileHandler(folder / "run.log")  # appends on a resume
+    folder = _new_folder(config) if resume is None else Path(resume)
+    started = time.perf_counter()
+    outcomes: list = []  # the run's outcome once run_chains returned it
+    try:
+        handler = _RunLog(folder / "run.log")  # appends on a resume
+    except OSError as error:
+        raise _failed(folder, built, error, None, outcomes, started) from error
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(logging.INFO)
     try:
-        return folder, _run_into(folder, config, built, argv)
+        (folder / "figures").mkdir(exist_ok=True)
+        return folder, _run_into(folder, config, built, argv, outcomes)
+    except ConfigError:  # run.resume: a checkpoint that does not fit; the folder stays resumable
+        raise
+    except Exception as error:
+        raise _failed(folder, built, error, handler, outcomes, started) from error
     finally:
         logging.getLogger().removeHandler(handler)
         handler.close()
+
+
+def _new_folder(config: dict) -> Path:
+    """A new run folder under ``run.results_dir``; a ConfigError naming the key when it cannot be made."""
+    results_dir = Path(config["run"].get("results_dir", "results/runs"))
+    try:
+        return new_run_folder(results_dir, f"{config['sampler']['name']}-{config['target']['name']}")
+    except OSError as error:
+        existing = next((path for path in (results_dir, *results_dir.parents) if path.exists()), None)
+        if existing is not None and not existing.is_dir():
+            reason = f"{existing} is a file"
+        else:
+            reason = error.strerror or str(error).strip().splitlines()[0]
+            reason += f": {error.filename}" if error.filename else ""
+        raise ConfigError(f"run.results_dir={results_dir}: cannot create a run folder there ({reason}); set "
+                          "run.results_dir to a folder you can write to") from None
+
+
+def error_line(error: BaseException) -> str:
+    """An exception as one line: its type and the first line of its text."""
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def _failed(folder: Path, built: Built, error: Exception, handler: _RunLog | None, outcomes: list,
+            started: float) -> RunFailed:
+    """Record a run that failed with ``error``: its traceback in run.log only (not on the terminal), metrics.json
+    with status failed and the one-line error (:func:`_failed_metrics`); the :class:`RunFailed` to raise."""
+    line = error_line(error)
+    if handler is not None:
+        handler.lost = False  # whether the traceback itself reaches run.log
+        record = log.makeRecord(log.name, logging.ERROR, __file__, 0, "run failed: %s", (line,),
+                                (type(error), error, error.__traceback__))
+        handler.handle(record)
+        handler.flush()
+    outcome = outcomes[0] if outcomes else None
+    metrics = _failed_metrics(built, line, outcome, time.perf_counter() - started)
+    try:
+        write_json(folder / "metrics.json", metrics)
+    except OSError:
+        pass  # the line still reaches the terminal (and the sweep's manifest)
+    lost = handler is None or handler.lost
+    return RunFailed(folder, line, None if lost else folder / "run.log")
 
 
 def _resume_from(folder: Path, config: dict, argv) -> checkpoints.Checkpoint:
@@ -242,7 +313,7 @@ def _resume_from(folder: Path, config: dict, argv) -> checkpoints.Checkpoint:
     return checkpoint
 
 
-def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
+def _run_into(folder: Path, config: dict, built: Built, argv, outcomes: list) -> str:
     resume = None
     if config["run"].get("resume") is not None:
         resume = _resume_from(folder, config, argv)
@@ -266,6 +337,7 @@ def _run_into(folder: Path, config: dict, built: Built, argv) -> str:
         except checkpoints.CheckpointError as error:  # the checkpoint does not fit this run's objects
             log.error("run.resume: %s", error)
             raise ConfigError(f"run.resume: {error}") from None
+    outcomes.append(outcome)
     for observer in observers:  # next to samples.npz, also for an interrupted run (rewritten by its resume)
         write_samples(folder / f"{observer.name}.npz", **observer.arrays())
     _write_results(folder, config, built, evaluator, outcome)
@@ -305,8 +377,15 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
     final.update(_thermostat(built, outcome, config))
     figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
     artifacts = built.target.write_artifacts(folder, outcome.final_theta) if outcome.steps_done else []
+    metrics = _metrics(built, outcome, final, figures, artifacts)
+    write_json(folder / "metrics.json", metrics)
+    log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
+
+
+def _metrics(built: Built, outcome: RunOutcome, final: dict, figures: list[str], artifacts: list[str]) -> dict:
+    """The record of metrics.json."""
     steps = max(outcome.steps_done, 1)
-    metrics = {
+    return {
         "status": outcome.status,
         "error": outcome.error,
         "steps_done": outcome.steps_done,
@@ -327,8 +406,16 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
         "figures": figures,
         "artifacts": artifacts,
     }
-    write_json(folder / "metrics.json", metrics)
-    log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
+
+
+def _failed_metrics(built: Built, error: str, outcome: RunOutcome | None, wall_time: float) -> dict:
+    """The metrics.json record of a run that failed with ``error``: with no results written; from ``outcome`` when the
+    sampling had ended, else only what is known before it (what it did is not: null)."""
+    if outcome is not None:
+        return {**_metrics(built, outcome, {}, [], []), "status": FAILED, "error": error}
+    unknown = dict.fromkeys(_metrics(built, RunOutcome(samples=np.empty((0, 0, 0))), {}, [], []))
+    return {**unknown, "status": FAILED, "error": error, "n_steps": built.settings.n_steps,
+            "n_chains": built.settings.n_chains, "wall_time_s": wall_time, "final": {}, "figures": [], "artifacts": []}
 
 
 def _document_rate(target, outcome) -> dict:

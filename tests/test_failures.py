@@ -1,5 +1,7 @@
-"""Failures a user meets, through the command line (issue 18): a run that would not fit in memory is one line on
-stderr, no traceback, exit code 2 and no folder; the memory estimate against a hand computation."""
+"""Failures a user meets, through the command line (issue 18): a run that would not fit in memory, a results folder
+that cannot be created, a run that fails mid-way (a full disk, a data file found bad) and an unexpected exception.
+Each is one line on stderr, no traceback on the terminal, the right exit code, metrics.json status ``failed`` where
+a run folder exists and the traceback in its run.log; the memory estimate against a hand computation."""
 
 import json
 import os
@@ -7,8 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from experiments.common import compose
-from sgmcmc.experiment import build
+from sgmcmc import experiment
+from sgmcmc.experiment import build, run_experiment
 from sgmcmc.samplers import make_sampler
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,11 +23,44 @@ THREADS = {key: "1" for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_
 # kept samples of 100,000 chains x 10^7 steps x d = 1: 8e12 bytes, 7450.6 GiB
 BEYOND_MEMORY = ["target=double_well", "run.n_chains=100000", "run.n_steps=10000000", "run.burn_in=0"]
 
+# Runs run.py as ``python run.py`` does (its __main__), after replacing a function of sgmcmc.experiment: a failure
+# from inside a real run, where none can be provoked from outside.
+INJECT = """
+import errno, runpy, sys
+import sgmcmc.experiment as experiment
+from sgmcmc.data import DataError
 
-def command_line(*args, results_dir):
-    """``python run.py <args> run.results_dir=<results_dir>``."""
+class FailAtStep:  # an observer of the run's blocks: raises once the chains have done 5 steps
+    name = "fail_at_step"
+
+    def update(self, block):
+        if block.stop >= 5:
+            raise {error}
+
+def run_chains(*args, observers=(), original=experiment.run_chains, **kwargs):
+    return original(*args, observers=[*observers, FailAtStep()], **kwargs)
+
+def write_samples(path, **arrays):
+    raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+def build(config):
+    raise {error}
+
+experiment.{attribute} = {function}
+runpy.run_path({run_py!r}, run_name="__main__")
+"""
+
+
+def command_line(*args, results_dir, replace=None, error=None):
+    """``python run.py <args> run.results_dir=<results_dir>``; with ``replace`` that function of sgmcmc.experiment
+    replaced by INJECT's function of the same name (``_build`` by its ``build``), which raises ``error``."""
     env = dict(os.environ, PYTHONPATH=str(ROOT), **THREADS)
-    command = [sys.executable, str(ROOT / "run.py"), *args, f"run.results_dir={results_dir}"]
+    env.pop("HYDRA_FULL_ERROR", None)
+    start = [str(ROOT / "run.py")]
+    if replace is not None:
+        start = ["-c", INJECT.format(error=error, attribute=replace, function=replace.lstrip("_"),
+                                     run_py=str(ROOT / "run.py"))]
+    command = [sys.executable, *start, *args, f"run.results_dir={results_dir}"]
     return subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
 
 
@@ -38,6 +76,21 @@ def one_line(result, code: int, *needles) -> str:
 
 def run_folders(results_dir: Path) -> list[Path]:
     return sorted(path for path in results_dir.iterdir() if path.is_dir()) if results_dir.is_dir() else []
+
+
+def assert_failed_run(result, results_dir: Path, *needles) -> dict:
+    """A run that failed after its folder existed: one line naming run.log, exit 1, metrics.json status failed with
+    the error, the traceback in run.log; returns metrics.json."""
+    line = one_line(result, 1, "run.log", *needles)
+    (folder,) = run_folders(results_dir)
+    assert result.stdout.strip().splitlines()[-1] == str(folder)  # the last line printed is the run folder
+    assert f"traceback in {folder / 'run.log'}" in line
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["status"] == "failed" and all(needle in metrics["error"] for needle in needles), metrics
+    assert "\n" not in metrics["error"] and metrics["error"] in line
+    log = (folder / "run.log").read_text()
+    assert "Traceback (most recent call last)" in log and f"run failed: {metrics['error']}" in log, log
+    return metrics
 
 
 # -- the memory guard --------------------------------------------------------------------------------------------
@@ -122,3 +175,65 @@ def test_memory_problem_line_and_available_memory(tmp_path):
     (cgroup / "memory.current").write_text(f"{1024 * 1024 - 4096}\n")
     assert available_memory(meminfo, cgroup) == 4096
     assert available_memory(tmp_path / "none", tmp_path / "none") > 0  # os.sysconf's free pages
+
+
+# -- the results folder ------------------------------------------------------------------------------------------
+
+
+def test_a_results_dir_that_cannot_be_created_is_one_line(tmp_path):
+    a_file = tmp_path / "a_file"
+    a_file.write_text("not a folder")
+    for results in (a_file / "runs", a_file):
+        line = one_line(command_line(*TINY, results_dir=results), 2, f"run.results_dir={results}", f"{a_file} is a file",
+                        "set run.results_dir to a folder you can write to")
+        assert a_file.read_text() == "not a folder", line
+
+
+# -- failures once the run folder exists -------------------------------------------------------------------------
+
+
+def test_a_full_disk_while_writing_results_fails_the_run_with_one_line(tmp_path):
+    metrics = assert_failed_run(command_line(*TINY, results_dir=tmp_path, replace="write_samples"), tmp_path,
+                                "OSError: [Errno 28] No space left on device", "samples.npz")
+    assert metrics["steps_done"] == 10 and metrics["n_samples"] == 40  # the sampling had ended
+
+
+def test_a_data_file_found_bad_mid_run_fails_the_run_with_one_line(tmp_path):
+    error = 'DataError("mnist/train-images-idx3-ubyte is truncated; download it again")'
+    metrics = assert_failed_run(command_line(*TINY, results_dir=tmp_path, replace="run_chains", error=error), tmp_path,
+                                "DataError: mnist/train-images-idx3-ubyte is truncated; download it again")
+    assert metrics["steps_done"] is None and metrics["final"] == {}
+
+
+def test_an_unexpected_exception_mid_run_is_one_line_naming_run_log(tmp_path):
+    error = 'RuntimeError("injected bug\\nsecond line")'
+    assert_failed_run(command_line(*TINY, results_dir=tmp_path, replace="run_chains", error=error), tmp_path,
+                      "RuntimeError: injected bug")
+
+
+def test_an_unexpected_exception_before_the_run_folder_is_one_line(tmp_path):
+    result = command_line(*TINY, results_dir=tmp_path / "runs", replace="_build", error='RuntimeError("injected bug")')
+    one_line(result, 1, "RuntimeError: injected bug", "before the run folder was created")
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_failed_run_keeps_the_metrics_schema(tmp_path, monkeypatch):
+    from sgmcmc.experiment import RunFailed
+
+    config = compose([*TINY, f"run.results_dir={tmp_path}"])
+    folder, status = run_experiment(config)
+    completed = json.loads((folder / "metrics.json").read_text())
+
+    def write_rows(path, rows):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(experiment, "write_rows", write_rows)
+    with pytest.raises(RunFailed) as raised:
+        run_experiment(config)
+    failed = json.loads((raised.value.folder / "metrics.json").read_text())
+    assert status == "completed" and list(failed) == list(completed)
+    assert failed["status"] == "failed" and failed["error"] == raised.value.error
+    assert raised.value.error.startswith("PermissionError: [Errno 13] Permission denied") and "trace.csv" in failed["error"]
+    assert raised.value.log == raised.value.folder / "run.log"
+    assert isinstance(raised.value.__cause__, PermissionError)
+    assert "\n" not in str(raised.value)
