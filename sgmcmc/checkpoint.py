@@ -32,6 +32,7 @@ from typing import Optional
 
 import numpy as np
 
+from sgmcmc.config import resume_free_keys
 from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.state import SamplerState
 
@@ -40,10 +41,6 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 CHECKPOINT = "checkpoint.npz"
 PREVIOUS = "checkpoint.prev.npz"
-# Config keys that may differ between a run and its resume: they change neither the samples nor the files (a cache
-# folder holds only what is derived again, by key, when it is missing).
-RESUME_FREE_KEYS = ("run.resume", "run.checkpoint_every_s", "run.checkpoint_every_steps", "run.progress", "run.results_dir",
-                    "cache_dir", "target.cache_dir")
 _STATE_FIELDS = ("theta", "momentum", "xi", "noise")
 
 
@@ -67,18 +64,21 @@ def flatten(config: dict, prefix: str = "") -> dict:
 
 
 def comparable(config: dict) -> dict:
-    """The flattened config without :data:`RESUME_FREE_KEYS`: what must agree between a run and its resume."""
-    return {key: value for key, value in flatten(config).items() if key not in RESUME_FREE_KEYS}
+    """The flattened config without the keys that may differ between a run and its resume (those declared
+    ``resume_free``, :func:`sgmcmc.config.resume_free_keys`: they change neither the samples nor the files; a cache
+    folder holds only what is derived again, by key, when it is missing): what must agree between the two."""
+    free = resume_free_keys()
+    return {key: value for key, value in flatten(config).items() if key not in free}
 
 
 def config_hash(config: dict) -> str:
-    """SHA-256 of the resolved config without :data:`RESUME_FREE_KEYS` (canonical JSON)."""
+    """SHA-256 of the resolved config without its resume-free keys (:func:`comparable`; canonical JSON)."""
     text = json.dumps(comparable(config), sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def config_differences(config: dict, other: dict) -> list[str]:
-    """The dotted keys (outside :data:`RESUME_FREE_KEYS`) whose values differ, as ``key=<config> (run: <other>)``."""
+    """The dotted keys (outside the resume-free ones) whose values differ, as ``key=<config> (run: <other>)``."""
     mine, theirs = comparable(config), comparable(other)
     missing = object()
     return [f"{key}={mine.get(key, '<unset>')!r} (run: {theirs.get(key, '<unset>')!r})"

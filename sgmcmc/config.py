@@ -2,251 +2,202 @@
 
 Every error is a :class:`ConfigError` whose message is one line naming the key, the bad value and
 the allowed values; the command line turns it into exit code 2 (see ``run.py``).
+
+Each key is declared once (:class:`sgmcmc.schema.Key`: its check, meaning and flags) where it belongs, and the
+tables here are views of those declarations: a sampler's keys in its class (``Sampler.config_keys``, over the
+registry :data:`sgmcmc.samplers.SAMPLERS`), a target's in its registry line (:data:`sgmcmc.targets.TARGETS`), a
+schedule's in its class (:data:`sgmcmc.schedules.SCHEDULES`), the run's and the top level's below. A sampler
+added with :func:`sgmcmc.samplers.register_sampler` is validated like the others. ``python -m sgmcmc.config``
+prints the key list of the README from the same declarations.
 """
 
 from __future__ import annotations
 
-import numbers
+from collections.abc import Mapping
 from typing import Any, Callable
 
 from sgmcmc.samplers import SAMPLERS
 from sgmcmc.schedules import SCHEDULES
+from sgmcmc.schema import (Check, ConfigError, Key, boolean, check_fields, choice, describe, integer, optional, real,
+                           string)
 from sgmcmc.targets import TARGETS
 
-NOISE_ESTIMATES = ("known", "zero", "running")
-RUNNING_FORMS = ("full", "diagonal")
-METRICS = ("identity", "rational")
+__all__ = ["ConfigError", "Check", "Key", "SAMPLER_FIELDS", "TARGET_FIELDS", "SCHEDULE_FIELDS", "RUN_FIELDS",
+           "CONFIG_FIELDS", "GROUPS", "validate_config", "resume_free_keys", "key_list"]
 
 
-class ConfigError(ValueError):
-    """A config value is missing, of the wrong type, or out of range."""
+class _ByName(Mapping):
+    """name → that sampler's / target's / schedule's keys, read from its registry when looked up (so a sampler
+    registered later is in it, and one removed is not)."""
+
+    def __init__(self, registry: Mapping, keys_of: Callable[[str], dict[str, Key]]):
+        self._registry, self._keys_of = registry, keys_of
+
+    def __getitem__(self, name: str) -> dict[str, Key]:
+        if name not in self._registry:
+            raise KeyError(name)
+        return self._keys_of(name)
+
+    def __iter__(self):
+        return iter(self._registry)
+
+    def __len__(self):
+        return len(self._registry)
 
 
-Check = Callable[[str, Any], Any]
+SAMPLER_FIELDS: Mapping[str, dict[str, Key]] = _ByName(SAMPLERS, lambda name: SAMPLERS[name].config_keys())
+TARGET_FIELDS: Mapping[str, dict[str, Key]] = _ByName(TARGETS, TARGETS.config_keys)
+SCHEDULE_FIELDS: Mapping[str, dict[str, Key]] = _ByName(SCHEDULES, lambda name: SCHEDULES[name].keys)
+GROUPS = {"sampler": SAMPLER_FIELDS, "target": TARGET_FIELDS, "schedule": SCHEDULE_FIELDS}
 
-
-def _describe(value) -> str:
-    return repr(value) if not isinstance(value, str) else f"'{value}'"
-
-
-def integer(minimum: int | None = None) -> Check:
-    def check(key, value):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-            raise ConfigError(f"{key}={_describe(value)} is invalid: expected an integer")
-        if minimum is not None and value < minimum:
-            raise ConfigError(f"{key}={value} is invalid: allowed values are integers >= {minimum}")
-        return int(value)
-
-    return check
-
-
-def real(minimum: float | None = None, strict: bool = False, maximum: float | None = None) -> Check:
-    def check(key, value):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ConfigError(f"{key}={_describe(value)} is invalid: expected a number")
-        value = float(value)
-        if value != value or value in (float("inf"), float("-inf")):
-            raise ConfigError(f"{key}={value} is invalid: expected a finite number")
-        if minimum is not None and (value <= minimum if strict else value < minimum):
-            raise ConfigError(f"{key}={value} is invalid: allowed values are numbers {'>' if strict else '>='} {minimum}")
-        if maximum is not None and value > maximum:
-            raise ConfigError(f"{key}={value} is invalid: allowed values are numbers <= {maximum}")
-        return value
-
-    return check
-
-
-def boolean(key, value):
-    if not isinstance(value, bool):
-        raise ConfigError(f"{key}={_describe(value)} is invalid: allowed values are true, false")
-    return value
-
-
-def choice(*allowed: str) -> Check:
-    def check(key, value):
-        if value not in allowed:
-            raise ConfigError(f"{key}={_describe(value)} is invalid: allowed values are {', '.join(allowed)}")
-        return value
-
-    return check
-
-
-def optional(inner: Check) -> Check:
-    def check(key, value):
-        return None if value is None else inner(key, value)
-
-    return check
-
-
-def number_list(minimum: float | None = None, strict: bool = False) -> Check:
-    def check(key, value):
-        values = value if isinstance(value, (list, tuple)) else [value]
-        return [real(minimum, strict)(f"{key}[{i}]", item) for i, item in enumerate(values)]
-
-    return check
-
-
-def noise_variance(key, value):
-    """A scalar ≥ 0 or a square matrix given as a list of lists."""
-    if isinstance(value, (list, tuple)):
-        return [number_list()(f"{key}[{i}]", row) for i, row in enumerate(value)]
-    return real(0.0)(key, value)
-
-
-def metric(key, value):
-    if value is None:
-        return None
-    if not isinstance(value, dict) or "name" not in value:
-        raise ConfigError(f"{key} is invalid: expected null or a mapping with name in {', '.join(METRICS)}")
-    fields = {"name": choice(*METRICS), "scale": number_list(0.0, strict=True), "softening": number_list(0.0)}
-    return _check_fields(key, value, fields)
-
-
-STEP = {"step_size": real(0.0, strict=True)}
-COMMON = {**STEP, "noise_estimate": choice(*NOISE_ESTIMATES), "running_form": choice(*RUNNING_FORMS),
-          "noise_clip": boolean, "finite_population": boolean}
-
-
-def _integrators(name):
-    return {"integrator": optional(choice(*SAMPLERS[name].integrators))}
-
-
-SAMPLER_FIELDS: dict[str, dict[str, Check]] = {
-    "sgld": {**COMMON, **_integrators("sgld")},
-    "sgrld": {**COMMON, **_integrators("sgrld"), "metric": metric},
-    "hmc": {**STEP, **_integrators("hmc"), "n_leapfrog": integer(1), "metropolis": boolean},
-    "naive_sghmc": {**STEP, **_integrators("naive_sghmc"), "n_leapfrog": integer(1), "metropolis": boolean},
-    "sghmc": {**COMMON, **_integrators("sghmc"), "friction": real(0.0, strict=True)},
-    "sgnht": {**COMMON, **_integrators("sgnht"), "diffusion": real(0.0)},
-    "naive_sgrhmc": {**COMMON, **_integrators("naive_sgrhmc"), "metric": metric},
-    "sgrhmc": {**COMMON, **_integrators("sgrhmc"), "metric": metric},
-    "ccadl": {**COMMON, **_integrators("ccadl"), "diffusion": real(0.0)},
-    "sghmc_mh": {**STEP, "noise_estimate": choice("known", "zero"), **_integrators("sghmc_mh"), "friction": real(0.0, strict=True), "n_leapfrog": integer(1),
-                 "metropolis": boolean},
+# run.*: the required ones are sgmcmc.runner.RunSettings' fields (sgmcmc.experiment passes them to it); defaults in
+# configs/config.yaml, and in the code for the others
+RUN_FIELDS: dict[str, Key] = {
+    "n_steps": Key(integer(1), "steps per chain", required=True),
+    "n_chains": Key(integer(1), "chains run in parallel (vectorised)", required=True),
+    "burn_in": Key(integer(0), "steps discarded at the start of every chain (< n_steps)", required=True),
+    "thin": Key(integer(1), "keep every thin-th step after burn-in", required=True),
+    "eval_every": Key(integer(1), "steps between rows of trace.csv", required=True),
+    "progress": Key(boolean, "progress bar (shown after 2 s)", required=True, resume_free=True),
+    "figures": Key(boolean, "write figures/*.png"),
+    "results_dir": Key(string, "the folder of the run folders", resume_free=True),
+    # checkpoint and resume (sgmcmc.checkpoint)
+    "checkpoint_every_s": Key(real(0.0), "seconds of wall time between checkpoints (0 = never)", resume_free=True),
+    "checkpoint_every_steps": Key(integer(0), "steps between checkpoints (0 = never)", resume_free=True),
+    "resume": Key(optional(string), "a run folder: continue that killed or interrupted run in it", resume_free=True),
+    # per-step files of the run's own chains (sgmcmc.observers)
+    "path_statistics": Key(boolean, "path_statistics.npz: per step, the mean over chains of ξ, ξ² and r·r/d"),
+    "snapshot_every": Key(integer(0), "snapshots.npz: θ of every chain at step 0 and every n-th step (0 = none)"),
+    "snapshot_until": Key(optional(integer(0)), "the snapshots' last step (null = the run's last)"),
 }
 
-SYNTHETIC = {
-    "noise_variance": noise_variance,
-    "initial_position": optional(number_list()),
-    "initial_spread": real(0.0),
-}
-TARGET_FIELDS: dict[str, dict[str, Check]] = {
-    "gaussian_1d": {**SYNTHETIC, "mean": real(), "std": real(0.0, strict=True)},
-    "double_well": SYNTHETIC,
-    "lecture_quartic": SYNTHETIC,
-    "correlated_2d": SYNTHETIC,
-    "gaussian_2d_cov": SYNTHETIC,
-    "gaussian_2d_prec": SYNTHETIC,
-    "welling_teh_mixture": {"data_seed": integer(0), "n_data": integer(1), "batch_size": integer(1),
-                            "initial_position": optional(number_list()), "initial_spread": real(0.0)},
-    # data_seed null: the data are drawn from the run's seed (SPEC §2 T7)
-    "normal_gamma": {"data_seed": optional(integer(0)), "n_data": integer(2), "batch_size": integer(1),
-                     "initial_position": number_list()},
-    # data_dir / cache_dir null: sgmcmc.data.resolve_data_dir's / resolve_cache_dir's default (SPEC §2 T8, §4.9)
-    "logistic_mnist79": {"data_dir": optional(lambda key, value: _string(key, value)),
-                         "cache_dir": optional(lambda key, value: _string(key, value)), "projection_seed": integer(0),
-                         "n_components": integer(1), "batch_size": integer(1),
-                         "prior_variance": real(0.0, strict=True), "initial_scale": real(0.0, strict=True)},
-    # SPEC §2 T9, §4.10: n_hidden / batch_size null = the paper's per-data-set values
-    "drbm": {"dataset": choice("connect4", "letter", "acoustic"), "data_dir": optional(lambda key, value: _string(key, value)),
-             "n_hidden": optional(integer(1)), "batch_size": optional(integer(1)), "split_seed": integer(0),
-             "prior_variance": real(0.0, strict=True), "initial_scale": real(0.0, strict=True)},
-    # SPEC §2 T10, §4.11: source / vocabulary null = the data folder's Wikipedia sample and dictnostops.txt
-    "lda": {"data_dir": optional(lambda key, value: _string(key, value)), "source": optional(lambda key, value: _string(key, value)),
-            "vocabulary": optional(lambda key, value: _string(key, value)),
-            "source_format": choice("auto", "wikiextractor", "xml", "lines"), "n_topics": integer(1),
-            "alpha": real(0.0, strict=True), "beta": real(0.0, strict=True), "batch_size": integer(1), "n_sweeps": integer(2),
-            "corpus_size": real(0.0, strict=True), "n_held_out": integer(1), "buffer_size": integer(1),
-            "stream_seed": integer(0)},
+
+def _mapping(key, value):
+    if not isinstance(value, dict):
+        raise ConfigError(f"{key} is invalid: expected a mapping of values that other keys interpolate (${{vars.NAME}})")
+    return dict(value)
+
+
+_mapping.allowed = "a mapping"
+
+# the top level besides the groups and run (all of which are required)
+CONFIG_FIELDS: dict[str, Key] = {
+    "seed": Key(integer(0), "the run's random seed (initial positions, minibatches, noise)", required=True),
+    "data_dir": Key(optional(string), "the data sets folder, which the data targets' configs interpolate; null: "
+                                      "$SGMCMC_DATA or the project's data_cache/"),
+    "cache_dir": Key(optional(string), "the derived caches' folder, never data_dir; null: $SGMCMC_CACHE or the "
+                                       "project's .cache/", resume_free=True),
+    "vars": Key(_mapping, "shared values of an experiment that other keys interpolate (${vars.NAME})"),
 }
 
-SCHEDULE_FIELDS: dict[str, dict[str, Check]] = {
-    "constant": {},
-    "polynomial": {"b": real(0.0, strict=True), "gamma": real(0.0, strict=True, maximum=1.0)},
-    "cyclical": {"n_cycles": integer(1)},
-}
 
-RUN_FIELDS: dict[str, Check] = {
-    "n_steps": integer(1),
-    "n_chains": integer(1),
-    "burn_in": integer(0),
-    "thin": integer(1),
-    "eval_every": integer(1),
-    "progress": boolean,
-    "figures": boolean,
-    "results_dir": lambda key, value: _string(key, value),
-    # checkpoint and resume (sgmcmc.checkpoint): seconds / steps between checkpoints (0 = never), a run folder
-    "checkpoint_every_s": real(0.0),
-    "checkpoint_every_steps": integer(0),
-    "resume": optional(lambda key, value: _string(key, value)),
-    # per-step files of the run's own chains (sgmcmc.observers): path_statistics.npz, snapshots.npz (0 = none)
-    "path_statistics": boolean,
-    "snapshot_every": integer(0),
-    "snapshot_until": optional(integer(0)),
-}
-RUN_OPTIONAL = ("results_dir", "figures", "checkpoint_every_s", "checkpoint_every_steps", "resume", "path_statistics",
-                "snapshot_every", "snapshot_until")
-
-
-def _string(key, value):
-    if not isinstance(value, str) or not value:
-        raise ConfigError(f"{key}={_describe(value)} is invalid: expected a non-empty string")
-    return value
-
-
-def _check_fields(prefix: str, section: dict, fields: dict[str, Check], required: tuple = ()) -> dict:
-    if not isinstance(section, dict):
-        raise ConfigError(f"{prefix} is invalid: expected a mapping")
-    for key in section:
-        if key not in fields and key != "name":
-            raise ConfigError(f"{prefix}.{key} is not a known key; allowed keys are {', '.join(sorted(fields))}")
-    for key in required:
-        if key not in section:
-            raise ConfigError(f"{prefix}.{key} is missing")
-    out = {}
-    for key, value in section.items():
-        out[key] = value if key == "name" else fields[key](f"{prefix}.{key}", value)
-    return out
-
-
-def _check_group(group: str, section: Any, registry: dict[str, dict[str, Check]], required: tuple = ()) -> dict:
+def _check_group(group: str, section: Any, registry: Mapping[str, dict[str, Key]]) -> dict:
     if not isinstance(section, dict) or "name" not in section:
         raise ConfigError(f"{group} is invalid: expected a mapping with a name in {', '.join(sorted(registry))}")
     name = section["name"]
-    if name not in registry:
-        raise ConfigError(f"{group}={_describe(name)} is invalid: allowed values are {', '.join(sorted(registry))}")
-    return _check_fields(group, section, registry[name], required)
+    if not isinstance(name, str) or name not in registry:
+        raise ConfigError(f"{group}={describe(name)} is invalid: allowed values are {', '.join(sorted(registry))}")
+    keys = registry[name]
+    return check_fields(group, section, keys, required=tuple(key for key, declared in keys.items() if declared.required))
 
 
 def validate_config(config: dict) -> dict:
     """Check a resolved experiment config; return it with numbers normalised, or raise ConfigError."""
     if not isinstance(config, dict):
         raise ConfigError("the config must be a mapping")
-    allowed = {"sampler", "target", "schedule", "run", "seed"}
-    optional_keys = {"vars", "data_dir", "cache_dir"}
+    known = {*GROUPS, "run", *CONFIG_FIELDS}
     for key in config:
-        if key not in allowed and key not in optional_keys:
-            raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(allowed | optional_keys))}")
-    for key in allowed:
+        if key not in known:
+            raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(known))}")
+    for key in (*GROUPS, "run", *(key for key, declared in CONFIG_FIELDS.items() if declared.required)):
         if key not in config:
             raise ConfigError(f"{key} is missing")
-    if not isinstance(config.get("vars", {}), dict):
-        raise ConfigError("vars is invalid: expected a mapping of values that other keys interpolate (${vars.NAME})")
-    checked = {
-        "sampler": _check_group("sampler", config["sampler"], SAMPLER_FIELDS, required=("step_size",)),
-        "target": _check_group("target", config["target"], TARGET_FIELDS),
-        "schedule": _check_group("schedule", config["schedule"], SCHEDULE_FIELDS),
-        "run": _check_fields("run", config["run"], RUN_FIELDS, required=tuple(k for k in RUN_FIELDS if k not in RUN_OPTIONAL)),
-        "seed": integer(0)("seed", config["seed"]),
-    }
-    if "data_dir" in config:  # the data folder of configs/config.yaml, interpolated by the data targets' configs
-        checked["data_dir"] = optional(_string)("data_dir", config["data_dir"])
-    if "cache_dir" in config:  # the cache folder of configs/config.yaml, interpolated by the targets that cache
-        checked["cache_dir"] = optional(_string)("cache_dir", config["cache_dir"])
     if "vars" in config:  # shared values of an experiment (e.g. Shang et al.'s A), already interpolated
-        checked["vars"] = dict(config["vars"])
+        vars_ = CONFIG_FIELDS["vars"].check("vars", config["vars"])
+    checked = {group: _check_group(group, config[group], registry) for group, registry in GROUPS.items()}
+    checked["run"] = check_fields("run", config["run"], RUN_FIELDS,
+                                  required=tuple(key for key, declared in RUN_FIELDS.items() if declared.required))
+    for key, declared in CONFIG_FIELDS.items():
+        if key in config and key != "vars":
+            checked[key] = declared.check(key, config[key])
+    if "vars" in config:
+        checked["vars"] = vars_
     run = checked["run"]
     if run["burn_in"] >= run["n_steps"]:
         raise ConfigError(f"run.burn_in={run['burn_in']} is invalid: allowed values are integers < run.n_steps={run['n_steps']}")
-    assert set(SCHEDULE_FIELDS) == set(SCHEDULES) and set(TARGET_FIELDS) == set(TARGETS)
     return checked
+
+
+def resume_free_keys() -> frozenset[str]:
+    """The dotted keys that may differ between a run and its resume (those declared ``resume_free``):
+    :func:`sgmcmc.checkpoint.config_hash` leaves them out."""
+    free = {key for key, declared in CONFIG_FIELDS.items() if declared.resume_free}
+    free |= {f"run.{key}" for key, declared in RUN_FIELDS.items() if declared.resume_free}
+    for group, registry in GROUPS.items():
+        free |= {f"{group}.{key}" for keys in registry.values() for key, declared in keys.items() if declared.resume_free}
+    return frozenset(free)
+
+
+# ------------------------------------------------------------------------------------------ the README's key list
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def _group_rows(registry: Mapping[str, dict[str, Key]]) -> list[str]:
+    """One row per key and allowed values: the names that declare it so, the allowed values, the meaning."""
+    rows: dict[tuple[str, str], list] = {}
+    for name in registry:
+        for key, declared in registry[name].items():
+            rows.setdefault((key, declared.allowed), [declared, []])[1].append(name)
+    every = set(registry)
+    lines = []
+    for (key, allowed), (declared, names) in sorted(rows.items(), key=lambda item: item[0][0]):
+        which = "all" if set(names) == every else ", ".join(f"`{name}`" for name in names)
+        required = " (required)" if declared.required else ""
+        lines.append(f"| `{key}`{required} | {which} | {_cell(allowed)} | {_cell(declared.meaning)} |")
+    return lines
+
+
+def key_list() -> str:
+    """Every config key as markdown tables, from the declarations (the README's "Config keys" section)."""
+    out = []
+    for group, registry in GROUPS.items():
+        plural = {"sampler": "samplers", "target": "targets", "schedule": "schedules"}[group]
+        out += [f"`{group}.<key>` (besides `{group}.name`, one of {', '.join(f'`{n}`' for n in registry)}):", "",
+                f"| key | {plural} | allowed values | meaning |", "|---|---|---|---|", *_group_rows(registry), ""]
+    for title, fields, prefix in (("`run.<key>`:", RUN_FIELDS, "run."), ("Top level:", CONFIG_FIELDS, "")):
+        out += [title, "", "| key | allowed values | meaning |", "|---|---|---|"]
+        for key, declared in fields.items():
+            flags = [flag for flag, on in (("required", declared.required), ("may differ on a resume", declared.resume_free)) if on]
+            suffix = f" ({', '.join(flags)})" if flags else ""
+            out.append(f"| `{prefix}{key}`{suffix} | {_cell(declared.allowed)} | {_cell(declared.meaning)} |")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+BEGIN, END = "<!-- key list: python -m sgmcmc.config --readme README.md -->", "<!-- end of the key list -->"
+
+
+def write_key_list(readme: str) -> None:
+    """Replace the text between :data:`BEGIN` and :data:`END` in the file ``readme`` with :func:`key_list`."""
+    from pathlib import Path
+
+    path = Path(readme)
+    text = path.read_text()
+    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
+    path.write_text(f"{text[:start]}\n{key_list()}{text[stop:]}")
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m sgmcmc.config",
+                                     description="Print every config key (markdown), from the keys' declarations.")
+    parser.add_argument("--readme", metavar="FILE", help=f"write the list into FILE between the lines {BEGIN} and {END}")
+    arguments = parser.parse_args()
+    if arguments.readme:
+        write_key_list(arguments.readme)
+    else:
+        print(key_list(), end="")

@@ -25,14 +25,14 @@ import logging
 import signal
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 from sgmcmc import checkpoint as checkpoints
-from sgmcmc.config import ConfigError, validate_config
+from sgmcmc.config import RUN_FIELDS, ConfigError, validate_config
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.memory import check_run_fits
@@ -49,9 +49,8 @@ from sgmcmc.targets import make_target
 log = logging.getLogger("sgmcmc")
 
 EXIT_CODES = {"completed": 0, "failed": 1, "diverged": 3, "interrupted": 130}
-# run.* keys that are not RunSettings fields
-NOT_SETTINGS = ("results_dir", "figures", "checkpoint_every_s", "checkpoint_every_steps", "resume", "path_statistics",
-                "snapshot_every", "snapshot_until")
+# the declared run.* keys (sgmcmc.config.RUN_FIELDS) that are not RunSettings fields: this module reads them itself
+NOT_SETTINGS = tuple(key for key in RUN_FIELDS if key not in {field.name for field in fields(RunSettings)})
 DEFAULT_CHECKPOINT_EVERY_S = 300.0  # as configs/config.yaml, for configs without the key
 
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
-SCHEDULES = ("constant", "polynomial", "cyclical")
+from sgmcmc.schema import Key, integer, real
 
 
 def step_sizes(schedule, start: int, stop: int) -> np.ndarray:
@@ -29,6 +30,13 @@ def step_sizes(schedule, start: int, stop: int) -> np.ndarray:
 class Constant:
     step_size: float
 
+    # each schedule's config keys (schedule.<key>) besides its name; ε₀ is sampler.step_size
+    keys: ClassVar[dict[str, Key]] = {}
+
+    @classmethod
+    def from_config(cls, step_size: float, n_steps: int, **params):
+        return cls(step_size, **params)
+
     def __call__(self, t: int) -> float:
         return self.step_size
 
@@ -38,6 +46,13 @@ class Polynomial:
     step_size: float
     b: float = 1000.0
     gamma: float = 0.55
+
+    keys: ClassVar[dict[str, Key]] = {"b": Key(real(0.0, strict=True), "b in ε₀(1 + t/b)^−γ"),
+                                      "gamma": Key(real(0.0, strict=True, maximum=1.0), "γ in ε₀(1 + t/b)^−γ")}
+
+    @classmethod
+    def from_config(cls, step_size: float, n_steps: int, **params):
+        return cls(step_size, **params)
 
     def __call__(self, t: int) -> float:
         return self.step_size * (1.0 + t / self.b) ** (-self.gamma)
@@ -49,17 +64,23 @@ class Cyclical:
     n_steps: int
     n_cycles: int = 4
 
+    keys: ClassVar[dict[str, Key]] = {"n_cycles": Key(integer(1), "cosine cycles over the run")}
+
+    @classmethod
+    def from_config(cls, step_size: float, n_steps: int, **params):
+        return cls(step_size, n_steps, **params)
+
     def __call__(self, t: int) -> float:
         length = math.ceil(self.n_steps / self.n_cycles)
         return 0.5 * self.step_size * (math.cos(math.pi * (t % length) / length) + 1.0)
 
 
+# the schedules by config name; each declares its config keys (``keys``) and is built by ``from_config``
+SCHEDULES = {"constant": Constant, "polynomial": Polynomial, "cyclical": Cyclical}
+
+
 def make_schedule(name: str, step_size: float, n_steps: int, **params):
     """Build the schedule ``name`` with initial step size ε₀ = ``step_size``."""
-    if name == "constant":
-        return Constant(step_size)
-    if name == "polynomial":
-        return Polynomial(step_size, **params)
-    if name == "cyclical":
-        return Cyclical(step_size, n_steps, **params)
-    raise KeyError(f"unknown schedule {name!r}; allowed: {', '.join(SCHEDULES)}")
+    if name not in SCHEDULES:
+        raise KeyError(f"unknown schedule {name!r}; allowed: {', '.join(SCHEDULES)}")
+    return SCHEDULES[name].from_config(step_size, n_steps, **params)

@@ -1,7 +1,9 @@
 """Sampler registry: ``make_sampler(name, target, **params)`` builds a sampler by its config name.
 
-Adding a sampler is one module (a :class:`~sgmcmc.samplers.base.Sampler` subclass declaring its
-H, D, Q) and one line here.
+Adding a sampler is one module (a :class:`~sgmcmc.samplers.base.Sampler` subclass declaring its H, D, Q, its
+``name``, ``integrators`` and config keys ``parameters``), one :func:`register_sampler` call (for the samplers of
+this package: one line below) and one ``configs/sampler/<name>.yaml``. The registry is the only list of samplers:
+config validation (:mod:`sgmcmc.config`), ``run.py``, ``check.py`` and the tests read it.
 """
 
 from __future__ import annotations
@@ -16,11 +18,32 @@ from sgmcmc.samplers.sgld import SGLD
 from sgmcmc.samplers.sgnht import SGNHT
 from sgmcmc.samplers.sgrhmc import SGRHMC
 from sgmcmc.samplers.sgrld import SGRLD
+from sgmcmc.schema import Key
 
-SAMPLERS = {
-    cls.name: cls
-    for cls in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC, SGHMCMetropolis, CCAdL)
-}
+SAMPLERS: dict[str, type[Sampler]] = {}
+
+
+def register_sampler(cls: type[Sampler]) -> type[Sampler]:
+    """Register the sampler class ``cls`` under its ``name``: :func:`make_sampler` builds it, a config with
+    ``sampler.name: <name>`` validates against its :meth:`~sgmcmc.samplers.base.Sampler.config_keys`, and the tests
+    over :data:`SAMPLERS` cover it. Returns ``cls`` (so it also works as a class decorator). Unregister with
+    ``del SAMPLERS[name]``."""
+    if not (isinstance(cls, type) and issubclass(cls, Sampler)):
+        raise TypeError(f"register_sampler: {cls!r} is not a Sampler subclass")
+    name = cls.name
+    if not isinstance(name, str) or not name.isidentifier() or name == Sampler.name:
+        raise ValueError(f"register_sampler: {cls.__name__} needs a name of its own (a Python identifier), not {name!r}")
+    if SAMPLERS.get(name, cls) is not cls:
+        raise ValueError(f"register_sampler: {name!r} is already {SAMPLERS[name].__module__}.{SAMPLERS[name].__qualname__}")
+    undeclared = [key for key, declared in cls.config_keys().items() if not isinstance(declared, Key)]
+    if undeclared:  # a malformed declaration fails here, not in the first run
+        raise TypeError(f"register_sampler: {cls.__name__}.parameters must map names to sgmcmc.schema.Key: {undeclared}")
+    SAMPLERS[name] = cls
+    return cls
+
+
+for _sampler in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC, SGHMCMetropolis, CCAdL):
+    register_sampler(_sampler)
 
 
 def make_sampler(name: str, target, **params) -> Sampler:
@@ -30,4 +53,4 @@ def make_sampler(name: str, target, **params) -> Sampler:
     return SAMPLERS[name](target, **params)
 
 
-__all__ = ["Sampler", "SAMPLERS", "make_sampler"]
+__all__ = ["Sampler", "SAMPLERS", "make_sampler", "register_sampler"]

@@ -16,12 +16,27 @@ import numpy as np
 
 from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
+from sgmcmc.schema import Key, boolean, choice, metric, optional, real
 from sgmcmc.state import SamplerState, StepInfo
 from sgmcmc.targets.base import Target
 from sgmcmc.targets.data import DataTarget
 
 NOISE_ESTIMATES = ("known", "zero", "running")
 RUNNING_FORMS = ("full", "diagonal")
+
+# The config keys of every sampler section (Sampler.config_keys) and those most samplers declare (Sampler.parameters).
+STEP_SIZE = Key(real(0.0, strict=True), "ε, or ε₀ of the schedule", required=True)
+NOISE_ESTIMATE = Key(choice(*NOISE_ESTIMATES), "V̂ subtracted from the injected noise: the target's V(θ) (known), "
+                     "none (zero), the running average of the minibatches' covariances (running, data targets; "
+                     "Shang et al. 2015 Eq. 18-19)")
+NOISE_KEYS = {
+    "noise_estimate": NOISE_ESTIMATE,
+    "running_form": Key(choice(*RUNNING_FORMS), "the running estimate's form: full d×d or its diagonal"),
+    "noise_clip": Key(boolean, "clip negative eigenvalues of ε(2D − εB̂) at 0 and count them, instead of stopping"),
+    "finite_population": Key(boolean, "the running estimate's scale: N(N − n)/n (true, exact without replacement) "
+                                      "or Eq. 17's N²/n (false)"),
+}
+METRIC = Key(metric, "G(θ): null for the target's (SPEC §4.2)")
 
 
 class GradientEstimate(NamedTuple):
@@ -75,31 +90,45 @@ def diagonal_matrices(diagonal: np.ndarray) -> np.ndarray:
 class Sampler(ABC):
     """Base class of every sampler: binds a target and the sampler's parameters.
 
-    Subclasses set ``integrators`` (the first is the default), implement ``init``, the closed-form
-    steps ``_step_<integrator>`` and, unless they are outside the recipe class, ``recipe``,
-    ``pack`` and ``unpack``.
+    Subclasses set ``name`` (the registry's and the config's), ``integrators`` (the first is the default) and
+    ``parameters`` (their config keys, :meth:`config_keys`), implement ``init``, the closed-form steps
+    ``_step_<integrator>`` and, unless they are outside the recipe class, ``recipe``, ``pack`` and ``unpack``.
+    ``sgmcmc.samplers.register_sampler`` makes one runnable by name.
     """
 
     name = "sampler"
     integrators: tuple[str, ...] = ("euler", "generic")
 
-    supports_running_estimate = True
+    # The keyword parameters that a config may set as sampler.<key> (besides step_size and integrator), each
+    # declared once: its check, meaning and flags (sgmcmc.schema.Key). A subclass adds its own to its parent's
+    # ({**Parent.parameters, "friction": FRICTION}) or declares its whole set.
+    parameters: dict[str, Key] = NOISE_KEYS
+
+    @classmethod
+    def config_keys(cls) -> dict[str, Key]:
+        """Every key of this sampler's config section: ``step_size`` (the schedule's ε₀, required), ``integrator``
+        (one of :attr:`integrators`; null for the first) and :attr:`parameters`. :mod:`sgmcmc.config` validates
+        ``sampler.<key>`` with them; the README's key list is made from them."""
+        integrator = Key(optional(choice(*cls.integrators)), "the update rule; null: the first (SPEC §4.1)")
+        return {"step_size": STEP_SIZE, "integrator": integrator, **cls.parameters}
+
+    def checked(self, key: str, value):
+        """``value`` of the parameter ``key`` checked as the config's ``sampler.<key>`` is (:meth:`config_keys`), for
+        Python callers; a bad value raises :class:`~sgmcmc.schema.ConfigError` (a ValueError)."""
+        declared = type(self).config_keys().get(key) or NOISE_KEYS.get(key)
+        return declared.check(key, value)
 
     def __init__(self, target: Target, integrator: Optional[str] = None, noise_estimate: str = "known",
                  running_form: str = "full", noise_clip: bool = False, finite_population: bool = True):
         self.target = target
-        self.integrator = integrator or self.integrators[0]
-        if self.integrator not in self.integrators:
-            raise ValueError(f"integrator must be one of {', '.join(self.integrators)}")
-        if noise_estimate not in NOISE_ESTIMATES:
-            raise ValueError(f"noise_estimate must be one of {', '.join(NOISE_ESTIMATES)}")
-        if running_form not in RUNNING_FORMS:
-            raise ValueError(f"running_form must be one of {', '.join(RUNNING_FORMS)}")
+        self.integrator = self.checked("integrator", integrator) or self.integrators[0]
+        noise_estimate = self.checked("noise_estimate", noise_estimate)
+        running_form = self.checked("running_form", running_form)
         if noise_estimate == "running":
             if not isinstance(target, DataTarget):
                 raise ValueError(f"noise_estimate=running needs a data target with per-example gradients; "
                                  f"target {target.name!r} has none (use known or zero)")
-            if self.integrator == "generic" or not self.supports_running_estimate:
+            if self.integrator == "generic":
                 raise ValueError(f"noise_estimate=running is not available for {self.name} with integrator "
                                  f"{self.integrator} (use known or zero)")
         knows_noise = type(target).noise_covariance is not Target.noise_covariance

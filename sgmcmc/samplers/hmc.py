@@ -16,6 +16,7 @@ from sgmcmc.engine import codes
 from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
+from sgmcmc.schema import Key, boolean, integer
 from sgmcmc.state import SamplerState, StepInfo
 
 
@@ -57,17 +58,20 @@ def resampled_trajectory_step(rng, target, state, trajectory, metropolis: bool):
     return SamplerState(theta, new_momentum), info
 
 
+N_LEAPFROG = Key(integer(1), "m, steps per trajectory")
+METROPOLIS = Key(boolean, "the MH test on the exact H = U + ½rᵀr after each trajectory")
+
+
 class HMC(Sampler):
     name = "hmc"
     integrators = ("leapfrog",)
+    parameters = {"n_leapfrog": N_LEAPFROG, "metropolis": METROPOLIS}  # no gradient-noise correction: no noise keys
     uses_stochastic_gradient = False
     exact_kernel = True
 
     def __init__(self, target, n_leapfrog: int = 10, metropolis: bool = True, **kwargs):
         super().__init__(target, **kwargs)
-        if int(n_leapfrog) < 1:
-            raise ValueError("n_leapfrog must be >= 1")
-        self.n_leapfrog = int(n_leapfrog)
+        self.n_leapfrog = self.checked("n_leapfrog", n_leapfrog)
         self.metropolis = bool(metropolis)
 
     def init(self, theta, rng):

@@ -8,17 +8,19 @@ import numpy as np
 
 from sgmcmc.engine import codes
 from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
+from sgmcmc.schema import Key, real
+
+FRICTION = Key(real(0.0, strict=True), "C (SGHMC's friction; Shang et al.'s A)")
 
 
 class SGHMC(MomentumRecipeSampler):
     name = "sghmc"
     exact_kernel = True
+    parameters = {**MomentumRecipeSampler.parameters, "friction": FRICTION}
 
     def __init__(self, target, friction: float = 1.0, **kwargs):
         super().__init__(target, **kwargs)
-        if friction <= 0:
-            raise ValueError("friction must be > 0")
-        self.friction_coefficient = float(friction)
+        self.friction_coefficient = self.checked("friction", friction)
 
     def friction(self, theta):
         return np.full_like(theta, self.friction_coefficient)

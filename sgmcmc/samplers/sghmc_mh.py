@@ -27,9 +27,10 @@ import numpy as np
 
 from sgmcmc.engine import codes
 from sgmcmc.noise import injected_noise
-from sgmcmc.samplers.base import Sampler
-from sgmcmc.samplers.hmc import resampled_trajectory_step, trajectory_kernel
-from sgmcmc.samplers.sghmc import SGHMC
+from sgmcmc.samplers.base import NOISE_ESTIMATES, Sampler
+from sgmcmc.samplers.hmc import METROPOLIS, N_LEAPFROG, resampled_trajectory_step, trajectory_kernel
+from sgmcmc.samplers.sghmc import FRICTION, SGHMC
+from sgmcmc.schema import Key, choice
 from sgmcmc.state import SamplerState
 
 
@@ -40,16 +41,15 @@ class SGHMCMetropolis(Sampler):
     name = "sghmc_mh"
     exact_kernel = True
     integrators = ("trajectory",)
-    supports_running_estimate = False
+    # no running estimate: the inner steps keep no state between trajectories
+    parameters = {"noise_estimate": Key(choice(*(e for e in NOISE_ESTIMATES if e != "running")),
+                                        "V̂ subtracted from the injected noise: the target's V(θ) (known) or none (zero)"),
+                  "friction": FRICTION, "n_leapfrog": N_LEAPFROG, "metropolis": METROPOLIS}
 
     def __init__(self, target, friction: float = 1.0, n_leapfrog: int = 10, metropolis: bool = True, **kwargs):
         super().__init__(target, **kwargs)
-        if friction <= 0:
-            raise ValueError("friction must be > 0")
-        if int(n_leapfrog) < 1:
-            raise ValueError("n_leapfrog must be >= 1")
-        self.friction_coefficient = float(friction)
-        self.n_leapfrog = int(n_leapfrog)
+        self.friction_coefficient = self.checked("friction", friction)
+        self.n_leapfrog = self.checked("n_leapfrog", n_leapfrog)
         self.metropolis = bool(metropolis)
 
     def init(self, theta, rng):

@@ -25,6 +25,7 @@ from sgmcmc.engine.data_blocks import THERMOSTAT, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal
 from sgmcmc.samplers.linearised import mean_hessian, thermostat_fixed_point
+from sgmcmc.schema import Key, real
 from sgmcmc.state import SamplerState, StepInfo
 
 
@@ -32,12 +33,11 @@ class SGNHT(Sampler):
     name = "sgnht"
     exact_kernel = True
     integrators = ("splitting", "euler", "theta_first", "generic")
+    parameters = {**Sampler.parameters, "diffusion": Key(real(0.0), "A, the thermostat's target and the injected noise's scale")}
 
     def __init__(self, target, diffusion: float = 1.0, **kwargs):
         super().__init__(target, **kwargs)
-        if diffusion < 0:
-            raise ValueError("diffusion must be >= 0")
-        self.diffusion = float(diffusion)
+        self.diffusion = self.checked("diffusion", diffusion)
 
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)

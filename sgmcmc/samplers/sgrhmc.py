@@ -13,12 +13,14 @@ from typing import Optional
 from sgmcmc.engine import codes
 from sgmcmc.engine.blocks import metric_arrays
 from sgmcmc.geometry import DiagonalMetric
+from sgmcmc.samplers.base import METRIC
 from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
 
 
 class SGRHMC(MomentumRecipeSampler):
     name = "sgrhmc"
     exact_kernel = True
+    parameters = {**MomentumRecipeSampler.parameters, "metric": METRIC}
 
     def __init__(self, target, metric: Optional[DiagonalMetric] = None, **kwargs):
         super().__init__(target, **kwargs)

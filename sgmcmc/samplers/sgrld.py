@@ -13,7 +13,7 @@ import numpy as np
 from sgmcmc.engine.blocks import metric_arrays
 from sgmcmc.geometry import DiagonalMetric
 from sgmcmc.recipe import Recipe
-from sgmcmc.samplers.base import Sampler, diagonal_matrices
+from sgmcmc.samplers.base import METRIC, Sampler, diagonal_matrices
 from sgmcmc.samplers.sgld import langevin_kernel
 from sgmcmc.state import SamplerState, StepInfo
 
@@ -22,6 +22,7 @@ class SGRLD(Sampler):
     name = "sgrld"
     exact_kernel = True
     integrators = ("euler", "generic")
+    parameters = {**Sampler.parameters, "metric": METRIC}
 
     def __init__(self, target, metric: Optional[DiagonalMetric] = None, **kwargs):
         super().__init__(target, **kwargs)

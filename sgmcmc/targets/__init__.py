@@ -1,8 +1,9 @@
 """Target registry: ``make_target(name, **params)`` builds a target by its config name.
 
-The registry holds names and where each target lives (``"module:attribute"``): a target's module, with what it
-imports (scipy.stats, the data layer, scikit-learn, the LDA machinery and numba), is imported when the target is
-first built or looked up, not with this package.
+The registry holds names, where each target lives (``"module:attribute"``) and its config keys (``target.<key>``,
+:class:`sgmcmc.schema.Key`), declared together in one line per target: a target's module, with what it imports
+(scipy.stats, the data layer, scikit-learn, the LDA machinery and numba), is imported when the target is first built
+or looked up, not with this package, while :mod:`sgmcmc.config` validates its keys without importing it.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections.abc import MutableMapping
 from importlib import import_module
 
 from sgmcmc import lazy_exports
+from sgmcmc.schema import Key, choice, integer, noise_variance, number_list, optional, real, string
 from sgmcmc.targets.base import SyntheticTarget, Target
 from sgmcmc.targets.data import DataTarget
 
@@ -36,10 +38,20 @@ def _gaussian_2d(name: str, **form):
 
 class _Registry(MutableMapping):
     """Name -> the target's class or factory (a dict to its users); an entry given as ``"module:attribute"`` is
-    imported when it is looked up."""
+    imported when it is looked up. Built from ``{name: (entry, config keys)}``; :meth:`config_keys` gives a target's
+    keys."""
 
-    def __init__(self, entries: dict):
-        self._entries = dict(entries)
+    def __init__(self, entries: dict[str, tuple]):
+        self._entries = {name: entry for name, (entry, _) in entries.items()}
+        self._keys = {name: dict(keys) for name, (_, keys) in entries.items()}
+
+    def config_keys(self, name: str) -> dict[str, Key]:
+        """The keys a config's ``target`` section may set for target ``name`` (besides ``name``)."""
+        return self._keys[name]
+
+    def register(self, name: str, entry, keys: dict[str, Key]) -> None:
+        """Add (or replace) target ``name``: its class or factory (or ``"module:attribute"``) and its config keys."""
+        self._entries[name], self._keys[name] = entry, dict(keys)
 
     def __getitem__(self, name):
         entry = self._entries[name]
@@ -48,11 +60,11 @@ class _Registry(MutableMapping):
             entry = self._entries[name] = getattr(import_module(module), attribute)
         return entry
 
-    def __setitem__(self, name, entry):
-        self._entries[name] = entry
+    def __setitem__(self, name, entry):  # keeps the keys a target of that name had (none for a new one)
+        self.register(name, entry, self._keys.get(name, {}))
 
     def __delitem__(self, name):
-        del self._entries[name]
+        del self._entries[name], self._keys[name]
 
     def __iter__(self):
         return iter(self._entries)
@@ -67,18 +79,60 @@ class _Registry(MutableMapping):
         return f"TARGETS({', '.join(self._entries)})"
 
 
+# Config keys shared by the targets (SPEC §2; defaults in configs/target/<name>.yaml)
+INITIAL_POSITION = Key(optional(number_list()), "θ₀ (one entry per coordinate); null: zeros")
+INITIAL_SPREAD = Key(real(0.0), "θ₀ = initial_position + initial_spread·N(0, I)")
+SYNTHETIC = {"noise_variance": Key(noise_variance, "V in ∇Ũ = ∇U + N(0, V)"),
+             "initial_position": INITIAL_POSITION, "initial_spread": INITIAL_SPREAD}
+DATA_DIR = Key(optional(string), "the data folder; null: the top-level data_dir's default (SPEC §4.9)")
+BATCH_SIZE = Key(integer(1), "n, the minibatch size")
+PRIOR_VARIANCE = Key(real(0.0, strict=True), "variance of the N(0, σ²I) prior on the weights")
+INITIAL_SCALE = Key(real(0.0, strict=True), "standard deviation of θ₀ ~ N(0, s²I)")
+
 TARGETS = _Registry({
-    "gaussian_1d": "sgmcmc.targets.gaussian_1d:Gaussian1D",
-    "double_well": "sgmcmc.targets.double_well:DoubleWell",
-    "lecture_quartic": "sgmcmc.targets.lecture_quartic:LectureQuartic",
-    "correlated_2d": "sgmcmc.targets.correlated_2d:Correlated2D",
-    "gaussian_2d_cov": _gaussian_2d("gaussian_2d_cov", covariance=CORRELATION_MATRIX),
-    "gaussian_2d_prec": _gaussian_2d("gaussian_2d_prec", precision=CORRELATION_MATRIX),
-    "welling_teh_mixture": "sgmcmc.targets.welling_teh_mixture:WellingTehMixture",
-    "normal_gamma": "sgmcmc.targets.normal_gamma:NormalGamma",
-    "logistic_mnist79": "sgmcmc.targets.logistic_regression:logistic_mnist79",
-    "drbm": "sgmcmc.targets.drbm:drbm",
-    "lda": lda,
+    "gaussian_1d": ("sgmcmc.targets.gaussian_1d:Gaussian1D",
+                    {**SYNTHETIC, "mean": Key(real(), "µ"), "std": Key(real(0.0, strict=True), "σ")}),
+    "double_well": ("sgmcmc.targets.double_well:DoubleWell", SYNTHETIC),
+    "lecture_quartic": ("sgmcmc.targets.lecture_quartic:LectureQuartic", SYNTHETIC),
+    "correlated_2d": ("sgmcmc.targets.correlated_2d:Correlated2D", SYNTHETIC),
+    "gaussian_2d_cov": (_gaussian_2d("gaussian_2d_cov", covariance=CORRELATION_MATRIX), SYNTHETIC),
+    "gaussian_2d_prec": (_gaussian_2d("gaussian_2d_prec", precision=CORRELATION_MATRIX), SYNTHETIC),
+    "welling_teh_mixture": ("sgmcmc.targets.welling_teh_mixture:WellingTehMixture",
+                            {"data_seed": Key(integer(0), "seed of the drawn data"), "n_data": Key(integer(1), "N"),
+                             "batch_size": BATCH_SIZE, "initial_position": INITIAL_POSITION,
+                             "initial_spread": INITIAL_SPREAD}),
+    "normal_gamma": ("sgmcmc.targets.normal_gamma:NormalGamma",
+                     {"data_seed": Key(optional(integer(0)), "seed of the drawn data; null: the run's seed (SPEC §2 T7)"),
+                      "n_data": Key(integer(2), "N"), "batch_size": BATCH_SIZE,
+                      "initial_position": Key(number_list(), "θ₀ = (µ, γ) of every chain")}),
+    "logistic_mnist79": ("sgmcmc.targets.logistic_regression:logistic_mnist79",
+                         {"data_dir": DATA_DIR,
+                          "cache_dir": Key(optional(string), "the projected features' cache folder; null: the top-level "
+                                           "cache_dir's default (SPEC §2 T8)", resume_free=True),
+                          "projection_seed": Key(integer(0), "seed of the random projection"),
+                          "n_components": Key(integer(1), "dimension of the random projection"),
+                          "batch_size": BATCH_SIZE, "prior_variance": PRIOR_VARIANCE, "initial_scale": INITIAL_SCALE}),
+    "drbm": ("sgmcmc.targets.drbm:drbm",
+             {"dataset": Key(choice("connect4", "letter", "acoustic"), "the LIBSVM data set (SPEC §2 T9)"),
+              "data_dir": DATA_DIR,
+              "n_hidden": Key(optional(integer(1)), "hidden units; null: the paper's per data set (SPEC §4.10)"),
+              "batch_size": Key(optional(integer(1)), "n; null: the paper's per data set (SPEC §4.10)"),
+              "split_seed": Key(integer(0), "seed of the train/test split"), "prior_variance": PRIOR_VARIANCE,
+              "initial_scale": INITIAL_SCALE}),
+    "lda": (lda,
+            {"data_dir": DATA_DIR,
+             "source": Key(optional(string), "the document stream; null: the data folder's Wikipedia sample "
+                                             "(SPEC §2 T10, §4.11)"),
+             "vocabulary": Key(optional(string), "the vocabulary file; null: dictnostops.txt"),
+             "source_format": Key(choice("auto", "wikiextractor", "xml", "lines"), "how to read source"),
+             "n_topics": Key(integer(1), "K"), "alpha": Key(real(0.0, strict=True), "α, the document–topic prior"),
+             "beta": Key(real(0.0, strict=True), "β, the topic–word prior"),
+             "batch_size": Key(integer(1), "|D_t|, documents per minibatch"),
+             "n_sweeps": Key(integer(2), "Gibbs sweeps per document (the last half averaged)"),
+             "corpus_size": Key(real(0.0, strict=True), "D, the corpus size the gradient is scaled to"),
+             "n_held_out": Key(integer(1), "first documents of the shuffled stream, held out for the perplexity"),
+             "buffer_size": Key(integer(1), "documents in the bounded shuffle buffer"),
+             "stream_seed": Key(integer(0), "seed of the stream's shuffle")}),
 })
 
 # the classes this package exported, imported on first use (``from sgmcmc.targets import Correlated2D``)
