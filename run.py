@@ -265,7 +265,12 @@ def describe_compose_error(message: str, parsed) -> str:
         defaults = {k: v for entry in entries if isinstance(entry, dict) for k, v in entry.items()}
         chosen = {o.key_or_group: o.value() for o in parsed if o.key_or_group in tables and not o.is_sweep_override()}
         name = chosen.get(section, defaults[section])
-        allowed = sorted(set(tables[section].get(name, {})) | {"name"})
+        try:  # the registered name the chosen file configures (sampler/ccadl_shang2015.yaml: ccadl)
+            node = yaml.safe_load((CONFIG_DIR / section / f"{name}.yaml").read_text()) or {}
+            registered = str(node.get(section, node).get("name", name))
+        except (OSError, yaml.YAMLError, AttributeError):
+            registered = name
+        allowed = sorted(set(tables[section].get(registered, {})) | {"name"})
         return f"{key} is not a known key of {section} '{name}'; allowed keys are {', '.join(allowed)}"
     if section == "run" and "." in key:
         return f"{key} is not a known key; allowed keys are {', '.join('run.' + k for k in RUN_FIELDS)}"

@@ -164,3 +164,13 @@ def test_malformed_command_line_in_a_real_process(args, tmp_path):
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
     check_one_line_exit_2(result.returncode, result.stdout, result.stderr, args, tmp_path / "runs")
 
+
+
+def test_an_unknown_key_of_a_variant_sampler_file_lists_its_sampler_s_keys(tmp_path):
+    """sampler/ccadl_shang2015.yaml configures ccadl: the allowed keys are CCAdL's declared ones."""
+    argv = [*BASE, f"run.results_dir={tmp_path / 'runs'}", "sampler=ccadl_shang2015", "sampler.bogus=1"]
+    code, stdout, stderr = run_in_process(argv)
+    check_one_line_exit_2(code, stdout, stderr, argv, tmp_path / "runs")
+    allowed = ", ".join(sorted({"name", *SAMPLER_FIELDS["ccadl"]}))
+    assert stderr.strip() == (f"error: sampler.bogus is not a known key of sampler 'ccadl_shang2015'; "
+                              f"allowed keys are {allowed}"), stderr
