@@ -1,11 +1,17 @@
 """Config validation without Hydra (the package is usable from plain Python)."""
 
 import copy
+from dataclasses import fields
+from pathlib import Path
 
 import pytest
+import yaml
 
-from sgmcmc.config import ConfigError, validate_config
-from sgmcmc.experiment import build
+from sgmcmc.config import (BEGIN, END, GROUPS, RUN_FIELDS, ConfigError, Key, key_list, resume_free_keys,
+                           validate_config)
+from sgmcmc.experiment import NOT_SETTINGS, build
+from sgmcmc.runner import RunSettings
+from sgmcmc.samplers import SAMPLERS
 
 BASE = {
     "sampler": {"name": "sghmc", "step_size": 0.1, "friction": 1.0, "noise_estimate": "known", "integrator": "splitting"},
@@ -80,3 +86,74 @@ def test_noise_estimation_keys_are_validated():
             validate_config(bad)
     with _pytest.raises(ConfigError, match="vars is invalid"):
         validate_config({**base, "vars": [1, 2]})
+
+
+# --- one declaration per key: the config files, the run keys and the README follow it --------------------------
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def sampler_file_problems(config_dir: Path) -> list[str]:
+    """What is wrong with ``<config_dir>/sampler/*.yaml`` (nothing: []): each file's ``name`` is a registered sampler and
+    its stem is that name, or the name and a suffix (``ccadl_shang2015.yaml``: ``ccadl``) where the name is the longest
+    registered one the stem starts with (``sghmc_mh.yaml`` is sghmc_mh, not an SGHMC variant); every registered sampler
+    has its own ``<name>.yaml``; every key a file sets is one its sampler declares."""
+    problems = []
+    for path in sorted((config_dir / "sampler").glob("*.yaml")):
+        node = yaml.safe_load(path.read_text()) or {}
+        name = node.get("name")
+        prefixes = [registered for registered in SAMPLERS if path.stem == registered or path.stem.startswith(registered + "_")]
+        expected = max(prefixes, key=len) if prefixes else None
+        if name not in SAMPLERS:
+            problems.append(f"{path.name}: name {name!r} is not a registered sampler")
+        elif name != expected:
+            problems.append(f"{path.name}: name {name!r}, but the file name says {expected!r} (<name>.yaml or <name>_<suffix>.yaml)")
+        else:
+            undeclared = sorted(set(node) - {"name", "defaults"} - set(SAMPLERS[name].config_keys()))
+            if undeclared:
+                problems.append(f"{path.name}: keys {undeclared} are not declared by {SAMPLERS[name].__name__}")
+    problems += [f"no sampler/{name}.yaml for the registered sampler {name!r}" for name in SAMPLERS
+                 if not (config_dir / "sampler" / f"{name}.yaml").is_file()]
+    return problems
+
+
+def test_every_sampler_config_file_names_its_registered_sampler():
+    assert sampler_file_problems(ROOT / "configs") == []
+
+
+def test_a_variant_file_naming_another_sampler_is_caught(tmp_path):
+    (tmp_path / "sampler").mkdir()
+    for name in SAMPLERS:
+        (tmp_path / "sampler" / f"{name}.yaml").write_text(f"name: {name}\n")
+    (tmp_path / "sampler" / "ccadl_shang2015.yaml").write_text("name: sghmc\n")
+    (tmp_path / "sampler" / "sghmc_mh.yaml").write_text("name: sghmc\n")
+    (tmp_path / "sampler" / "sgld.yaml").write_text("name: sgld\nfriction: 1.0\n")
+    assert sampler_file_problems(tmp_path) == [
+        "ccadl_shang2015.yaml: name 'sghmc', but the file name says 'ccadl' (<name>.yaml or <name>_<suffix>.yaml)",
+        "sghmc_mh.yaml: name 'sghmc', but the file name says 'sghmc_mh' (<name>.yaml or <name>_<suffix>.yaml)",
+        "sgld.yaml: keys ['friction'] are not declared by SGLD"]
+
+
+def test_the_required_run_keys_are_the_run_settings():
+    """sgmcmc.experiment passes the declared run keys that are RunSettings fields to it and reads the others itself."""
+    required = {key for key, declared in RUN_FIELDS.items() if declared.required}
+    assert required == {field.name for field in fields(RunSettings)}
+    assert set(NOT_SETTINGS) == set(RUN_FIELDS) - required
+
+
+def test_resume_free_keys_come_from_the_declarations():
+    assert resume_free_keys() == {"run.resume", "run.checkpoint_every_s", "run.checkpoint_every_steps", "run.progress",
+                                  "run.results_dir", "cache_dir", "target.cache_dir"}
+
+
+def test_every_registered_group_member_declares_its_keys_with_a_meaning():
+    for group, registry in GROUPS.items():
+        for name in registry:
+            for key, declared in registry[name].items():
+                assert isinstance(declared, Key) and declared.meaning and declared.allowed, (group, name, key)
+
+
+def test_the_readme_key_list_is_generated_from_the_declarations():
+    text = (ROOT / "README.md").read_text()
+    generated = text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip()
+    assert generated == key_list().strip(), "regenerate it: .venv/bin/python -m sgmcmc.config --readme README.md"
