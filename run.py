@@ -67,7 +67,7 @@ def preflight(argv: list[str]) -> bool | OneRun:
     config of every job. A single run's config is also validated (by the job itself when it is a :class:`OneRun`);
     a sweep's jobs validate their own and report failure without stopping the sweep (see the sweep's
     manifest.json). Returns whether it is a sweep, or the :class:`OneRun` of a plain single run."""
-    from sgmcmc.sweep import expand, overrides_parser
+    from sgmcmc_cli.sweep import expand, overrides_parser
 
     args = parse_command_line(argv)
     if sum(map(bool, (args.run, args.multirun, args.cfg, args.info, args.shell_completion))) > 1:
@@ -161,7 +161,7 @@ class OneRun:
         from hydra.types import RunMode
         from omegaconf import OmegaConf, open_dict, read_write
 
-        from sgmcmc.sweep import overrides_parser
+        from sgmcmc_cli.sweep import overrides_parser
 
         # what hydra.main's _run_hydra does before it runs anything: the same search path and task name
         version.setbase(VERSION_BASE)
@@ -375,8 +375,8 @@ def main() -> None:
     import hydra
 
     hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base=VERSION_BASE)(task)()
-    if multirun:  # every job has run: the sweep's exit code from its manifest (sgmcmc.sweep.exit_code)
-        from sgmcmc.sweep import exit_code, last_manifest
+    if multirun:  # every job has run: the sweep's exit code from its manifest (sgmcmc_cli.sweep.exit_code)
+        from sgmcmc_cli.sweep import exit_code, last_manifest
 
         manifest = last_manifest()
         code, line = exit_code(manifest) if manifest is not None else (0, None)

@@ -1,7 +1,8 @@
 """sgmcmc: stochastic-gradient MCMC samplers built from the complete recipe of Ma, Chen & Fox (2015).
 
-The package is plain Python over numpy arrays (chain dimension first); Hydra lives only at the edge
-(``run.py``, ``configs/``). See ``sgmcmc.samplers`` and ``sgmcmc.targets`` for the registries.
+The package is plain Python over numpy arrays (chain dimension first) and imports without Hydra, which lives only
+at the edge (``run.py``, ``check.py``, ``sgmcmc_cli``, ``configs/``). See ``sgmcmc.samplers`` and
+``sgmcmc.targets`` for the registries.
 """
 
 __version__ = "0.1.0"

@@ -1,7 +1,7 @@
 """One tidy table of every run below a folder: ``python -m sgmcmc.collect <folder>`` (or :func:`collect`).
 
 A run is a result folder (``config.yaml`` + ``provenance.json``, ``metrics.json`` once it ended); a sweep's
-``manifest.json`` (:mod:`sgmcmc.sweep`) adds its jobs, also the run folders it names outside ``<folder>``
+``manifest.json`` (:mod:`sgmcmc_cli.sweep`) adds its jobs, also the run folders it names outside ``<folder>``
 and the jobs that failed before making one. One row per run: its folder, status, error, sampler / target /
 schedule names, seed, sweep and job number, the config values that differ between the rows (flattened,
 ``sampler.step_size``), then the final metrics (``metrics.json``'s ``final`` and its scalar entries).
@@ -18,8 +18,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from sgmcmc.results import write_table
-from sgmcmc.sweep import MANIFEST
+from sgmcmc.results import MANIFEST, write_table
 
 CSV, PARQUET = "collected.csv", "collected.parquet"
 NAMES = {"sampler": "sampler.name", "target": "target.name", "schedule": "schedule.name", "seed": "seed"}

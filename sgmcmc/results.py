@@ -18,6 +18,7 @@ import numpy as np
 
 from sgmcmc import RESULTS_SCHEMA_VERSION, __version__
 
+MANIFEST = "manifest.json"  # a sweep's list of its jobs (written by sgmcmc_cli.sweep, read by sgmcmc.collect)
 PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "scikit-learn", "hydra-core", "omegaconf", "tqdm", "arviz")
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sgmcmc import sweep
+from sgmcmc_cli import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ["sampler=sgld,sghmc,sgrhmc", "seed=1,2", "target=double_well", "run.n_steps=60", "run.n_chains=8",
@@ -267,7 +267,7 @@ def test_slurm_config_extends_the_plugins_schema():
 
 
 def test_ray_environment_callback_keeps_a_local_ray_on_the_loopback(monkeypatch):
-    from sgmcmc.hydra_callbacks import RayEnvironment
+    from sgmcmc_cli.hydra_callbacks import RayEnvironment
 
     for name in RAY_LOOPBACK_ENV:
         monkeypatch.delenv(name, raising=False)

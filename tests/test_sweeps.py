@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from sgmcmc import sweep
+from sgmcmc_cli import sweep
 from sgmcmc.collect import collect
 
 ROOT = Path(__file__).resolve().parents[1]

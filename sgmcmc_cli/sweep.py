@@ -6,7 +6,7 @@ Jobs may run in parallel processes or on other machines (joblib, Ray, SLURM): ea
 record ``.jobs/<num>.json`` in the sweep folder, then merges all records into ``manifest.json`` under a file
 lock; the end of the sweep merges once more and removes ``.jobs/`` (a sweep that never ended keeps it).
 Every file is written atomically (temporary name, rename), so a reader never sees half a manifest. Remote
-jobs need the sweep folder on a shared file system, as their run folders do. :mod:`sgmcmc.hydra_callbacks`
+jobs need the sweep folder on a shared file system, as their run folders do. :mod:`sgmcmc_cli.hydra_callbacks`
 calls this module from Hydra; the module itself keeps no Hydra state and only needs Hydra to expand a
 sweep's overrides into jobs.
 """

@@ -1,6 +1,6 @@
 """Hydra callbacks of ``run.py`` (listed under ``hydra.callbacks`` in ``configs/config.yaml``).
 
-* :class:`SweepManifest`: the manifest of a multirun (:mod:`sgmcmc.sweep`). ``on_job_end`` runs in the
+* :class:`SweepManifest`: the manifest of a multirun (:mod:`sgmcmc_cli.sweep`). ``on_job_end`` runs in the
   process that ran the job (a joblib worker, a Ray worker, a SLURM task) and records that job;
   ``on_multirun_start`` / ``on_multirun_end`` run in the process of ``python run.py -m``.
 * :class:`RayEnvironment`: before a Ray launcher starts Ray, sets the environment that Ray reads when it is
@@ -22,7 +22,7 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
-from sgmcmc import sweep
+from sgmcmc_cli import sweep
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 

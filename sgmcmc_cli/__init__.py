@@ -1,0 +1,6 @@
+"""The command-line layer over :mod:`sgmcmc`: what knows about Hydra besides ``run.py``, ``check.py`` and
+``configs/``. The core package :mod:`sgmcmc` imports without Hydra (``tests/test_hydra_edge.py``).
+
+* :mod:`sgmcmc_cli.sweep`: a multirun's ``manifest.json`` and its jobs (Hydra's basic sweeper's expansion);
+* :mod:`sgmcmc_cli.hydra_callbacks`: the Hydra callbacks of ``configs/config.yaml`` (the manifest, Ray's loopback).
+"""
