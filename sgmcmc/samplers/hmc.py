@@ -47,6 +47,17 @@ def metropolis_hastings(rng, target, theta0, momentum0, theta, momentum):
     return theta, momentum, StepInfo(accept_probability, accepted)
 
 
+def require_potential_for_metropolis(sampler) -> None:
+    """A Metropolis test needs the exact U(θ) (:func:`metropolis_hastings`): refuse a target without one. And a
+    leapfrog trajectory runs m steps with no reflection between them: refuse a target with a bounded support."""
+    if sampler.target.bounded:
+        raise ValueError(f"{sampler.name}'s leapfrog trajectories do not reflect at the boundary of target "
+                         f"{sampler.target.name!r}'s support (use a one-step sampler: sgld, sgrld, sghmc, sgrhmc)")
+    if sampler.metropolis and not sampler.target.has_potential:
+        raise ValueError(f"metropolis=true needs the exact potential U for the Metropolis test, which target "
+                         f"{sampler.target.name!r} does not have (set sampler.metropolis=false)")
+
+
 def resampled_trajectory_step(rng, target, state, trajectory, metropolis: bool):
     """One step of the HMC family: r ~ N(0, I), (θ', r') = trajectory(θ, r), then the MH test of
     :func:`metropolis_hastings` if ``metropolis`` (HMC, naive SGHMC, SGHMC + MH; SPEC §1, E7)."""
@@ -73,6 +84,10 @@ class HMC(Sampler):
         super().__init__(target, **kwargs)
         self.n_leapfrog = self.checked("n_leapfrog", n_leapfrog)
         self.metropolis = bool(metropolis)
+        if not self.uses_stochastic_gradient and not target.has_exact_gradient:
+            raise ValueError(f"{self.name} follows the exact gradient of the whole data set, which target {target.name!r} "
+                             "does not have (use a stochastic-gradient sampler)")
+        require_potential_for_metropolis(self)
 
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)

@@ -28,7 +28,8 @@ import numpy as np
 from sgmcmc.engine import codes
 from sgmcmc.noise import injected_noise
 from sgmcmc.samplers.base import NOISE_ESTIMATES, Sampler
-from sgmcmc.samplers.hmc import METROPOLIS, N_LEAPFROG, resampled_trajectory_step, trajectory_kernel
+from sgmcmc.samplers.hmc import (METROPOLIS, N_LEAPFROG, require_potential_for_metropolis, resampled_trajectory_step,
+                                  trajectory_kernel)
 from sgmcmc.samplers.sghmc import FRICTION, SGHMC
 from sgmcmc.schema import Key, choice
 from sgmcmc.state import SamplerState
@@ -51,6 +52,7 @@ class SGHMCMetropolis(Sampler):
         self.friction_coefficient = self.checked("friction", friction)
         self.n_leapfrog = self.checked("n_leapfrog", n_leapfrog)
         self.metropolis = bool(metropolis)
+        require_potential_for_metropolis(self)
 
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)

@@ -36,6 +36,14 @@ class Target(ABC):
         """The covariance V(θ) of ∇Ũ − ∇U where known: (dim, dim) or (n, dim, dim); None if unknown."""
         return None
 
+    # Whether ``potential`` and ``gradient`` are available: a target whose U(θ) or ∇U(θ) over the whole data set cannot
+    # be computed (LDA's needs the marginal likelihood of the corpus) says so, and the samplers that need them (HMC's
+    # exact gradient, every Metropolis test) refuse it in one line.
+    has_potential: bool = True
+    has_exact_gradient: bool = True
+    # Whether the support is bounded (``reflect`` maps θ back into it after each step; LDA's θ > 0).
+    bounded: bool = False
+
     # What the metrics need; targets without an exact density leave these as they are.
     has_exact_density: bool = False
 

@@ -70,6 +70,9 @@ class OnlineLDA(Target):
     name = "lda"
     random_metrics = True  # the held-out Gibbs sweeps of sample_metrics
     has_exact_density = False
+    has_potential = False  # U(θ) and ∇U(θ) need the marginal likelihood of the whole corpus
+    has_exact_gradient = False
+    bounded = True  # θ > 0, reflected after every step ([R])
 
     def __init__(self, make_stream: Callable[[], object], words: list[str], n_topics: int = 50, alpha: float = 0.01,
                  beta: float = 1e-4, batch_size: int = 50, n_sweeps: int = 50, corpus_size: float = 3.3e6):
