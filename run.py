@@ -49,9 +49,9 @@ def group_choices(group: str) -> list[str]:
 
 def parse_command_line(argv: list[str]):
     """Hydra's own argument parser, its errors as one line (argparse would print the usage too)."""
-    from hydra._internal.utils import get_args_parser
+    from sgmcmc_cli.hydra_private import args_parser
 
-    parser = get_args_parser()
+    parser = args_parser()
 
     def error(message: str) -> None:
         if message.startswith("unrecognized arguments") and "=" in message:
@@ -78,40 +78,37 @@ def preflight(argv: list[str]) -> bool | OneRun:
         return args.multirun  # another primary config: Hydra checks it
     overrides = args.overrides
     try:
-        parsed = overrides_parser(CONFIG_DIR).parse_overrides(overrides)
+        parsed = overrides_parser().parse_overrides(overrides)
     except Exception as error:  # Hydra's grammar errors: keep the first line only
         fail(f"cannot parse the command line: {str(error).strip().splitlines()[0]}")
-    for override in parsed:
-        key = override.key_or_group
-        if key in GROUPS and not override.is_delete():
-            values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [override.value()]
-            for value in values:
-                if value not in group_choices(key):
-                    fail(f"{key}={value!r} is invalid: allowed values are {', '.join(group_choices(key))}")
+    check_group_choices(parsed)
     if not args.multirun and not args.resolve and not any(
             override.key_or_group in ("hydra/sweeper", "hydra.mode") for override in parsed):
         one_run = OneRun.compose(overrides)
         if one_run is not None:
             return one_run
     from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
     from omegaconf import OmegaConf
 
     from sgmcmc.config import ConfigError
     from sgmcmc.experiment import build
 
-    jobs = [overrides]
-    if any(override.key_or_group == "hydra/sweeper" for override in parsed):
-        # another sweeper decides the jobs as it goes: check what all of them share
-        jobs = [[text for text, override in zip(overrides, parsed) if not override.is_sweep_override()]]
-    elif args.multirun:
-        try:
-            jobs = expand(overrides, config_dir=CONFIG_DIR)
-        except Exception as error:  # e.g. interval(...), which only other sweepers sample
-            fail(f"cannot make the sweep's jobs: {str(error).strip().splitlines()[0]}")
-        if not jobs:
-            fail("the sweep has no jobs (a sweep over an empty list or glob)")
     composed = set()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=VERSION_BASE):
+        loader = GlobalHydra.instance().config_loader()  # glob(...) over a config group needs it
+        jobs = [overrides]
+        if any(override.key_or_group == "hydra/sweeper" for override in parsed):
+            # another sweeper decides the jobs as it goes: check what all of them share
+            jobs = [[text for text, override in zip(overrides, parsed) if not override.is_sweep_override()]]
+        elif args.multirun:
+            check_group_choices(overrides_parser(loader).parse_overrides(overrides))
+            try:
+                jobs = expand(overrides, config_loader=loader)
+            except Exception as error:  # e.g. interval(...), which only other sweepers sample
+                fail(f"cannot make the sweep's jobs: {str(error).strip().splitlines()[0]}")
+            if not jobs:
+                fail("the sweep has no jobs (a sweep over an empty list or glob)")
         for job in jobs:
             # which keys exist depends on the group choices only: compose one job of each combination
             groups = tuple(item for item in job if item.split("=")[0].lstrip("+~") in GROUPS + ("experiment",)
@@ -126,7 +123,7 @@ def preflight(argv: list[str]) -> bool | OneRun:
                 elif len(composed) == 1:
                     check_launcher(config.hydra)
             except Exception as error:
-                fail(describe_compose_error(str(error), overrides_parser(CONFIG_DIR).parse_overrides(job)))
+                fail(describe_compose_error(str(error), overrides_parser().parse_overrides(job)))
     if args.multirun:
         return True
     try:
@@ -153,29 +150,23 @@ class OneRun:
         """The run's config composed and resolved (a compose error: one line, exit 2); None when the config makes
         it a sweep (``hydra.mode: MULTIRUN``), which hydra.main then runs."""
         from hydra import version
-        from hydra._internal.hydra import Hydra
-        from hydra._internal.utils import (create_automatic_config_search_path,
-                                           detect_calling_file_or_module_from_task_function, detect_task_name,
-                                           run_and_report)
         from hydra.core.global_hydra import GlobalHydra
         from hydra.types import RunMode
         from omegaconf import OmegaConf, open_dict, read_write
 
+        from sgmcmc_cli.hydra_private import create_hydra
         from sgmcmc_cli.sweep import overrides_parser
 
         # what hydra.main's _run_hydra does before it runs anything: the same search path and task name
         version.setbase(VERSION_BASE)
-        calling_file, calling_module = detect_calling_file_or_module_from_task_function(task)
-        search_path = create_automatic_config_search_path(calling_file, calling_module, str(CONFIG_DIR))
-        hydra = run_and_report(lambda: Hydra.create_main_hydra2(task_name=detect_task_name(calling_file, calling_module),
-                                                                config_search_path=search_path))
+        hydra = create_hydra(task, str(CONFIG_DIR))
         try:
             try:
                 config = hydra.compose_config(config_name="config", overrides=list(overrides), run_mode=RunMode.RUN,
                                               from_shell=False)
                 OmegaConf.to_container(job_config(config), resolve=True)
             except Exception as error:
-                fail(describe_compose_error(str(error), overrides_parser(CONFIG_DIR).parse_overrides(overrides)))
+                fail(describe_compose_error(str(error), overrides_parser().parse_overrides(overrides)))
             if config.hydra.mode == RunMode.MULTIRUN:
                 GlobalHydra.instance().clear()
                 return None
@@ -192,18 +183,13 @@ class OneRun:
 
     def run(self) -> None:
         """Hydra's run of :func:`task` (what hydra.main's ``_run_app`` does), composing nothing again."""
-        from hydra._internal.utils import run_and_report
         from hydra.core.global_hydra import GlobalHydra
 
-        loader = self.hydra.config_loader
+        from sgmcmc_cli.hydra_private import hand_over, report
 
-        def load_configuration(**kwargs):  # Hydra.run's composition: the config composed and checked already
-            del loader.load_configuration  # once; any later composition is Hydra's own
-            return self.config
-
-        loader.load_configuration = load_configuration
+        hand_over(self.hydra, self.config)  # Hydra.run's composition: the config composed and checked already
         try:
-            run_and_report(lambda: self.hydra.run(config_name="config", task_function=task, overrides=self.overrides))
+            report(lambda: self.hydra.run(config_name="config", task_function=task, overrides=self.overrides))
         finally:
             GlobalHydra.instance().clear()
 
@@ -218,6 +204,22 @@ def job_config(config):
     with read_write(job), open_dict(job):
         del job["hydra"]
     return job
+
+
+def check_group_choices(parsed) -> None:
+    """Every choice of a group of ours (``configs/<group>/*.yaml``) exists; a sweep's choices too (a ``glob(...)``
+    only where the overrides were parsed with a config loader)."""
+    from hydra.core.override_parser.types import Glob
+
+    for override in parsed:
+        key = override.key_or_group
+        if key in GROUPS and not override.is_delete():
+            if isinstance(override.value(), Glob) and override.config_loader is None:
+                continue  # matches the group's files only: checked with the sweep's jobs
+            values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [override.value()]
+            for value in values:
+                if value not in group_choices(key):
+                    fail(f"{key}={value!r} is invalid: allowed values are {', '.join(group_choices(key))}")
 
 
 def check_launcher(hydra) -> None:

@@ -17,12 +17,14 @@ import sys
 import warnings
 from typing import Any
 
+from hydra.core.global_hydra import GlobalHydra
 from hydra.core.utils import JobReturn, JobStatus
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from sgmcmc_cli import sweep
+from sgmcmc_cli.hydra_private import job_error
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -43,9 +45,8 @@ class SweepManifest(Callback):
         if hydra.sweeper.get("_target_", "").endswith(".BasicSweeper"):
             params = hydra.sweeper.get("params")
             params = OmegaConf.to_container(params, resolve=True) if params else {}
-            primary = [source.path for source in hydra.runtime.config_sources if source.provider == "main"]
-            config_dir = primary[0].removeprefix("file://") if primary and primary[0].startswith("file://") else None
-            jobs = sweep.expand(_overrides(hydra), params, config_dir)
+            loader = GlobalHydra.instance().config_loader() if GlobalHydra.instance().is_initialized() else None
+            jobs = sweep.expand(_overrides(hydra), params, loader)
         sweep.plan(hydra.sweep.dir, jobs, hydra.launcher.get("_target_", "basic"))
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
@@ -54,7 +55,7 @@ class SweepManifest(Callback):
         if job_return.status == JobStatus.COMPLETED and isinstance(job_return.return_value, dict):
             outcome = job_return.return_value  # run.py's task: status, run_folder, error
         else:  # the task raised (a bug, or a failure outside the experiment's own error handling)
-            outcome = {"status": sweep.FAILED, "run_folder": None, "error": job_return._return_value}
+            outcome = {"status": sweep.FAILED, "run_folder": None, "error": job_error(job_return)}
         try:
             sweep.record(config.hydra.sweep.dir, config.hydra.job.num, _overrides(config.hydra),
                          outcome["status"], outcome.get("run_folder"), outcome.get("error"))

@@ -8,7 +8,7 @@ lock; the end of the sweep merges once more and removes ``.jobs/`` (a sweep that
 Every file is written atomically (temporary name, rename), so a reader never sees half a manifest. Remote
 jobs need the sweep folder on a shared file system, as their run folders do. :mod:`sgmcmc_cli.hydra_callbacks`
 calls this module from Hydra; the module itself keeps no Hydra state and only needs Hydra to expand a
-sweep's overrides into jobs.
+sweep's overrides into jobs (the basic sweeper's order: :mod:`sgmcmc_cli.hydra_private`).
 """
 
 from __future__ import annotations
@@ -45,26 +45,21 @@ def error_line(error) -> str | None:
     return text
 
 
-def overrides_parser(config_dir: str | Path | None = None):
-    """Hydra's override parser; with ``config_dir`` it can also expand ``glob(...)`` over config groups."""
+def overrides_parser(config_loader=None):
+    """Hydra's override parser; with a config loader (``GlobalHydra.instance().config_loader()``) it can also expand
+    ``glob(...)`` over config groups."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    if config_dir is None:
-        return OverridesParser.create()
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra._internal.utils import create_config_search_path
-
-    return OverridesParser.create(config_loader=ConfigLoaderImpl(create_config_search_path(str(config_dir))))
+    return OverridesParser.create(config_loader=config_loader)
 
 
-def expand(overrides: list[str], params: dict | None = None, config_dir: str | Path | None = None) -> list[list[str]]:
+def expand(overrides: list[str], params: dict | None = None, config_loader=None) -> list[list[str]]:
     """The jobs of a multirun on Hydra's basic sweeper, in its order (job ``i`` gets list ``i``):
     ``hydra.sweeper.params`` first, then the command line's overrides, as the sweeper combines them."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+    from sgmcmc_cli.hydra_private import basic_sweeper_jobs
 
     arguments = [f"{key}={value}" for key, value in (params or {}).items()] + list(overrides)
-    parsed = overrides_parser(config_dir).parse_overrides(arguments)
-    return BasicSweeper.split_arguments(parsed, None)[0]
+    return basic_sweeper_jobs(overrides_parser(config_loader).parse_overrides(arguments))
 
 
 def plan(sweep_dir: str | Path, jobs: list[list[str]] | None, launcher: str) -> dict:
