@@ -62,11 +62,12 @@ def parse_command_line(argv: list[str]):
     return parser.parse_args(argv)
 
 
-def preflight(argv: list[str]) -> bool | OneRun:
+def preflight(argv: list[str]) -> bool | OneRun | OneSweep:
     """Check the command line before Hydra runs anything: its syntax and group choices, then the composed
     config of every job. A single run's config is also validated (by the job itself when it is a :class:`OneRun`);
     a sweep's jobs validate their own and report failure without stopping the sweep (see the sweep's
-    manifest.json). Returns whether it is a sweep, or the :class:`OneRun` of a plain single run."""
+    manifest.json). Returns the :class:`OneRun` of a plain single run, the :class:`OneSweep` of a sweep (``-m``), or
+    for what ``hydra.main`` runs itself whether it is a sweep."""
     from sgmcmc_cli.sweep import expand, overrides_parser
 
     args = parse_command_line(argv)
@@ -125,7 +126,7 @@ def preflight(argv: list[str]) -> bool | OneRun:
             except Exception as error:
                 fail(describe_compose_error(str(error), overrides_parser().parse_overrides(job)))
     if args.multirun:
-        return True
+        return OneSweep.compose(overrides)
     try:
         build(container)
     except ConfigError as error:
@@ -152,7 +153,7 @@ class OneRun:
         from hydra import version
         from hydra.core.global_hydra import GlobalHydra
         from hydra.types import RunMode
-        from omegaconf import OmegaConf, open_dict, read_write
+        from omegaconf import OmegaConf
 
         from sgmcmc_cli.hydra_private import create_hydra
         from sgmcmc_cli.sweep import overrides_parser
@@ -170,13 +171,9 @@ class OneRun:
             if config.hydra.mode == RunMode.MULTIRUN:
                 GlobalHydra.instance().clear()
                 return None
-            overrides = list(overrides)
             if config.hydra.mode is None:  # hydra.main adds this override to a run's command line (_run_app)
-                overrides.append("hydra.mode=RUN")
-                with read_write(config.hydra), open_dict(config.hydra):
-                    config.hydra.mode = RunMode.RUN
-                    config.hydra.overrides.hydra.append("hydra.mode=RUN")
-            return cls(hydra, config, overrides)
+                return cls(hydra, config, with_mode(config, overrides, RunMode.RUN))
+            return cls(hydra, config, list(overrides))
         except BaseException:
             GlobalHydra.instance().clear()
             raise
@@ -192,6 +189,69 @@ class OneRun:
             report(lambda: self.hydra.run(config_name="config", task_function=task, overrides=self.overrides))
         finally:
             GlobalHydra.instance().clear()
+
+
+class OneSweep:
+    """``python run.py -m [overrides]``, a sweep as ``hydra.main`` runs it, on its primary config composed once here.
+
+    The sweep's folder (``hydra.sweep.dir``: that config's, whose ``${now:...}`` resolves once) is then known here:
+    after the sweep, :func:`main` reads the sweep's exit code from the ``manifest.json`` its jobs wrote there
+    (:mod:`sgmcmc_cli.sweep`), which is how a sweep's result comes back to the command line."""
+
+    def __init__(self, hydra, config, overrides: list[str]):
+        self.hydra, self.config, self.overrides = hydra, config, overrides
+
+    @classmethod
+    def compose(cls, overrides: list[str]) -> OneSweep:
+        """The sweep's primary config, as ``hydra.main`` composes it for ``-m`` (a compose error: one line, exit 2)."""
+        from hydra import version
+        from hydra.core.global_hydra import GlobalHydra
+        from hydra.types import RunMode
+
+        from sgmcmc_cli.hydra_private import create_hydra
+        from sgmcmc_cli.sweep import overrides_parser
+
+        version.setbase(VERSION_BASE)
+        hydra = create_hydra(task, str(CONFIG_DIR))
+        try:
+            try:
+                config = hydra.compose_config(config_name="config", overrides=list(overrides),
+                                              run_mode=RunMode.MULTIRUN)
+            except Exception as error:
+                fail(describe_compose_error(str(error), overrides_parser().parse_overrides(overrides)))
+            if config.hydra.mode == RunMode.RUN:  # as hydra.main warns (_run_app)
+                warnings.warn("\n\tRunning Hydra app with --multirun, overriding with `hydra.mode=MULTIRUN`.",
+                              UserWarning, stacklevel=1)
+            if config.hydra.mode != RunMode.MULTIRUN:  # what hydra.main adds to a sweep's command line (_run_app)
+                return cls(hydra, config, with_mode(config, overrides, RunMode.MULTIRUN))
+            return cls(hydra, config, list(overrides))
+        except BaseException:
+            GlobalHydra.instance().clear()
+            raise
+
+    def run(self) -> Path:
+        """Hydra's sweep of :func:`task` (``Hydra.multirun``: its callbacks, sweeper and launcher as ever), composing
+        the primary config nothing again; returns the sweep's folder."""
+        from hydra.core.global_hydra import GlobalHydra
+
+        from sgmcmc_cli.hydra_private import hand_over, report
+
+        hand_over(self.hydra, self.config)
+        try:
+            report(lambda: self.hydra.multirun(config_name="config", task_function=task, overrides=self.overrides))
+        finally:
+            GlobalHydra.instance().clear()
+        return Path(str(self.config.hydra.sweep.dir))
+
+
+def with_mode(config, overrides: list[str], mode) -> list[str]:
+    """``overrides`` plus ``hydra.mode=<mode>``, and ``config`` as Hydra composes it with that override."""
+    from omegaconf import open_dict, read_write
+
+    with read_write(config.hydra), open_dict(config.hydra):
+        config.hydra.mode = mode
+        config.hydra.overrides.hydra.append(f"hydra.mode={mode.name}")
+    return [*overrides, f"hydra.mode={mode.name}"]
 
 
 def job_config(config):
@@ -373,18 +433,19 @@ def main() -> None:
     if isinstance(multirun, OneRun):  # a single run: its config composed once, run by Hydra
         multirun.run()
         return
+    if isinstance(multirun, OneSweep):  # every job has run: the sweep's exit code from its manifest
+        from sgmcmc_cli.sweep import MANIFEST, exit_code, read
+
+        folder = multirun.run()
+        code, line = exit_code(read(folder)) if (folder / MANIFEST).is_file() else (0, None)
+        if code:
+            print(line, file=sys.stderr)
+            sys.exit(code)
+        return
 
     import hydra
 
     hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base=VERSION_BASE)(task)()
-    if multirun:  # every job has run: the sweep's exit code from its manifest (sgmcmc_cli.sweep.exit_code)
-        from sgmcmc_cli.sweep import exit_code, last_manifest
-
-        manifest = last_manifest()
-        code, line = exit_code(manifest) if manifest is not None else (0, None)
-        if code:
-            print(line, file=sys.stderr)
-            sys.exit(code)
 
 
 if __name__ == "__main__":

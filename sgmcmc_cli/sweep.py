@@ -19,15 +19,14 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
-MANIFEST = "manifest.json"
+from sgmcmc.results import MANIFEST  # noqa: F401  (the manifest's file name, read by sgmcmc.collect too)
+
 RECORDS = ".jobs"
 PLAN = "plan.json"
 PENDING, FAILED = "pending", "failed"
 # exit code of a whole sweep (run.py -m): 1 if a job failed or never reported, else 130 if one was
 # interrupted, else 0 (diverged runs are results of a sweep, not failures)
 SWEEP_EXIT_FAILED, SWEEP_EXIT_INTERRUPTED = 1, 130
-
-_last: dict | None = None  # the manifest of the last sweep that ended in this process (read by run.py)
 
 
 def error_line(error) -> str | None:
@@ -114,16 +113,11 @@ def merge(sweep_dir: str | Path) -> dict:
 
 
 def finish(sweep_dir: str | Path) -> dict:
-    """The last merge, at the end of the sweep (the job records are then dropped: the manifest holds them);
-    remembered for :func:`exit_code`."""
-    global _last
-    _last = merge(sweep_dir)
+    """The last merge, at the end of the sweep (the job records are then dropped: the manifest holds them).
+    ``run.py -m`` then reads the manifest from the sweep folder (:func:`read`) for the sweep's :func:`exit_code`."""
+    manifest = merge(sweep_dir)
     shutil.rmtree(Path(sweep_dir) / RECORDS, ignore_errors=True)
-    return _last
-
-
-def last_manifest() -> dict | None:
-    return _last
+    return manifest
 
 
 def read(path: str | Path) -> dict:
