@@ -64,41 +64,35 @@ def parse_arguments(argv: list[str]):
 
 
 # -- composing configs (as run.py does) ------------------------------------------------------------
-def config_groups() -> list[str]:
-    return sorted(path.name for path in CONFIG_DIR.iterdir() if path.is_dir())
-
-
-def group_choices(group: str) -> list[str]:
-    return sorted(path.stem for path in (CONFIG_DIR / group).glob("*.yaml"))
-
-
 def parse_overrides(overrides: list[str]):
-    """Hydra's parser on the overrides; unknown group choices fail with one line."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
+    """Hydra's parser on the overrides; unknown group choices fail with one line (:mod:`sgmcmc_cli.overrides`)."""
+    from sgmcmc.config import ConfigError
+    from sgmcmc_cli.overrides import check_group_choices
+    from sgmcmc_cli.sweep import overrides_parser
 
     try:
-        parsed = OverridesParser.create().parse_overrides(overrides)
+        parsed = overrides_parser().parse_overrides(overrides)
     except Exception as error:  # Hydra's grammar errors: keep the first line only
         fail(f"cannot parse the command line: {str(error).strip().splitlines()[0]}")
-    groups = config_groups()
     for override in parsed:
-        key = override.key_or_group
         if override.is_sweep_override():
             fail(f"{override.input_line!r}: sweeps are not supported by check.py (use --all for every sampler)")
-        if key in groups and not override.is_delete() and override.value() not in group_choices(key):
-            fail(f"{key}={override.value()!r} is invalid: allowed values are {', '.join(group_choices(key))}")
+    try:
+        check_group_choices(parsed, CONFIG_DIR)
+    except ConfigError as error:
+        fail(str(error))
     return parsed
 
 
-def describe(error: Exception, parsed) -> str:
-    """One line for a Hydra compose error (run.py's wording when available)."""
-    message = str(error)
-    try:
-        from run import describe_compose_error
+def check_keys(parsed) -> None:
+    """The keys the overrides set are declared (as run.py checks them before composing): one line if not."""
+    from sgmcmc.config import ConfigError
+    from sgmcmc_cli.overrides import check_keys as check_declared
 
-        return describe_compose_error(message, parsed)
-    except Exception:  # run.py's helper missing or changed: the first line of Hydra's message
-        return message.strip().splitlines()[0] if message.strip() else type(error).__name__
+    try:
+        check_declared(parsed, CONFIG_DIR)
+    except ConfigError as error:
+        fail(str(error))
 
 
 def compose(overrides: list[str]) -> dict:
@@ -168,14 +162,15 @@ def check_one(args) -> None:
 
     from sgmcmc.config import ConfigError
     from sgmcmc.recipe import RecipeError
+    from sgmcmc_cli.overrides import compose_error_line
     from sgmcmc.stationarity import STATIONARY_THRESHOLD
 
-    parsed = parse_overrides(args.overrides)
+    check_keys(parse_overrides(args.overrides))
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
             container = compose(args.overrides)
     except Exception as error:
-        fail(describe(error, parsed))
+        fail(compose_error_line(error))
     try:
         sampler, target, step_size = build(container)
     except ConfigError as error:
@@ -212,6 +207,7 @@ def check_all(args) -> None:
     from sgmcmc.config import ConfigError
     from sgmcmc.samplers import SAMPLERS
     from sgmcmc.stationarity import CONVERGING_RATIO, DEFAULT_ORDER, STATIONARY_THRESHOLD
+    from sgmcmc_cli.overrides import compose_error_line
 
     parsed = parse_overrides(args.overrides)
     for override in parsed:
@@ -227,10 +223,11 @@ def check_all(args) -> None:
 
     rows, target_name, start = [], None, time.perf_counter()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        check_keys([o for o in parsed if not o.key_or_group.startswith("sampler.")])  # sampler.*: checked above
         try:  # the common part (target, run, ...) once, so a bad target stops here with one line
             compose([o for o in args.overrides if not o.startswith("sampler.")])
         except Exception as error:
-            fail(describe(error, parsed))
+            fail(compose_error_line(error))
         for name in names:
             keys = sampler_keys(name)
             own = [line for line, key in sampler_overrides.items() if key in keys]
@@ -243,7 +240,7 @@ def check_all(args) -> None:
                 rows.append({**row, "verdict": f"config error: {error}"})
                 continue
             except Exception as error:
-                rows.append({**row, "verdict": f"no config: {describe(error, parsed)}"})
+                rows.append({**row, "verdict": f"no config: {compose_error_line(error)}"})
                 continue
             target_name = target.name
             row.update({"z": z_label(sampler), "step_size": step_size, "noise_estimate": noise_handling(sampler)})

@@ -26,7 +26,6 @@ CONFIG_DIR = Path(__file__).resolve().parent / "configs"
 VERSION_BASE = "1.3"
 GROUPS = ("sampler", "target", "schedule")
 LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
-DISTRIBUTED = 'the ray and submitit launchers need the distributed extra: pip install -e ".[distributed]"'
 # configs/hydra/launcher/ray.yaml replaces the Ray plugin's config of the same name on purpose (loopback only)
 warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/ray' is validated against ConfigStore schema")
 
@@ -43,8 +42,16 @@ def fail(message: str, code: int = 2) -> None:
     sys.exit(code)
 
 
-def group_choices(group: str) -> list[str]:
-    return sorted(path.stem for path in (CONFIG_DIR / group).glob("*.yaml"))
+def check(parsed, group_options=None) -> None:
+    """The overrides' group choices and keys checked before Hydra composes them (:mod:`sgmcmc_cli.overrides`;
+    Hydra's groups with ``group_options``, a config loader's): a bad one is one line, exit 2."""
+    from sgmcmc.config import ConfigError
+    from sgmcmc_cli.overrides import check_overrides
+
+    try:
+        check_overrides(parsed, CONFIG_DIR, group_options)
+    except ConfigError as error:
+        fail(str(error))
 
 
 def parse_command_line(argv: list[str]):
@@ -68,6 +75,7 @@ def preflight(argv: list[str]) -> bool | OneRun | OneSweep:
     a sweep's jobs validate their own and report failure without stopping the sweep (see the sweep's
     manifest.json). Returns the :class:`OneRun` of a plain single run, the :class:`OneSweep` of a sweep (``-m``), or
     for what ``hydra.main`` runs itself whether it is a sweep."""
+    from sgmcmc_cli.overrides import compose_error_line
     from sgmcmc_cli.sweep import expand, overrides_parser
 
     args = parse_command_line(argv)
@@ -82,7 +90,7 @@ def preflight(argv: list[str]) -> bool | OneRun | OneSweep:
         parsed = overrides_parser().parse_overrides(overrides)
     except Exception as error:  # Hydra's grammar errors: keep the first line only
         fail(f"cannot parse the command line: {str(error).strip().splitlines()[0]}")
-    check_group_choices(parsed)
+    check(parsed)
     if not args.multirun and not args.resolve and not any(
             override.key_or_group in ("hydra/sweeper", "hydra.mode") for override in parsed):
         one_run = OneRun.compose(overrides)
@@ -103,7 +111,7 @@ def preflight(argv: list[str]) -> bool | OneRun | OneSweep:
             # another sweeper decides the jobs as it goes: check what all of them share
             jobs = [[text for text, override in zip(overrides, parsed) if not override.is_sweep_override()]]
         elif args.multirun:
-            check_group_choices(overrides_parser(loader).parse_overrides(overrides))
+            check(overrides_parser(loader).parse_overrides(overrides), loader.get_group_options)  # glob(...) too
             try:
                 jobs = expand(overrides, config_loader=loader)
             except Exception as error:  # e.g. interval(...), which only other sweepers sample
@@ -111,12 +119,14 @@ def preflight(argv: list[str]) -> bool | OneRun | OneSweep:
             if not jobs:
                 fail("the sweep has no jobs (a sweep over an empty list or glob)")
         for job in jobs:
-            # which keys exist depends on the group choices only: compose one job of each combination
+            # which keys exist depends on the group choices only (every job sets the same keys): check and compose
+            # one job of each combination
             groups = tuple(item for item in job if item.split("=")[0].lstrip("+~") in GROUPS + ("experiment",)
                            or "/" in item.split("=")[0])
             if groups in composed:
                 continue
             composed.add(groups)
+            check(overrides_parser(loader).parse_overrides(job), loader.get_group_options)
             try:
                 config = compose(config_name="config", overrides=job, return_hydra_config=args.multirun)
                 if not args.multirun:
@@ -124,7 +134,7 @@ def preflight(argv: list[str]) -> bool | OneRun | OneSweep:
                 elif len(composed) == 1:
                     check_launcher(config.hydra)
             except Exception as error:
-                fail(describe_compose_error(str(error), overrides_parser().parse_overrides(job)))
+                fail(compose_error_line(error))
     if args.multirun:
         return OneSweep.compose(overrides)
     try:
@@ -156,18 +166,20 @@ class OneRun:
         from omegaconf import OmegaConf
 
         from sgmcmc_cli.hydra_private import create_hydra
+        from sgmcmc_cli.overrides import compose_error_line
         from sgmcmc_cli.sweep import overrides_parser
 
         # what hydra.main's _run_hydra does before it runs anything: the same search path and task name
         version.setbase(VERSION_BASE)
         hydra = create_hydra(task, str(CONFIG_DIR))
         try:
+            check(overrides_parser().parse_overrides(overrides), hydra.config_loader.get_group_options)
             try:
                 config = hydra.compose_config(config_name="config", overrides=list(overrides), run_mode=RunMode.RUN,
                                               from_shell=False)
                 OmegaConf.to_container(job_config(config), resolve=True)
             except Exception as error:
-                fail(describe_compose_error(str(error), overrides_parser().parse_overrides(overrides)))
+                fail(compose_error_line(error))
             if config.hydra.mode == RunMode.MULTIRUN:
                 GlobalHydra.instance().clear()
                 return None
@@ -209,16 +221,16 @@ class OneSweep:
         from hydra.types import RunMode
 
         from sgmcmc_cli.hydra_private import create_hydra
-        from sgmcmc_cli.sweep import overrides_parser
+        from sgmcmc_cli.overrides import compose_error_line
 
         version.setbase(VERSION_BASE)
         hydra = create_hydra(task, str(CONFIG_DIR))
         try:
             try:
                 config = hydra.compose_config(config_name="config", overrides=list(overrides),
-                                              run_mode=RunMode.MULTIRUN)
+                                              run_mode=RunMode.MULTIRUN)  # its jobs' overrides: checked already
             except Exception as error:
-                fail(describe_compose_error(str(error), overrides_parser().parse_overrides(overrides)))
+                fail(compose_error_line(error))
             if config.hydra.mode == RunMode.RUN:  # as hydra.main warns (_run_app)
                 warnings.warn("\n\tRunning Hydra app with --multirun, overriding with `hydra.mode=MULTIRUN`.",
                               UserWarning, stacklevel=1)
@@ -266,26 +278,12 @@ def job_config(config):
     return job
 
 
-def check_group_choices(parsed) -> None:
-    """Every choice of a group of ours (``configs/<group>/*.yaml``) exists; a sweep's choices too (a ``glob(...)``
-    only where the overrides were parsed with a config loader)."""
-    from hydra.core.override_parser.types import Glob
-
-    for override in parsed:
-        key = override.key_or_group
-        if key in GROUPS and not override.is_delete():
-            if isinstance(override.value(), Glob) and override.config_loader is None:
-                continue  # matches the group's files only: checked with the sweep's jobs
-            values = list(override.sweep_string_iterator()) if override.is_sweep_override() else [override.value()]
-            for value in values:
-                if value not in group_choices(key):
-                    fail(f"{key}={value!r} is invalid: allowed values are {', '.join(group_choices(key))}")
-
-
 def check_launcher(hydra) -> None:
     """The launcher's plugin is installed (ray.yaml composes without it), and SLURM's sbatch is there."""
     import importlib.util
     import shutil
+
+    from sgmcmc_cli.overrides import DISTRIBUTED
 
     target = str(hydra.launcher.get("_target_", ""))
     module = target.rpartition(".")[0]
@@ -298,45 +296,6 @@ def check_launcher(hydra) -> None:
         fail(f"{choice}: {module} is not installed; {DISTRIBUTED}")
     if target.endswith(".SlurmLauncher") and shutil.which("sbatch") is None:
         fail(f"{choice}: sbatch is not on PATH: run the sweep on a SLURM login node")
-
-
-def describe_compose_error(message: str, parsed) -> str:
-    """Turn Hydra's "Could not override 'k'" into a line naming the allowed keys."""
-    import re
-
-    from sgmcmc.config import RUN_FIELDS, SAMPLER_FIELDS, SCHEDULE_FIELDS, TARGET_FIELDS
-
-    missing = re.search(r"Could not find '(hydra/[a-z_]+)/([^']*)'", message)
-    if missing:
-        group, value = missing.groups()
-        options = re.search(rf"Available options in '{group}':\n((?:\t.*\n?)*)", message)
-        allowed = ", ".join(options.group(1).split()) if options else "none found"
-        hint = f"; {DISTRIBUTED}" if group == "hydra/launcher" else ""
-        return f"{group}={value!r} is invalid: allowed values are {allowed}{hint}"
-    match = re.search(r"Could not override '([^']+)'", message)
-    if not match:
-        line = message.strip().splitlines()[0]
-        return f"{line.rstrip('.')}; {DISTRIBUTED}" if "'hydra/launcher/" in line else line  # slurm.yaml, no plugin
-    key = match.group(1)
-    section = key.split(".")[0]
-    tables = {"sampler": SAMPLER_FIELDS, "target": TARGET_FIELDS, "schedule": SCHEDULE_FIELDS}
-    if section in tables and "." in key:
-        import yaml
-
-        entries = yaml.safe_load((CONFIG_DIR / "config.yaml").read_text())["defaults"]
-        defaults = {k: v for entry in entries if isinstance(entry, dict) for k, v in entry.items()}
-        chosen = {o.key_or_group: o.value() for o in parsed if o.key_or_group in tables and not o.is_sweep_override()}
-        name = chosen.get(section, defaults[section])
-        try:  # the registered name the chosen file configures (sampler/ccadl_shang2015.yaml: ccadl)
-            node = yaml.safe_load((CONFIG_DIR / section / f"{name}.yaml").read_text()) or {}
-            registered = str(node.get(section, node).get("name", name))
-        except (OSError, yaml.YAMLError, AttributeError):
-            registered = name
-        allowed = sorted(set(tables[section].get(registered, {})) | {"name"})
-        return f"{key} is not a known key of {section} '{name}'; allowed keys are {', '.join(allowed)}"
-    if section == "run" and "." in key:
-        return f"{key} is not a known key; allowed keys are {', '.join('run.' + k for k in RUN_FIELDS)}"
-    return f"{key} is not a known key; allowed keys are run, sampler, schedule, seed, target"
 
 
 def resolved(config) -> dict:
