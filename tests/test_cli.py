@@ -128,7 +128,7 @@ def test_diverging_chain_stops_with_status_diverged_and_keeps_samples(tmp_path):
 
 
 def test_running_noise_estimate_on_a_synthetic_target_is_one_clear_error(tmp_path):
-    result = run_cli("sampler=ccadl", "target=double_well", *SMALL, results_dir=tmp_path)
+    result = run_cli("sampler=ccadl", "target=double_well", "sampler.noise_estimate=running", *SMALL, results_dir=tmp_path)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "noise_estimate=running" in lines[0] and "known or zero" in lines[0], lines
