@@ -1,0 +1,143 @@
+"""Defaults that work for every sampler × target (issue 18): ``python run.py sampler=S target=T`` as a new user types it.
+
+1. Every sampler config × target config at its defaults (a few steps, the target's own chain count) completes
+   without divergence, or refuses with one line; the refused pairs and their lines are exactly README's table.
+2. On every toy target with an exact density, the default run of every correct registered sampler (its default
+   steps, chains and seed) passes the KL(p‖q) bound of tests/samplers/test_sampling_accuracy.py on the SPEC §3 grid
+   (0.005 in 1D, 0.01 in 2D; twice the injected noise, i.e. twice the temperature, gives about 0.1 on a unit
+   Gaussian). The step sizes that make it hold are chosen by scripts/tune_defaults.py (configs/by_target/).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+import sgmcmc.experiment
+from sgmcmc.config import ConfigError
+from sgmcmc.data import resolve_data_dir
+from sgmcmc.evaluation import Evaluator
+from sgmcmc.experiment import build, run_experiment
+from sgmcmc.runner import run_chains
+from sgmcmc.samplers import SAMPLERS
+from sgmcmc.targets import make_target
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIG_DIR = ROOT / "configs"
+SAMPLER_CONFIGS = sorted(path.stem for path in (CONFIG_DIR / "sampler").glob("*.yaml"))
+TARGET_CONFIGS = sorted(path.stem for path in (CONFIG_DIR / "target").glob("*.yaml"))
+WALK_STEPS = ["run.n_steps=10", "run.burn_in=0", "run.progress=false", "run.figures=false"]
+# The samplers that are wrong on purpose (SPEC §0): they must run at their defaults, not pass the check.
+INCORRECT = ("naive_sghmc", "naive_sgrhmc")
+# tests/samplers/test_sampling_accuracy.py's KL(p‖q) bound by dimension
+KL_MAX = {1: 0.005, 2: 0.01}
+
+
+def composed(*overrides: str) -> dict:
+    """The resolved config of ``python run.py <overrides>``."""
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        config = OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
+    config.pop("hydra", None)
+    return config
+
+
+def reads_data(target: str) -> bool:
+    return "data_dir" in composed(f"target={target}")["target"]
+
+
+def readme_refusals() -> dict[tuple[str, str], str]:
+    """README's table of refused pairs: (target, sampler config) -> the line the command line prints."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("<!-- refused pairs -->")[1].split("<!-- end refused pairs -->")[0]
+    return {(target, sampler): line.replace("\\|", "|") for target, sampler, line in
+            re.findall(r"^\| `([a-z0-9_]+)` \| `([a-z0-9_]+)` \| `error: (.*)` \|$", section, flags=re.M)}
+
+
+@pytest.fixture(scope="module")
+def loaded_targets():
+    """Each data target loads its data once for the whole walk (a run's results do not depend on it: only whether
+    it completes is checked here)."""
+    cache = {}
+    original = sgmcmc.experiment.make_target
+
+    def make(name, **params):
+        key = (name, repr(sorted(params.items())))
+        if key not in cache:
+            cache[key] = original(name, **params)
+        return cache[key]
+
+    sgmcmc.experiment.make_target = make
+    yield
+    sgmcmc.experiment.make_target = original
+
+
+@pytest.mark.parametrize("sampler", SAMPLER_CONFIGS)
+@pytest.mark.parametrize("target", TARGET_CONFIGS)
+def test_every_pair_at_its_defaults_completes_or_refuses_in_one_line(target, sampler, tmp_path, loaded_targets):
+    if reads_data(target) and not Path(resolve_data_dir(None)).is_dir():
+        pytest.skip("no data folder")
+    config = composed(f"target={target}", f"sampler={sampler}", *WALK_STEPS, f"run.results_dir={tmp_path}")
+    refused = readme_refusals().get((target, sampler))
+    try:
+        folder, status = run_experiment(config)
+    except ConfigError as error:
+        assert refused is not None, f"refused but not in README's table: error: {error}"
+        assert "\n" not in str(error) and str(error) == refused, (str(error), refused)
+        assert not any(tmp_path.iterdir())
+        return
+    assert refused is None, f"README says it is refused ({refused}), but it ran"
+    assert status == "completed", (status, (folder / "metrics.json").read_text())
+
+
+def toy_targets() -> list[str]:
+    """The targets that read no data and have an exact density on the KL grid."""
+    out = []
+    for name in TARGET_CONFIGS:
+        if reads_data(name):
+            continue
+        params = {key: value for key, value in composed(f"target={name}")["target"].items() if key != "name"}
+        if params.get("data_seed", 0) is None:
+            params["data_seed"] = 0
+        if Evaluator(make_target(name, **params)).enabled:
+            out.append(name)
+    return out
+
+
+CORRECT = sorted(name for name in SAMPLERS if name not in INCORRECT and name in SAMPLER_CONFIGS)
+# Pairs whose default run does not pass yet: no step size of scripts/tune_defaults.py's grid passes the bound in the
+# target's default steps (`python scripts/tune_defaults.py --target T --sampler S --dry-run` prints each score).
+# README lists them; strict, so a pair that starts passing fails here until it leaves this table.
+NOT_YET = {
+    **{("lecture_quartic", name): "V = 200: a step size that keeps the injected noise PSD does not mix in 2,000 steps"
+       for name in ("ccadl", "sghmc", "sghmc_mh", "sgld", "sgnht", "sgrhmc", "sgrld")},
+    **{("welling_teh_mixture", name): "batch size 1: the minibatch noise the sampler cannot correct heats the chains"
+       for name in ("ccadl", "sghmc", "sgld", "sgnht", "sgrhmc", "sgrld")},
+    **{("normal_gamma", name): "a narrow posterior (N = 100) and a large V(theta): no grid step size passes in 2,000 steps"
+       for name in ("ccadl", "sghmc", "sghmc_mh", "sgld", "sgnht", "sgrhmc", "sgrld")},
+    **{("gaussian_2d_prec", name): "no grid step size passes in 2,000 steps" for name in ("ccadl", "sghmc_mh", "sgnht")},
+}
+
+
+@pytest.mark.parametrize("sampler", CORRECT)
+@pytest.mark.parametrize("target", toy_targets())
+def test_default_run_of_every_correct_sampler_passes_the_kl_check(target, sampler, request):
+    if (target, sampler) in NOT_YET:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_YET[(target, sampler)]))
+    config = composed(f"target={target}", f"sampler={sampler}", "run.progress=false")
+    built = build(config)
+    evaluator = Evaluator(built.target)
+    outcome = run_chains(built.sampler, built.schedule, built.settings, np.random.default_rng(config["seed"]), evaluator)
+    assert outcome.status == "completed", outcome.error
+    scores = evaluator.score(outcome.samples.reshape(-1, built.target.dim))
+    assert scores["kl_pq"] < KL_MAX[built.target.dim], scores
+
+
+def test_the_toy_targets_are_the_ones_with_an_exact_density():
+    """The check above covers what it should: the six synthetic targets, Normal-Gamma and Welling–Teh's mixture."""
+    assert set(toy_targets()) == {"gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov",
+                                  "gaussian_2d_prec", "normal_gamma", "welling_teh_mixture"}
