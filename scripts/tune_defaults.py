@@ -35,11 +35,13 @@ sys.path.insert(0, str(ROOT))
 # KL(p‖q) must be below this fraction of the check at both seeds. The E θ² error is recorded, not checked: its
 # absolute bound of the accuracy tests suits unit-scale targets, not gaussian_2d_prec's variance of 5.3.
 KL_MARGIN = 0.75
-GRID = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001)
+GRID = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0005, 0.0002, 0.0001)
 SEEDS = (0, 1)
 # Samplers that are wrong on purpose (SPEC §0): no step size makes them pass the check; theirs is the largest that
 # completes without divergence (and without refusal) at both seeds.
 INCORRECT = ("naive_sghmc", "naive_sgrhmc")
+# the mark of a pair file this script wrote (others are kept as they are)
+WRITTEN_BY = "written by `python scripts/tune_defaults.py"
 
 
 def check_of(dim: int) -> tuple[float, float]:
@@ -91,8 +93,11 @@ def noise_estimate_override(target: str, base: dict) -> list[str]:
     return ["sampler.noise_estimate=" + ("zero" if built.noise_covariance(theta) is None else "known")]
 
 
-def noise_comment(settings: dict) -> list[str]:
+def noise_comment(settings: dict, data_target: bool = False) -> list[str]:
     estimate = settings.get("sampler.noise_estimate")
+    if estimate == "zero" and data_target:
+        return ["# noise_estimate: zero, since the sampler takes known or zero only, and with known the minibatch noise makes",
+                "# every step size of the grid refused at the start or stop mid-run (on drbm the full covariance is slow besides)."]
     if estimate == "known":
         return ["# noise_estimate: known, since the target's gradient noise V is known and it has no data for a running estimate."]
     if estimate == "zero":
@@ -157,13 +162,24 @@ def qualifies(results: list[dict], margin: float = KL_MARGIN, completes_only: bo
     return True
 
 
-def tune(target: str, sampler: str, log=print) -> tuple[float | None, float, list[dict], bool]:
+def tune(target: str, sampler: str, log=print) -> tuple[float | None, float, list[dict], bool, list[str]]:
     """(chosen step size or None, the sampler config's own step size, the scores at the chosen one, whether it passes
-    the check). When no step size passes, the chosen one is the largest that completes at seed 0 (the pair runs at
-    its defaults; the check's failure is listed in README and tests/test_defaults.py)."""
-    pair = [f"target={target}", f"sampler={sampler}", "~by_target"]
-    base = compose(pair)
-    pair += noise_estimate_override(target, base)
+    the check, the run overrides it was chosen with). A trajectory sampler tries configs/config.yaml's run first
+    (:func:`run_overrides`) and, when no step size passes there, the target's longer one. When no step size passes,
+    the chosen one is the largest that completes at seed 0 (the pair runs at its defaults; the check's failure is
+    listed in README and tests/test_defaults.py)."""
+    base = compose([f"target={target}", f"sampler={sampler}", "~by_target"])
+    short = run_overrides(base)
+    for run_length in ([short, []] if short else [[]]):
+        chosen = tune_step_size(target, sampler, base, run_length, log)
+        if chosen[3]:
+            break
+    return chosen + (run_length,)
+
+
+def tune_step_size(target: str, sampler: str, base: dict, run_length: list[str], log=print) -> tuple[float | None, float, list[dict], bool]:
+    """:func:`tune`'s search over the step sizes for one run length."""
+    pair = [f"target={target}", f"sampler={sampler}", "~by_target"] + noise_estimate_override(target, base) + run_length
     own = float(base["sampler"]["step_size"])
     completes = None
     for step_size in (own,) + tuple(h for h in GRID if h != own):
@@ -185,10 +201,31 @@ def tune(target: str, sampler: str, log=print) -> tuple[float | None, float, lis
     return (None, own, [], False) if completes is None else (completes[0], own, completes[1], False)
 
 
-def write_pair(target: str, sampler: str, step_size: float, own: float, results: list[dict], passes: bool = True) -> Path | None:
+# the run settings that set a run's length (configs/config.yaml's run node)
+RUN_LENGTH_KEYS = ("n_steps", "burn_in", "thin", "eval_every")
+
+
+def run_overrides(base: dict) -> list[str]:
+    """A trajectory sampler (one with ``n_leapfrog``: hmc, sghmc_mh, naive_sghmc) makes a trajectory of n_leapfrog
+    steps per run step, so on a target whose config lengthens the run for the one-step samplers it first tries
+    configs/config.yaml's run (2,000 trajectories; the same length costs it n_leapfrog times the gradients): these
+    overrides, empty for the other samplers and where the target keeps that run."""
+    from omegaconf import OmegaConf
+
+    if "n_leapfrog" not in base["sampler"]:
+        return []
+    default = OmegaConf.load(CONFIG_DIR / "config.yaml").run
+    return [f"run.{key}={default[key]}" for key in RUN_LENGTH_KEYS if base["run"][key] != default[key]]
+
+
+def write_pair(target: str, sampler: str, step_size: float, own: float, results: list[dict], passes: bool = True,
+               run_length: list[str] = ()) -> Path | None:
+    from sgmcmc.targets.data import DataTarget
+
     path = BY_TARGET / target / f"{sampler}.yaml"
-    noise = noise_estimate_override(target, compose([f"target={target}", f"sampler={sampler}", "~by_target"]))
-    if step_size == own and not noise:
+    base = compose([f"target={target}", f"sampler={sampler}", "~by_target"])
+    noise = noise_estimate_override(target, base)
+    if step_size == own and not noise and not run_length:
         if path.exists():
             path.unlink()
         return None
@@ -212,11 +249,16 @@ def write_pair(target: str, sampler: str, step_size: float, own: float, results:
             rule = (f"no value of the grid passes the default run's check (KL(p||q) < {kl_max:g}); this is the sampler\n"
                     f"# config's own or the largest below it that completes at seed 0, so that the pair runs (README lists it)")
     lines = ["# @package _global_",
-             f"# sampler={sampler} on target={target}, written by `python scripts/tune_defaults.py --target {target} --sampler {sampler}`.",
+             f"# sampler={sampler} on target={target}, {WRITTEN_BY} --target {target} --sampler {sampler}`.",
              f"# Step size: {rule}", f"# ({scores})."]
     settings = dict(override.lstrip("+").split("=", 1) for override in noise)
-    lines += noise_comment(settings)
+    lines += noise_comment(settings, data_target=isinstance(build_target(target), DataTarget))
     lines += ["sampler:", f"  step_size: {step_size:g}"] + [f"  {key.split('.', 1)[1]}: {value}" for key, value in settings.items()]
+    if run_overrides(base) and not run_length:
+        lines += ["# The target's run: at configs/config.yaml's shorter one no step size of the grid passes."]
+    if run_length:
+        lines += ["# The run of configs/config.yaml, not the target's longer one: each step is a trajectory of n_leapfrog steps.",
+                  "run:"] + [f"  {override.split('=', 1)[0].split('.', 1)[1]}: {override.split('=', 1)[1]}" for override in run_length]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
@@ -235,8 +277,10 @@ def data_noise_overrides(base: dict, target: str | None = None) -> list[str]:
     that subtract the estimate from their injected noise clip it to keep that noise PSD (as Shang et al.'s SGHMC). CCAdL
     uses the estimate in its friction, not its noise, so it keeps ``noise_clip: false``."""
     sampler = base["sampler"]
-    if "noise_estimate" not in sampler or sampler["name"] == "sghmc_mh":  # sghmc_mh: known or zero only
+    if "noise_estimate" not in sampler:
         return []
+    if sampler["name"] == "sghmc_mh":  # known or zero only; on logistic_mnist79 and drbm the minibatch noise makes known
+        return ["sampler.noise_estimate=zero"] if target in DATA_TARGETS else []  # refused or stop at every grid step
     overrides = ["++sampler.noise_estimate=running"]  # ++: set whether or not the sampler's file has the key
     if target in RUNNING_FORM:
         overrides.append(f"++sampler.running_form={RUNNING_FORM[target]}")
@@ -273,14 +317,21 @@ def write_data_pair(target: str, sampler: str, step_size: float, noise: list[str
     path = BY_TARGET / target / f"{sampler}.yaml"
     settings = dict(override.lstrip("+").split("=", 1) for override in noise)
     lines = ["# @package _global_",
-             f"# sampler={sampler} on target={target}, written by `python scripts/tune_defaults.py --target {target} --sampler {sampler}`.",
+             f"# sampler={sampler} on target={target}, {WRITTEN_BY} --target {target} --sampler {sampler}`.",
              f"# Step size: of the grid {', '.join(f'{h:g}' for h in DATA_GRID)}, the one whose default run (seed 0) ends with the",
              f"# best test log-likelihood of the running posterior mean ({result['test_log_likelihood']:.4f}); the others diverged or ended lower."]
-    lines += noise_comment(settings)
+    lines += noise_comment(settings, data_target=True)
     lines += ["sampler:", f"  step_size: {step_size:g}"] + [f"  {key.split('.', 1)[1]}: {value}" for key, value in settings.items()]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def hand_written(target: str, sampler: str) -> bool:
+    """Whether the pair's file exists and was not written by this script (e.g. HMC's leapfrog step from the reference
+    run's pilot, recipe-fig3's LDA table, a shorter run for HMC): the script leaves such a file alone."""
+    path = BY_TARGET / target / f"{sampler}.yaml"
+    return path.exists() and WRITTEN_BY not in path.read_text()
 
 
 def refused_pairs() -> list[tuple[str, str, str]]:
@@ -324,6 +375,9 @@ def main(argv=None) -> int:
     unresolved = []
     for target in targets:
         for sampler in samplers:
+            if hand_written(target, sampler):
+                print(f"{target} {sampler}: kept configs/by_target/{target}/{sampler}.yaml (written by hand; its comment says why)")
+                continue
             if target in DATA_TARGETS:
                 step_size, noise, result = tune_data(target, sampler)
                 if step_size is None:
@@ -333,10 +387,10 @@ def main(argv=None) -> int:
                 path = None if args.dry_run else write_data_pair(target, sampler, step_size, noise, result)
                 print(f"{target} {sampler}: step size {step_size:g}" + (f" -> {path.relative_to(ROOT)}" if path else ""))
                 continue
-            step_size, own, results, passes = tune(target, sampler)
+            step_size, own, results, passes, run_length = tune(target, sampler)
             if not passes and step_size is not None:
                 unresolved.append((target, sampler))
-                path = None if args.dry_run else write_pair(target, sampler, step_size, own, results, passes=False)
+                path = None if args.dry_run else write_pair(target, sampler, step_size, own, results, passes=False, run_length=run_length)
                 print(f"{target} {sampler}: no step size of the grid qualifies; {step_size:g} completes"
                       + (f" -> {path.relative_to(ROOT)}" if path else ""))
                 continue
@@ -347,7 +401,7 @@ def main(argv=None) -> int:
                     print(f"{target} {sampler}: no step size of the grid qualifies")
                     unresolved.append((target, sampler))
                 continue
-            path = None if args.dry_run else write_pair(target, sampler, step_size, own, results)
+            path = None if args.dry_run else write_pair(target, sampler, step_size, own, results, run_length=run_length)
             print(f"{target} {sampler}: step size {step_size:g} (own {own:g})" + (f" -> {path.relative_to(ROOT)}" if path else ""))
     return 1 if unresolved else 0
 

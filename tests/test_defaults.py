@@ -109,18 +109,10 @@ def toy_targets() -> list[str]:
 
 
 CORRECT = sorted(name for name in SAMPLERS if name not in INCORRECT and name in SAMPLER_CONFIGS)
-# Pairs whose default run does not pass yet: no step size of scripts/tune_defaults.py's grid passes the bound in the
-# target's default steps (`python scripts/tune_defaults.py --target T --sampler S --dry-run` prints each score).
-# README lists them; strict, so a pair that starts passing fails here until it leaves this table.
-NOT_YET = {
-    **{("lecture_quartic", name): "V = 200: a step size that keeps the injected noise PSD does not mix in 2,000 steps"
-       for name in ("ccadl", "sghmc", "sghmc_mh", "sgld", "sgnht", "sgrhmc", "sgrld")},
-    **{("welling_teh_mixture", name): "batch size 1: the minibatch noise the sampler cannot correct heats the chains"
-       for name in ("ccadl", "sghmc", "sgld", "sgnht", "sgrhmc", "sgrld")},
-    **{("normal_gamma", name): "a narrow posterior (N = 100) and a large V(theta): no grid step size passes in 2,000 steps"
-       for name in ("ccadl", "sghmc", "sghmc_mh", "sgld", "sgnht", "sgrhmc", "sgrld")},
-    **{("gaussian_2d_prec", name): "no grid step size passes in 2,000 steps" for name in ("ccadl", "sghmc_mh", "sgnht")},
-}
+# Pairs whose default run does not pass yet (strict expected failures, listed in README; a pair that starts passing
+# fails here until it leaves this table). `python scripts/tune_defaults.py --target T --sampler S --dry-run` prints
+# each grid value's scores. None at present.
+NOT_YET: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("sampler", CORRECT)
