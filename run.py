@@ -9,6 +9,7 @@ and no result folder. The last line printed is the result folder.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -408,4 +409,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BrokenPipeError:  # the reader of the output went away (``python run.py --help | head``): no traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's documented way (signal module, SIGPIPE)
+        sys.exit(1)

@@ -33,7 +33,7 @@ TIMINGS = ("wall_time_s", "steps_per_second", "chain_steps_per_second", "evaluat
 QUIET = ["run.progress=false"]
 DOUBLE_WELL = ["sampler=sgrhmc", "target=double_well", "run.n_steps=300", "run.n_chains=200", "run.burn_in=100",
                "run.thin=2", "run.eval_every=50", "run.checkpoint_every_steps=40", *QUIET]
-CCADL = ["sampler=ccadl", "target=normal_gamma", "sampler.noise_estimate=running", "run.n_steps=400", "run.n_chains=20",
+CCADL = ["sampler=ccadl", "target=normal_gamma", "sampler.noise_estimate=running", "run.n_steps=400", "run.n_chains=20", "run.thin=1",
          "run.burn_in=100", "run.eval_every=50", "run.checkpoint_every_steps=60", "run.figures=false", *QUIET]
 
 
