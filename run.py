@@ -410,7 +410,10 @@ def main() -> None:
 
 if __name__ == "__main__":
     try:
-        main()
+        try:
+            main()
+        finally:  # also on the SystemExit of Hydra's --help: a closed pipe shows here, not at interpreter exit
+            sys.stdout.flush()
     except BrokenPipeError:  # the reader of the output went away (``python run.py --help | head``): no traceback
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # Python's documented way (signal module, SIGPIPE)
         sys.exit(1)

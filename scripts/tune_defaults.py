@@ -8,15 +8,19 @@
 For one (target, sampler config) pair the run is composed as ``python run.py target=T sampler=S ~by_target``
 composes it: the target's run settings (chains, steps, burn-in) and the sampler's own values, without the pair's
 file that this script writes, and scored like ``run.py`` scores it: KL(p‖q)
-on the target's SPEC §3 grid and the largest error of E θ² over the pooled kept samples.
+on the target's SPEC §3 grid and the largest error of E θ² over the pooled kept samples. A trajectory sampler
+(``n_leapfrog`` steps per run step) first tries configs/config.yaml's shorter run where the target lengthens it
+(:func:`run_overrides`), then the target's.
 
 The rule: try the sampler config's own step size, then the values of :data:`GRID`, largest first; keep the first
 that completes without divergence and passes the check (:func:`check_of`) at both seeds :data:`SEEDS`, KL(p‖q)
 with a margin (:data:`KL_MARGIN`); a step size too small to mix in the target's steps fails it as a too large one
 does. The test of the defaults (tests/test_defaults.py) applies the check itself at the default seed.
-When the sampler config's own step size already qualifies, no file is written (and an old one is removed).
-Every other pair gets a file whose comment records the scores that chose it. A pair that no grid value
-qualifies is reported, and no file is written: its defaults need another look (steps, friction).
+When the sampler config's own values (step size, noise estimate, run) already qualify, no file is written (and an
+old one is removed). Every other pair gets a file whose comment records the scores that chose it. A pair that no
+grid value qualifies is reported, and gets a file with the largest step size that completes at seed 0 (its comment
+says so): its defaults need another look (steps, friction). Pair files that this script did not write
+(:data:`WRITTEN_BY`) are left alone: their comments say how they were chosen.
 """
 
 from __future__ import annotations
@@ -170,11 +174,13 @@ def tune(target: str, sampler: str, log=print) -> tuple[float | None, float, lis
     listed in README and tests/test_defaults.py)."""
     base = compose([f"target={target}", f"sampler={sampler}", "~by_target"])
     short = run_overrides(base)
+    first = None
     for run_length in ([short, []] if short else [[]]):
-        chosen = tune_step_size(target, sampler, base, run_length, log)
+        chosen = tune_step_size(target, sampler, base, run_length, log) + (run_length,)
         if chosen[3]:
-            break
-    return chosen + (run_length,)
+            return chosen
+        first = first or chosen
+    return first  # no step size passes at either length: the shorter run's fallback (the longer costs more, gains nothing)
 
 
 def tune_step_size(target: str, sampler: str, base: dict, run_length: list[str], log=print) -> tuple[float | None, float, list[dict], bool]:
@@ -212,9 +218,9 @@ def run_overrides(base: dict) -> list[str]:
     overrides, empty for the other samplers and where the target keeps that run."""
     from omegaconf import OmegaConf
 
-    if "n_leapfrog" not in base["sampler"]:
-        return []
     default = OmegaConf.load(CONFIG_DIR / "config.yaml").run
+    if "n_leapfrog" not in base["sampler"] or base["run"]["n_steps"] <= default["n_steps"]:
+        return []
     return [f"run.{key}={default[key]}" for key in RUN_LENGTH_KEYS if base["run"][key] != default[key]]
 
 

@@ -169,13 +169,3 @@ def test_every_command_s_help_exits_0_with_its_usage(command):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() and "Traceback" not in result.stderr, (result.stdout, result.stderr)
 
-
-def test_help_read_by_a_reader_that_stops_early_shows_no_traceback():
-    """``python run.py --help | head -1``: the reader closes the pipe after one line; no BrokenPipeError traceback."""
-    process = subprocess.Popen([sys.executable, "run.py", "--help"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    first = process.stdout.readline()
-    process.stdout.close()  # the reader goes away before the rest is written
-    stderr = process.stderr.read().decode()
-    process.wait(timeout=120)
-    assert first.strip() and "Traceback" not in stderr and "BrokenPipeError" not in stderr, stderr

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / "configs"
 SAMPLER_CONFIGS = sorted(path.stem for path in (CONFIG_DIR / "sampler").glob("*.yaml"))
 TARGET_CONFIGS = sorted(path.stem for path in (CONFIG_DIR / "target").glob("*.yaml"))
-WALK_STEPS = ["run.n_steps=10", "run.burn_in=0", "run.progress=false", "run.figures=false"]
+WALK_STEPS = ["run.n_steps=10", "run.burn_in=0", "run.thin=1", "run.progress=false", "run.figures=false"]
 # The samplers that are wrong on purpose (SPEC §0): they must run at their defaults, not pass the check.
 INCORRECT = ("naive_sghmc", "naive_sgrhmc")
 # tests/samplers/test_sampling_accuracy.py's KL(p‖q) bound by dimension
