@@ -11,9 +11,9 @@ export SGMCMC_DATA
 JOBS ?= 2
 PAPER_ROOT ?= results/paper
 SMOKE_ROOT ?= results/smoke
-PAPER_EXPERIMENTS := recipe_fig2 sghmc_slides lecture_toys ccadl_table1 ccadl_fig2 ccadl_fig2_posterior ccadl_fig3 recipe_fig3
+PAPER_EXPERIMENTS := recipe_fig2 sghmc_slides lecture_toys ccadl_table1 ccadl_fig2 ccadl_fig2_posterior ccadl_fig3 recipe_fig3 sghmc_bnn
 
-.PHONY: setup run test clean figures smoke check-samplers recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic ccadl-fig2 ccadl-fig2-posterior ccadl-fig3 recipe-fig3 bench bench-peers
+.PHONY: setup run test clean figures smoke check-samplers recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic ccadl-fig2 ccadl-fig2-posterior ccadl-fig3 recipe-fig3 sghmc-bnn bench bench-peers
 
 setup: $(STAMP)
 
@@ -63,7 +63,12 @@ ccadl-fig3: $(STAMP)
 recipe-fig3: $(STAMP)
 	$(BIN)/python -m experiments.recipe_fig3 --root $(PAPER_ROOT) --jobs 1
 
-figures: recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic ccadl-fig2 ccadl-fig2-posterior ccadl-fig3 recipe-fig3
+# Chen, Fox & Guestrin (2014) §4.2: the Bayesian neural network on MNIST, SGD / SGD with momentum / SGLD / SGHMC x 3 seeds,
+# 800 epochs each (ARGS="--epochs 100" for a shorter run)
+sghmc-bnn: $(STAMP)
+	$(BIN)/python -m experiments.sghmc_bnn --root $(PAPER_ROOT) --jobs $(JOBS) $(ARGS)
+
+figures: recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic ccadl-fig2 ccadl-fig2-posterior ccadl-fig3 recipe-fig3 sghmc-bnn
 
 # speed benchmarks -> results/bench/<run-id>.json, LATEST names it (never part of the tests)
 bench: $(STAMP)

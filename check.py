@@ -233,6 +233,9 @@ def check_all(args) -> None:
             own = [line for line, key in sampler_overrides.items() if key in keys]
             common = [o for o in args.overrides if not o.startswith("sampler.")]
             row = {"sampler": name}
+            if SAMPLERS[name].kind == "optimiser":
+                rows.append({**row, "verdict": "optimiser: no stationary distribution to check"})
+                continue
             try:
                 container = compose([f"sampler={name}", *common, *own])
                 sampler, target, step_size = build(container)

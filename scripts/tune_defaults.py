@@ -76,10 +76,11 @@ def build_target(name: str):
 
 def sampler_configs() -> list[str]:
     """The registered samplers' own configs (``configs/sampler/<name>.yaml``); a paper's
-    variant (e.g. ``sghmc_shang2015``) keeps that paper's settings."""
+    variant (e.g. ``sghmc_shang2015``) keeps that paper's settings. Not the optimisers (no samples to score)."""
     from sgmcmc.samplers import SAMPLERS
 
-    return [name for name in sorted(SAMPLERS) if (CONFIG_DIR / "sampler" / f"{name}.yaml").exists()]
+    return [name for name in sorted(SAMPLERS)
+            if (CONFIG_DIR / "sampler" / f"{name}.yaml").exists() and SAMPLERS[name].kind == "sampler"]
 
 
 def noise_estimate_override(target: str, base: dict) -> list[str]:

@@ -114,6 +114,8 @@ START_CHECK_MAX_DIM = 512
 def _check_at_start(sampler, schedule, config) -> None:
     """D PSD, Q skew and ε(2D − εB̂) PSD at the initial state and the initial step size (the last not
     with ``noise_clip``, which clips instead, nor with a running estimate, which starts at 0)."""
+    if sampler.kind == "optimiser":  # no recipe: nothing to check
+        return
     rng = np.random.default_rng(config["seed"])
     state = sampler.init(sampler.target.initial_position(min(8, config["run"]["n_chains"]), rng), rng)
     step = schedule(0)
@@ -373,6 +375,8 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
     if outcome.moments is not None and outcome.moments.count:
         final.update(evaluator.score_mean(outcome.moments.mean))
     final.update(outcome.state_metrics)
+    final.update(outcome.predictive)
+    final.update(outcome.hyperparameters)
     final.update(_thermostat(built, outcome, config))
     figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
     artifacts = built.target.write_artifacts(folder, outcome.final_theta) if outcome.steps_done else []

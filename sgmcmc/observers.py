@@ -8,7 +8,9 @@ blackjax's kernels keep concerns apart: each has ``update(block)`` and ``state_d
 - :class:`StepCounters`: Metropolis–Hastings acceptance, clipped variances, reflections;
 - :class:`TraceObserver`: a trace row every ``eval_every`` steps, scored incrementally (linear in the run's length);
 - :class:`ProgressObserver`: the progress bar;
-- :class:`PathObserver`: keeps any per-step statistic of the paths that an experiment asks for.
+- :class:`PathObserver`: keeps any per-step statistic of the paths that an experiment asks for;
+- :class:`GibbsObserver`: the target's Gibbs step of its hyperparameters every so many steps;
+- :class:`PredictiveObserver`: the target's test-set prediction averaged over one sample per epoch.
 
 Every observer folds a block step by step in time order (or with integer counts), so its state does not depend on
 how the run is cut into blocks: a resumed run ends with the same bits.
@@ -224,10 +226,11 @@ class TraceObserver:
     name = "trace"
 
     def __init__(self, settings, schedule, evaluator, target, store: SampleStore, moments: MomentsObserver,
-                 counters: StepCounters, evaluation_rng):
+                 counters: StepCounters, evaluation_rng, predictive: Optional["PredictiveObserver"] = None):
         from sgmcmc.evaluation import RunningScore
 
         self.settings, self.schedule, self.evaluator, self.target = settings, schedule, evaluator, target
+        self.predictive = predictive  # its metrics join the row of the step it scored (it updates before the trace)
         self.store, self.moments, self.counters, self.evaluation_rng = store, moments, counters, evaluation_rng
         self.score = RunningScore(evaluator, settings.n_chains) if evaluator is not None else None
         self.rows: list[dict] = []
@@ -251,6 +254,10 @@ class TraceObserver:
         if self.target.n_data:
             row["passes"] = t * self.target.batch_size / self.target.n_data
         row.update(self.target.trace_position(t))
+        if self.predictive is not None and self.predictive.step == t:
+            row.update(self.predictive.latest)
+        for name, values in self.target.hyperparameters().items():  # those the steps up to t used (mean over chains)
+            row[name] = float(np.mean(values))
         if self.counters.accept_count:
             row["acceptance_rate"] = self.counters.acceptance_rate
         if self.evaluator is not None:
@@ -404,3 +411,82 @@ class Snapshots:
 
     def load_state_dict(self, state: dict) -> None:
         self.steps, self.thetas = [np.array(state["step"], dtype=np.int64)], [np.array(state["theta"], dtype=float)]
+
+
+class GibbsObserver:
+    """The target's Gibbs step of its hyperparameters (:meth:`~sgmcmc.targets.base.Target.gibbs_update`) after every
+    ``every``-th step, with θ of that step (the SGHMC paper's Gamma precisions, SPEC T11/T12): a hook of the run loop,
+    which ends a block at each such step (:func:`sgmcmc.runner.next_stop`). ``mode``: the conditional's mode instead of
+    a draw (an optimiser's run). Draws from its own generator ``rng``; its state (the generator, the number of updates
+    and the hyperparameters' values) goes into the checkpoints, so a resumed run continues bit for bit."""
+
+    name = "gibbs"
+
+    def __init__(self, target, every: int, rng: Optional[np.random.Generator], mode: bool = False):
+        if every < 1:
+            raise ValueError(f"Gibbs steps every {every} steps: expected at least 1")
+        self.target, self.every, self.rng, self.mode = target, int(every), rng, bool(mode)
+        self.updates = 0
+
+    def update(self, block: Block) -> None:
+        if block.status is None and block.stop > block.start and block.stop % self.every == 0:
+            self.target.gibbs_update(block.state.theta, self.rng, mode=self.mode)
+            self.updates += 1
+
+    def state_dict(self) -> dict:
+        from sgmcmc.checkpoint import generator_state
+
+        values = {f"value.{name}": np.asarray(value, dtype=float) for name, value in self.target.hyperparameters().items()}
+        return {"rng": generator_state(self.rng), "updates": self.updates, **values}
+
+    def load_state_dict(self, state: dict) -> None:
+        from sgmcmc.checkpoint import restore_generator
+
+        self.rng = restore_generator(state["rng"], self.rng)
+        self.updates = int(state["updates"])
+        self.target.set_hyperparameters({key[len("value."):]: value for key, value in state.items()
+                                         if key.startswith("value.")})
+
+
+class PredictiveObserver:
+    """The target's test-set prediction (:meth:`~sgmcmc.targets.base.Target.predict`) at θ of every ``every``-th step
+    (one sample per epoch), averaged over those after ``burn_in`` (the SGHMC paper's predictive, SPEC T11/T12; before
+    burn-in, and always with ``average=False``, an optimiser's, the current point's own), and its metrics
+    (:meth:`~sgmcmc.targets.base.Target.predictive_metrics`): ``latest`` holds the last scored step's metrics, the mean
+    over chains, which the trace rows take. Checkpointed (the running average is (c, n_test, k) numbers)."""
+
+    name = "predictive"
+
+    def __init__(self, target, every: int, burn_in: int, average: bool = True):
+        if every < 1:
+            raise ValueError(f"predictions every {every} steps: expected at least 1")
+        self.target, self.every, self.burn_in, self.average = target, int(every), int(burn_in), bool(average)
+        self.mean, self.count, self.step, self.latest = None, 0, 0, {}
+
+    def update(self, block: Block) -> None:
+        t = block.stop
+        if block.status is not None or t <= block.start or t % self.every:
+            return
+        prediction = self.target.predict(block.state.theta)
+        if self.average and t > self.burn_in:
+            self.count += 1
+            if self.mean is None:
+                self.mean = np.array(prediction, dtype=float)
+            else:
+                self.mean += (prediction - self.mean) / self.count
+            prediction = self.mean
+        metrics = self.target.predictive_metrics(prediction)
+        self.step = t
+        self.latest = {"predictions_averaged": self.count, **{name: float(np.mean(value)) for name, value in metrics.items()}}
+        if np.shape(next(iter(metrics.values()), ()))[:1] != (1,):  # several chains: the spread too
+            self.latest.update({f"{name}_sd": float(np.std(value, ddof=1)) for name, value in metrics.items()})
+
+    def state_dict(self) -> dict:
+        state = {"count": self.count, "step": self.step, "latest": self.latest}
+        if self.mean is not None:
+            state["mean"] = self.mean
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.count, self.step, self.latest = int(state["count"]), int(state["step"]), dict(state["latest"])
+        self.mean = np.array(state["mean"]) if "mean" in state else None

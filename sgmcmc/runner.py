@@ -29,8 +29,8 @@ from sgmcmc.checkpoint import (
 from sgmcmc.engine.blocks import CompiledBlocks, kernel_of, numpy_block
 from sgmcmc.engine.data_blocks import DataKernel
 from sgmcmc.evaluation import Evaluator
-from sgmcmc.observers import (MomentsObserver, ProgressObserver, RunningMoments, SampleStore, StepCounters,
-                              ThermostatObserver, TraceObserver)
+from sgmcmc.observers import (GibbsObserver, MomentsObserver, PredictiveObserver, ProgressObserver, RunningMoments,
+                              SampleStore, StepCounters, ThermostatObserver, TraceObserver)
 
 __all__ = ["RunSettings", "RunOutcome", "RunningMoments", "run_chains", "iterate_blocks"]
 from sgmcmc.samplers.base import Sampler
@@ -79,6 +79,8 @@ class RunOutcome:
     final_theta: Optional[np.ndarray] = None  # the last finite state's θ (n_chains, dim)
     evaluation_time: float = 0.0  # seconds of wall_time spent scoring the trace rows
     state_metrics: dict = field(default_factory=dict)  # the target's metrics of the last scored state (LDA perplexity)
+    predictive: dict = field(default_factory=dict)  # metrics of the averaged test-set predictive (BNN, BPMF)
+    hyperparameters: dict = field(default_factory=dict)  # the last Gibbs-step values, mean over chains
 
 
 def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
@@ -87,10 +89,12 @@ def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
     return int(max(1, min(8192 if compiled else 64, 2**18 // max(1, n_chains * dim))))
 
 
-def next_stop(t: int, settings: RunSettings, size: int, due_step: float) -> int:
+def next_stop(t: int, settings: RunSettings, size: int, due_step: float, intervals: Sequence[int] = ()) -> int:
     """The end of the block that starts after step t: the next multiple of ``size``, trace row, end of burn-in,
-    periodic checkpoint or the last step, whichever comes first."""
+    periodic checkpoint, multiple of one of ``intervals`` (the target's Gibbs steps and predictions) or the last step,
+    whichever comes first."""
     candidates = [(t // size + 1) * size, (t // settings.eval_every + 1) * settings.eval_every, settings.n_steps]
+    candidates += [(t // every + 1) * every for every in intervals]
     if settings.burn_in > t:
         candidates.append(settings.burn_in)
     if due_step > t:
@@ -152,8 +156,11 @@ def run_chains(
     ignored): its samples, moments and trace equal the uninterrupted run's bit for bit.
     """
     target = sampler.target
-    store = SampleStore(settings.n_chains, settings.n_kept, target.dim, settings.burn_in, settings.thin)
-    moments = MomentsObserver(settings.n_chains, target.dim, settings.burn_in)
+    # an optimiser (SGD, SGD with momentum) keeps no samples and no moments: nothing is "after burn-in"
+    optimiser = sampler.kind == "optimiser"
+    keep_from = settings.n_steps if optimiser else settings.burn_in
+    store = SampleStore(settings.n_chains, 0 if optimiser else settings.n_kept, target.dim, keep_from, settings.thin)
+    moments = MomentsObserver(settings.n_chains, target.dim, keep_from)
     thermostat = ThermostatObserver(settings.n_chains, settings.burn_in)
     counters = StepCounters()
     if resume is None:
@@ -165,10 +172,19 @@ def run_chains(
         # Metrics that draw random numbers (LDA's held-out Gibbs) use their own generator, so how often the
         # trace is scored never changes the samples (drawn only for such targets: other runs keep their streams).
         evaluation_rng = np.random.default_rng(rng.integers(2**62)) if target.random_metrics else None
+        # the hyperparameters' Gibbs steps draw from their own generator too (drawn only for such targets)
+        gibbs_rng = np.random.default_rng(rng.integers(2**62)) if target.gibbs_every else None
     else:
         evaluation_rng = np.random.default_rng() if target.random_metrics else None
-    trace = TraceObserver(settings, schedule, evaluator, target, store, moments, counters, evaluation_rng)
-    run_observers = [store, moments, thermostat, counters, trace]
+        gibbs_rng = np.random.default_rng() if target.gibbs_every else None  # set from the checkpoint
+    gibbs = [GibbsObserver(target, target.gibbs_every, gibbs_rng, mode=optimiser)] if target.gibbs_every else []
+    predictive = PredictiveObserver(target, target.predict_every, settings.burn_in, average=not optimiser) \
+        if target.predict_every else None
+    trace = TraceObserver(settings, schedule, evaluator, target, store, moments, counters, evaluation_rng, predictive)
+    # the predictions before the trace (a row takes the metrics of its step), the Gibbs step after it (a row records
+    # the hyperparameters its steps used)
+    run_observers = [store, moments, thermostat, counters, *([predictive] if predictive else []), trace, *gibbs]
+    intervals = [observer.every for observer in (*gibbs, predictive) if observer is not None]
     # the caller's observers with a state of their own go into the checkpoints too
     checkpointed = [*run_observers, *(observer for observer in observers if hasattr(observer, "state_dict"))]
     names = [observer.name for observer in checkpointed]
@@ -191,7 +207,7 @@ def run_chains(
     clean_stop = False  # stopped by stop_requested between two steps: the state is consistent, checkpoint it
     try:
         blocks = iterate_blocks(sampler, schedule, rng, state, outcome.steps_done,
-                                lambda t: next_stop(t, settings, size, due_step), settings.n_steps, stop_requested)
+                                lambda t: next_stop(t, settings, size, due_step, intervals), settings.n_steps, stop_requested)
         for block in blocks:
             for observer in (*run_observers, *observers):
                 observer.update(block)
@@ -228,6 +244,8 @@ def run_chains(
     outcome.clip_draws, outcome.clip_decompositions = counters.clip_draws, counters.clip_decompositions
     outcome.acceptance_rate = counters.acceptance_rate
     outcome.thermostat_mean, outcome.thermostat_se = thermostat.summary()
+    outcome.predictive = dict(predictive.latest) if predictive is not None else {}
+    outcome.hyperparameters = {name: float(np.mean(values)) for name, values in target.hyperparameters().items()}
     return outcome
 
 

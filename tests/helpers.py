@@ -114,3 +114,52 @@ def one_thread(monkeypatch):
         monkeypatch.setenv(name, "1")
     with threadpool_limits(1):
         yield
+
+
+class HierarchicalGaussian:
+    """A toy target with Gibbs-updated hyperparameters (the protocol of the SGHMC paper's BNN and BPMF, SPEC T11/T12):
+    θ = two groups of two coordinates, θ_g | λ_g ~ N(0, λ_g⁻¹ I), λ_g ~ Gamma(a, b), and no data; ∇Ũ = λθ + N(0, V).
+    The exact marginals: λ_g ~ Gamma(a, b) and each θ_i ~ Student t with 2a degrees of freedom and scale √(b/a).
+    Its prediction is θ itself ((c, 1, 4)), scored as the mean of the first coordinate."""
+
+    def __new__(cls, shape=3.0, rate=3.0, noise_variance=0.0, **kwargs):
+        from sgmcmc.hyperparameters import GammaPrecisions
+        from sgmcmc.targets.base import Target
+
+        class _Hierarchical(Target):
+            name, dim = "hierarchical_gaussian", 4
+            gibbs_every = kwargs.get("gibbs_every", 10)
+            predict_every = kwargs.get("predict_every", 0)
+
+            def __init__(self):
+                self.precisions = GammaPrecisions(["precision_a", "precision_b"], [slice(0, 2), slice(2, 4)], 4,
+                                                  shape, rate)
+
+            def potential(self, theta):
+                return self.precisions.prior_potential(theta)
+
+            def gradient(self, theta):
+                return -self.precisions.prior_gradient(theta)
+
+            def stochastic_gradient(self, theta, rng):
+                return self.gradient(theta) + np.sqrt(noise_variance) * rng.standard_normal(theta.shape)
+
+            def initial_position(self, n_chains, rng):
+                return rng.standard_normal((n_chains, self.dim))
+
+            def hyperparameters(self):
+                return self.precisions.as_dict()
+
+            def set_hyperparameters(self, values):
+                self.precisions.load(values)
+
+            def gibbs_update(self, theta, rng, mode=False):
+                (self.precisions.mode if mode else lambda t: self.precisions.draw(t, rng))(theta)
+
+            def predict(self, theta):
+                return np.array(theta)[:, None, :]
+
+            def predictive_metrics(self, prediction):
+                return {"first": prediction[:, 0, 0]}
+
+        return _Hierarchical()

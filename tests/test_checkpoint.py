@@ -30,7 +30,8 @@ from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.schedules import Constant
 from sgmcmc.state import SamplerState
-from tests.helpers import RequestStopAt, build
+from sgmcmc.samplers import make_sampler
+from tests.helpers import HierarchicalGaussian, RequestStopAt, build
 from tests.targets.test_lda import _target as tiny_lda
 
 CONFIG = {"seed": 0, "sampler": {"name": "sgld", "step_size": 0.1}, "target": {"name": "double_well"},
@@ -180,6 +181,12 @@ CASES = {
                                                       running_form="diagonal", noise_clip=True),
     "sgld-welling_teh": lambda: build("sgld", "welling_teh_mixture", noise_estimate="zero"),
     "sgrld-lda": lambda: _lda_sampler(),
+    # Gibbs steps of the hyperparameters every 6 steps and the averaged predictive every 4 (SGHMC paper T11/T12);
+    # noisy gradients, so that every generator's stream matters
+    "sghmc-gibbs-predictive": lambda: make_sampler("sghmc", HierarchicalGaussian(noise_variance=0.5, gibbs_every=6,
+                                                                                 predict_every=4), noise_estimate="zero"),
+    "sgd_momentum-gibbs-predictive": lambda: make_sampler("sgd_momentum", HierarchicalGaussian(
+        noise_variance=0.5, gibbs_every=6, predict_every=4)),
 }
 STEP_SIZES = {"ccadl-running-normal_gamma": 0.001, "ccadl-diagonal-clip-normal_gamma": 0.001, "sgrld-lda": 0.01,
               "sgld-welling_teh": 0.001}
@@ -209,8 +216,9 @@ def _assert_same(a, b):
     np.testing.assert_array_equal(a.final_theta, b.final_theta)
     assert a.trace == b.trace or str(a.trace) == str(b.trace)  # str: NaN != NaN
     assert (a.status, a.steps_done, a.acceptance_rate, a.noise_clips, a.reflections, a.thermostat_mean, a.thermostat_se,
-            a.state_metrics) == (b.status, b.steps_done, b.acceptance_rate, b.noise_clips, b.reflections, b.thermostat_mean,
-                                 b.thermostat_se, b.state_metrics)
+            a.state_metrics, a.predictive, a.hyperparameters) == (
+        b.status, b.steps_done, b.acceptance_rate, b.noise_clips, b.reflections, b.thermostat_mean, b.thermostat_se,
+        b.state_metrics, b.predictive, b.hyperparameters)
 
 
 # stops before and after burn-in (LDA: 31 is in its second pass); the mixture's set-up is slow: one stop

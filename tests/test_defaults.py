@@ -108,7 +108,9 @@ def toy_targets() -> list[str]:
     return out
 
 
-CORRECT = sorted(name for name in SAMPLERS if name not in INCORRECT and name in SAMPLER_CONFIGS)
+# (the optimisers keep no samples: nothing to check against the density)
+CORRECT = sorted(name for name, cls in SAMPLERS.items()
+                 if name not in INCORRECT and name in SAMPLER_CONFIGS and cls.kind == "sampler")
 # Pairs whose default run does not pass yet (strict expected failures, listed in README; a pair that starts passing
 # fails here until it leaves this table). `python scripts/tune_defaults.py --target T --sampler S --dry-run` prints
 # each grid value's scores. None at present.

@@ -12,6 +12,7 @@ from sgmcmc.samplers.base import Sampler
 from sgmcmc.samplers.ccadl import CCAdL
 from sgmcmc.samplers.hmc import HMC, NaiveSGHMC
 from sgmcmc.samplers.naive_sgrhmc import NaiveSGRHMC
+from sgmcmc.samplers.optimisers import SGD, SGDMomentum
 from sgmcmc.samplers.sghmc import SGHMC
 from sgmcmc.samplers.sghmc_mh import SGHMCMetropolis
 from sgmcmc.samplers.sgld import SGLD
@@ -42,7 +43,8 @@ def register_sampler(cls: type[Sampler]) -> type[Sampler]:
     return cls
 
 
-for _sampler in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC, SGHMCMetropolis, CCAdL):
+for _sampler in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC, SGHMCMetropolis, CCAdL, SGD,
+                 SGDMomentum):
     register_sampler(_sampler)
 
 

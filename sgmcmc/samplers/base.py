@@ -98,6 +98,10 @@ class Sampler(ABC):
 
     name = "sampler"
     integrators: tuple[str, ...] = ("euler", "generic")
+    # "sampler" (a recipe sampler, or HMC and the MH variants), or "optimiser" (SGD, SGD with momentum:
+    # sgmcmc.samplers.optimisers): an optimiser has no recipe and no stationary distribution, keeps no samples, predicts
+    # from its current point and takes the mode in a target's Gibbs step.
+    kind: str = "sampler"
 
     # The keyword parameters that a config may set as sampler.<key> (besides step_size and integrator), each
     # declared once: its check, meaning and flags (sgmcmc.schema.Key). A subclass adds its own to its parent's

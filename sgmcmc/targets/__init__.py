@@ -88,6 +88,10 @@ DATA_DIR = Key(optional(string), "the data folder; null: the top-level data_dir'
 BATCH_SIZE = Key(integer(1), "n, the minibatch size")
 PRIOR_VARIANCE = Key(real(0.0, strict=True), "variance of the N(0, σ²I) prior on the weights")
 INITIAL_SCALE = Key(real(0.0, strict=True), "standard deviation of θ₀ ~ N(0, s²I)")
+HYPER_SHAPE = Key(real(0.0, strict=True), "shape a of the Gamma(a, b) hyperprior of every precision")
+HYPER_RATE = Key(real(0.0, strict=True), "rate b of the Gamma(a, b) hyperprior of every precision")
+PREDICT_EVERY = Key(optional(integer(0)), "steps between test-set predictions (averaged after burn-in); null: one "
+                                          "pass over the training data; 0: never")
 
 TARGETS = _Registry({
     "gaussian_1d": ("sgmcmc.targets.gaussian_1d:Gaussian1D",
@@ -119,6 +123,19 @@ TARGETS = _Registry({
               "batch_size": Key(optional(integer(1)), "n; null: the paper's per data set (SPEC §4.10)"),
               "split_seed": Key(integer(0), "seed of the train/test split"), "prior_variance": PRIOR_VARIANCE,
               "initial_scale": INITIAL_SCALE}),
+    "bnn_mnist": ("sgmcmc.targets.bnn:bnn_mnist",
+                  {"data_dir": DATA_DIR,
+                   "n_hidden": Key(integer(1), "H, the hidden units (SPEC §2 T11)"),
+                   "batch_size": BATCH_SIZE,
+                   "split_seed": Key(integer(0), "seed of the train/validation shuffle of the 60,000 training images"),
+                   "n_validation": Key(integer(0), "training images held out as the validation split (unused by the "
+                                                   "metrics)"),
+                   "initial_scale": INITIAL_SCALE, "hyper_shape": HYPER_SHAPE, "hyper_rate": HYPER_RATE,
+                   "gibbs_every": Key(optional(integer(0)), "steps between Gibbs updates of the precisions; null: one "
+                                                            "epoch; 0: never"),
+                   "predict_every": PREDICT_EVERY,
+                   "max_train": Key(optional(integer(2)), "keep only the first max_train training images; null: all"),
+                   "max_test": Key(optional(integer(1)), "keep only the first max_test test images; null: all")}),
     "lda": (lda,
             {"data_dir": DATA_DIR,
              "source": Key(optional(string), "the document stream; null: the data folder's Wikipedia sample "
@@ -142,6 +159,8 @@ _LAZY = {
     "Gaussian1D": "sgmcmc.targets.gaussian_1d",
     "Gaussian2D": "sgmcmc.targets.gaussian_2d",
     "LectureQuartic": "sgmcmc.targets.lecture_quartic",
+    "BayesianNeuralNetwork": "sgmcmc.targets.bnn",
+    "bnn_mnist": "sgmcmc.targets.bnn",
     "DiscriminativeRBM": "sgmcmc.targets.drbm",
     "drbm": "sgmcmc.targets.drbm",
     "LogisticRegression": "sgmcmc.targets.logistic_regression",

@@ -116,6 +116,37 @@ class Target(ABC):
     def restore_state(self, state: dict) -> None:
         """Continue from a :meth:`checkpoint_state`; targets without one have nothing to restore."""
 
+    # -- hyperparameters with Gibbs steps (SGHMC paper T11/T12: Gamma precisions, sgmcmc.hyperparameters) ------------
+    gibbs_every: int = 0  # steps between two Gibbs updates of the hyperparameters (after steps k·gibbs_every); 0: none
+
+    def hyperparameters(self) -> dict[str, np.ndarray]:
+        """The current hyperparameters, name → values per chain ((c,), or (1,) before the first update), recorded in
+        the trace and the checkpoints; {} (the default) for a target without any."""
+        return {}
+
+    def set_hyperparameters(self, values: dict[str, np.ndarray]) -> None:
+        """Inverse of :meth:`hyperparameters` (a resumed run)."""
+        if values:
+            raise TypeError(f"target {self.name!r} has no hyperparameters")
+
+    def gibbs_update(self, theta: np.ndarray, rng: np.random.Generator, mode: bool = False) -> None:
+        """Draw every hyperparameter from its conditional given θ (c, d) (the Gibbs step); ``mode``: set it to the
+        conditional's mode instead, with no random numbers (an optimiser's run)."""
+        raise TypeError(f"target {self.name!r} has no hyperparameters")
+
+    # -- predictions averaged over samples (SGHMC paper T11/T12: test error, RMSE of the averaged predictive) --------
+    predict_every: int = 0  # steps between two predictions of the test set (one sample per epoch); 0: none
+
+    def predict(self, theta: np.ndarray) -> np.ndarray:
+        """The test-set predictions at θ (c, d), shape (c, n_test, k) (class probabilities, or predicted ratings with
+        k = 1): what is averaged over the post-burn-in samples."""
+        raise TypeError(f"target {self.name!r} has no test-set predictions")
+
+    def predictive_metrics(self, prediction: np.ndarray) -> dict:
+        """Metrics of predictions (c, n_test, k), one per chain, as {name: (c,) array} (e.g. ``test_error``,
+        ``test_log_likelihood``, ``rmse``)."""
+        raise TypeError(f"target {self.name!r} has no test-set predictions")
+
     def write_artifacts(self, folder, theta: np.ndarray) -> list[str]:
         """Write the target's own files of the final state θ (c, dim) into the run folder; their names ([] by
         default)."""

@@ -68,6 +68,19 @@ def check_features(prefix: str, features, labels, n_columns: int | None = None) 
     return features, labels
 
 
+def check_class_data(prefix: str, features, labels, n_classes: int,
+                     n_features: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(features (N, D) float64 C-contiguous, labels (N,) int64 in 0..K−1) of a classifier's data, or a ValueError whose
+    message starts with ``prefix``."""
+    features, labels = check_features(prefix, features, labels, n_features)
+    if labels.dtype == bool or not np.issubdtype(labels.dtype, np.number):
+        raise ValueError(f"{prefix}labels must be integers in 0..{n_classes - 1}")
+    if labels.size and (not np.all(np.isfinite(labels)) or not np.all(labels == np.round(labels))
+                        or labels.min() < 0 or labels.max() > n_classes - 1):
+        raise ValueError(f"{prefix}labels must be integers in 0..{n_classes - 1}")
+    return np.ascontiguousarray(features), np.ascontiguousarray(labels, dtype=np.int64)
+
+
 class DataTarget(Target):
     """The base of every target built from N data points with minibatches of n (see the module docstring).
 

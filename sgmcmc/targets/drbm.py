@@ -39,7 +39,8 @@ from typing import Optional
 import numpy as np
 from scipy.special import expit, log_softmax
 
-from sgmcmc.targets.data import DataTarget, _check_count, check_features, positive_number
+from sgmcmc.targets.data import DataTarget, _check_count, check_class_data, positive_number
+from sgmcmc.targets.flat_parameters import FlatParameters, FlatParameterTarget
 
 
 def parameter_count(n_features: int, n_classes: int, n_hidden: int) -> int:
@@ -62,19 +63,7 @@ def _softplus(o: np.ndarray) -> np.ndarray:
     return out
 
 
-def _check_data(prefix: str, features, labels, n_classes: int,
-                n_features: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
-    """(features (N, D) float64, labels (N,) int64 in 0..C−1), or a ValueError naming ``prefix``."""
-    features, labels = check_features(prefix, features, labels, n_features)
-    if labels.dtype == bool or not np.issubdtype(labels.dtype, np.number):
-        raise ValueError(f"{prefix}labels must be integers in 0..{n_classes - 1}")
-    if labels.size and (not np.all(np.isfinite(labels)) or not np.all(labels == np.round(labels))
-                        or labels.min() < 0 or labels.max() > n_classes - 1):
-        raise ValueError(f"{prefix}labels must be integers in 0..{n_classes - 1}")
-    return features, labels.astype(np.int64)
-
-
-class DiscriminativeRBM(DataTarget):
+class DiscriminativeRBM(FlatParameterTarget, DataTarget):
     """The posterior of a discriminative RBM classifier (module docstring; SPEC T9).
 
     Parameters
@@ -109,7 +98,7 @@ class DiscriminativeRBM(DataTarget):
                  name: str = "drbm", kernels: bool = True):
         self.n_classes = _check_count("n_classes", n_classes, 2)
         self.n_hidden = _check_count("n_hidden", n_hidden, 1)
-        features, labels = _check_data("", features, labels, self.n_classes)
+        features, labels = check_class_data("", features, labels, self.n_classes)
         super().__init__(features.shape[0], features.shape[0] if batch_size is None else batch_size)
         self.name = str(name)
         self.n_features = features.shape[1]
@@ -121,7 +110,7 @@ class DiscriminativeRBM(DataTarget):
         if test_features is None:
             self.test_features = self.test_labels = None
         else:
-            self.test_features, self.test_labels = _check_data("test_", test_features, test_labels, self.n_classes,
+            self.test_features, self.test_labels = check_class_data("test_", test_features, test_labels, self.n_classes,
                                                                self.n_features)
             if self.test_features.shape[0] < 1:
                 raise ValueError("the test set must have at least one point")
@@ -129,55 +118,14 @@ class DiscriminativeRBM(DataTarget):
         self.initial_scale = positive_number("initial_scale", initial_scale)
         H, D, C = self.n_hidden, self.n_features, self.n_classes
         # Where W, c, U, d start and end in the flat parameter vector.
-        self._offsets = np.cumsum([0, H * D, H, H * C, C])
+        self._layout = FlatParameters(("weights", "hidden_bias", "label_weights", "class_bias"), [(H, D), (H,), (H, C), (C,)])
+        self._offsets = self._layout.offsets
 
     @property
     def has_test_set(self) -> bool:
         return self.test_features is not None
 
-    # -- parameters ------------------------------------------------------------------------------------
-    def _theta(self, theta) -> np.ndarray:
-        theta = np.asarray(theta, dtype=float)
-        if theta.ndim != 2 or theta.shape[1] != self.dim:
-            raise ValueError(f"theta must have shape (n_chains, {self.dim}); got {theta.shape}")
-        return theta
-
-    def unpack(self, theta):
-        """(W (c, H, D), c (c, H), U (c, H, C), d (c, C)) from θ (c, dim): views into θ where possible."""
-        theta = self._theta(theta)
-        n, (H, D, C) = theta.shape[0], (self.n_hidden, self.n_features, self.n_classes)
-        o = self._offsets
-        return (theta[:, o[0]:o[1]].reshape(n, H, D), theta[:, o[1]:o[2]],
-                theta[:, o[2]:o[3]].reshape(n, H, C), theta[:, o[3]:o[4]])
-
-    def pack(self, weights, hidden_bias, label_weights, class_bias) -> np.ndarray:
-        """θ (c, dim) from W (c, H, D), c (c, H), U (c, H, C), d (c, C): the inverse of :meth:`unpack`."""
-        H, D, C = self.n_hidden, self.n_features, self.n_classes
-        parts = [np.asarray(p, dtype=float) for p in (weights, hidden_bias, label_weights, class_bias)]
-        shapes = [(H, D), (H,), (H, C), (C,)]
-        names = ["weights", "hidden_bias", "label_weights", "class_bias"]
-        n = parts[0].shape[0] if parts[0].ndim == 3 else None
-        for name, part, shape in zip(names, parts, shapes):
-            if part.ndim != len(shape) + 1 or part.shape[1:] != shape or part.shape[0] != n:
-                raise ValueError(f"{name} must have shape (n_chains, {', '.join(map(str, shape))}); "
-                                 f"got {part.shape}")
-        return np.concatenate([p.reshape(n, -1) for p in parts], axis=1)
-
-    # -- the forward pass --------------------------------------------------------------------------------
-    def _blocks(self, n_chains: int, n_rows: int, width: int):
-        """(chain slice, row slice) pairs covering chains × rows such that a (chains, rows, width) block holds at
-        most ``_chunk_elements`` values (at least one chain and one row per block)."""
-        width = max(1, int(width))
-        if n_rows * width <= self._chunk_elements:
-            per_chain_block = max(1, min(n_chains, self._chunk_elements // (width * max(1, n_rows))))
-            for start in range(0, n_chains, per_chain_block):
-                yield slice(start, min(start + per_chain_block, n_chains)), slice(0, n_rows)
-            return
-        per_row_block = max(1, self._chunk_elements // width)
-        for chain in range(n_chains):
-            for start in range(0, n_rows, per_row_block):
-                yield slice(chain, chain + 1), slice(start, min(start + per_row_block, n_rows))
-
+    # -- parameters (unpack, pack, _blocks: FlatParameterTarget) ----------------------------------------------
     @property
     def _width(self) -> int:
         """Values per (chain, example) of the largest intermediate: o is C·H, a gathered input row D."""

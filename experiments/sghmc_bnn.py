@@ -1,0 +1,168 @@
+"""Chen, Fox & Guestrin (2014) §4.2, the Bayesian neural network on MNIST (SPEC T11, E11): test error of the averaged
+predictive against epochs for SGD, SGD with momentum, SGLD and SGHMC, several seeds each.
+
+Every run is ``python run.py target=bnn_mnist sampler=<method> seed=<s>`` with the pair's defaults
+(``configs/by_target/bnn_mnist/<method>.yaml``: the authors' η = 2·10⁻⁶ for every method, α = 0.01 for the momentum
+methods, in the samplers' (ε, C) form), 100 steps per epoch of minibatches of 500, the per-layer Gamma(1, 1)
+precisions Gibbs-resampled once per epoch (the optimisers take the conditional's mode), and the predictive
+probabilities of the test set averaged over one sample per epoch after the burn-in epochs (the optimisers: the
+current point's own). Writes ``fig_bnn_test_error.png`` (test error and test log-likelihood against epochs, mean over
+seeds with the range), ``summary.csv`` / ``summary.md`` (final values per method, mean ± sd over seeds, and the
+comparisons as verdicts from the seed spread, SPEC §4.15) under ``results/paper/sghmc-bnn/<run-id>/``.
+
+    python -m experiments.sghmc_bnn [--smoke] [--root results/paper] [--jobs 2] [--seeds 0,1,2] [--epochs 800]
+                                    [--burn-in-epochs 50]
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from experiments.common import compose, parse_args, run_settings, setting
+from sgmcmc.diagnostics.comparison import compare
+from sgmcmc.paper import PaperFolder
+
+FIGURE_ID = "sghmc-bnn"
+METHODS = {"sgd": "SGD", "sgd_momentum": "SGD with momentum", "sgld": "SGLD", "sghmc": "SGHMC"}
+COLORS = {"SGD": "tab:gray", "SGD with momentum": "tab:orange", "SGLD": "tab:blue", "SGHMC": "tab:red"}
+# --smoke (CI): 1,000 training and 500 test images, minibatches of 100 (10 steps per epoch), 4 epochs, 2 burn-in
+SMOKE = dict(epochs=4, burn_in_epochs=2, overrides=["target.max_train=1000", "target.max_test=500",
+                                                    "target.batch_size=100"])
+
+
+def settings(seeds: list[int], epochs: int, burn_in_epochs: int, steps_per_epoch: int, extra: list) -> list:
+    """One run per (method, seed): the pair's defaults, the epochs as steps, a trace row per epoch, one kept sample."""
+    n_steps = epochs * steps_per_epoch
+    common = [f"run.n_steps={n_steps}", f"run.burn_in={burn_in_epochs * steps_per_epoch}",
+              f"run.eval_every={steps_per_epoch}", f"run.thin={n_steps}", *extra]
+    return [setting(["target=bnn_mnist", f"sampler={name}", f"seed={seed}", *common], method=label, seed=seed)
+            for name, label in METHODS.items() for seed in seeds]
+
+
+def curves(paper: PaperFolder, results, steps_per_epoch: int) -> pd.DataFrame:
+    """Every run's trace (test error and log-likelihood per epoch) with its method and seed."""
+    frames = []
+    for (item, _), run in zip(results, paper.runs):  # run_settings records the runs in the settings' order
+        labels = item.label_dict
+        trace_path = paper.path / run["folder"] / "trace.csv"
+        if not trace_path.is_file():
+            continue
+        trace = pd.read_csv(trace_path).dropna(subset=["test_error"])
+        trace["epoch"] = trace["step"] / steps_per_epoch
+        frames.append(trace.assign(method=labels["method"], seed=labels["seed"]))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def draw(trace: pd.DataFrame, path: Path, burn_in_epochs: int, steps_per_epoch: int, batch_size: int) -> None:
+    """Test error (left) and mean test log-likelihood (right) against epochs: the mean over seeds, the range shaded."""
+    figure, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    for column, axis in zip(("test_error", "test_log_likelihood"), axes):
+        for method in METHODS.values():
+            part = trace[trace.method == method]
+            if part.empty:
+                continue
+            grouped = part.groupby("epoch")[column]
+            mean, low, high = grouped.mean(), grouped.min(), grouped.max()
+            axis.plot(mean.index, mean.values, color=COLORS[method], label=f"{method} ({part.seed.nunique()} seeds)")
+            axis.fill_between(mean.index, low.values, high.values, color=COLORS[method], alpha=0.2, linewidth=0)
+        axis.axvline(burn_in_epochs, color="black", linewidth=0.6, linestyle=":")
+        axis.set_xlabel(f"epoch ({steps_per_epoch} minibatches of {batch_size})")
+        axis.grid(alpha=0.3)
+    errors = trace.test_error.dropna() if len(trace) else pd.Series(dtype=float)
+    if len(errors):  # the paper's figure: the error range of the converged methods
+        axes[0].set_ylim(max(0.0, errors.min() * 0.9), min(1.0, max(errors.quantile(0.5) * 2.5, errors.min() * 1.5)))
+    axes[0].set_ylabel("test error of the averaged predictive")
+    axes[1].set_ylabel("mean test log-likelihood")
+    axes[0].legend(fontsize=8)
+    figure.suptitle("SGHMC paper §4.2: Bayesian neural network 784-100-10 on MNIST (dotted: end of burn-in)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def final_rows(trace: pd.DataFrame, results) -> pd.DataFrame:
+    """One row per run: the last epoch's test error and log-likelihood, its status and speed."""
+    rows = []
+    for item, metrics in results:
+        labels = item.label_dict
+        part = trace[(trace.method == labels["method"]) & (trace.seed == labels["seed"])] if len(trace) else trace
+        last = part.iloc[-1] if len(part) else None
+        rows.append({**labels, "status": metrics.get("status"),
+                     "epochs": None if last is None else float(last.epoch),
+                     "test_error": None if last is None else float(last.test_error),
+                     "test_log_likelihood": None if last is None else float(last.test_log_likelihood),
+                     "best_test_error": None if last is None else float(part.test_error.min()),
+                     "steps_per_second": metrics.get("steps_per_second")})
+    return pd.DataFrame(rows)
+
+
+def verdicts(rows: pd.DataFrame) -> str:
+    """Final test error per method (mean ± sd over seeds) and the comparisons as verdicts from the spread."""
+    done = rows[rows.status == "completed"]
+    values = {method: part.test_error.to_numpy() for method, part in done.groupby("method", sort=False)}
+    lines = ["Final test error of the averaged predictive (the optimisers: of the current point), mean ± sd over seeds:"]
+    for method, errors in values.items():
+        spread = errors.std(ddof=1) if errors.size > 1 else math.nan
+        lines.append(f"- {method}: {errors.mean():.4f} ± {spread:.4f} ({errors.size} seeds)")
+    lines.append("")
+    lines.append("Comparisons (\"below\" only past 2 combined standard errors over seeds, else tie; SPEC §4.15):")
+    for first, second in (("SGHMC", "SGD with momentum"), ("SGHMC", "SGLD"), ("SGHMC", "SGD"), ("SGLD", "SGD")):
+        if first in values and second in values:
+            lines.append(f"- {compare(values[first], values[second]).sentence(first, second, digits=3)}")
+    return "\n".join(lines)
+
+
+def notes(config: dict, epochs: int, burn_in_epochs: int) -> str:
+    """The settings paragraph, from the composed config (no number typed in by hand), and the authors' own note."""
+    target = config["target"]
+    return f"""
+Settings (SPEC T11, from the runs' config): {target['n_hidden']} sigmoid hidden units, softmax output, pixels/256,
+the 60,000 training images shuffled by split seed {target['split_seed']} into {target['n_validation']} validation (unused)
+and the rest for training, minibatches of {target['batch_size']} drawn without replacement each step (the authors' code
+sweeps a fixed shuffled order instead), θ₀ ~ N(0, {target['initial_scale']}²) for the weights and 0 for the biases;
+W1, b1, W2, b2 each have a Gamma({target['hyper_shape']:g}, {target['hyper_rate']:g}) precision, Gibbs-resampled once
+per epoch (the optimisers take the conditional's mode, as the authors' code does for MAP runs). {epochs} epochs, the
+predictive averaged over one sample per epoch after epoch {burn_in_epochs}. Step sizes: the pair defaults of
+configs/by_target/bnn_mnist/ (the authors' η = 2·10⁻⁶ for all four, α = 0.01 for the momentum methods); not tuned on the
+validation set. The first epoch is not run noise-free (the code's start_sample = 1 is not reproduced).
+
+The authors' README (tqchen/ML-SGHMC bayesnn/): "experiments of bayesian NN on SGHMC is not statistically significant
+in terms of the performance of Bayesian-NN vs SGDMOM method ... by change different random seed".
+"""
+
+
+def main(argv=None) -> None:
+    args = parse_args(__doc__.splitlines()[0], argv, seeds=("0,1,2", "seeds of every method"),
+                      epochs=("800", "epochs (the paper: 800)"), burn_in_epochs=("50", "burn-in epochs (the paper: 50)"))
+    smoke = SMOKE if args.smoke else None
+    epochs = smoke["epochs"] if smoke else int(args.epochs)
+    burn_in_epochs = smoke["burn_in_epochs"] if smoke else int(args.burn_in_epochs)
+    extra = smoke["overrides"] if smoke else []
+    seeds = [int(s) for s in args.seeds.split(",")]
+    config = compose(["target=bnn_mnist", "sampler=sghmc", *extra])
+    n_train = (config["target"]["max_train"] or 60_000 - config["target"]["n_validation"])
+    steps_per_epoch = max(1, n_train // config["target"]["batch_size"])
+    paper = PaperFolder.create(FIGURE_ID, args.root)
+    print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
+    results = run_settings(paper, settings(seeds, epochs, burn_in_epochs, steps_per_epoch, extra), args.jobs)
+    trace = curves(paper, results, steps_per_epoch)
+    draw(trace, paper.path / "fig_bnn_test_error.png", burn_in_epochs, steps_per_epoch, config["target"]["batch_size"])
+    rows = final_rows(trace, results)
+    text = verdicts(rows)
+    body = rows.to_markdown(index=False, floatfmt=".4g") + "\n\n" + text
+    paper.write_summary(rows, "Chen, Fox & Guestrin (2014) §4.2: Bayesian neural network on MNIST",
+                        notes(config, epochs, burn_in_epochs), body=body)
+    paper.finish({"smoke": args.smoke, "seeds": seeds, "epochs": epochs, "burn_in_epochs": burn_in_epochs,
+                  "steps_per_epoch": steps_per_epoch, "jobs": args.jobs}, sys.argv)
+    print(text)
+    print(paper.path)
+
+
+if __name__ == "__main__":
+    main()

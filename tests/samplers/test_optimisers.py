@@ -1,0 +1,72 @@
+"""The optimisers (sgmcmc/samplers/optimisers.py): each step is its sampler's step with the injected noise removed and
+equals a hand-written heavy-ball update in the authors' (η, α) form; a run keeps no samples; the optimisers reach the
+minimum of a quadratic."""
+
+import numpy as np
+import pytest
+
+from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.samplers import SAMPLERS, make_sampler
+from sgmcmc.schedules import Constant
+from sgmcmc.targets import make_target
+from tests.helpers import ScriptedNormals
+
+N_CHAINS, STEP_SIZE, FRICTION = 4, 0.05, 2.0
+VARIANCE = np.diag([4.0, 1.0])
+
+
+def _start(seed=3):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(N_CHAINS, 2)), rng.normal(size=(N_CHAINS, 2)), rng.normal(size=(N_CHAINS, 2))
+
+
+def test_the_optimisers_are_registered_as_optimisers():
+    assert {name for name, cls in SAMPLERS.items() if cls.kind == "optimiser"} == {"sgd", "sgd_momentum"}
+
+
+def test_sgd_is_sgld_without_its_noise():
+    target = make_target("correlated_2d", noise_variance=VARIANCE)
+    theta, gradient_normal, _ = _start()
+    sgd = make_sampler("sgd", target)
+    sgld = make_sampler("sgld", target, noise_estimate="zero")
+    new, _ = sgd.step(ScriptedNormals(gradient_normal), sgd.init(theta, None), STEP_SIZE)
+    reference, _ = sgld.step(ScriptedNormals(gradient_normal, np.zeros_like(theta)), sgld.init(theta, None), STEP_SIZE)
+    np.testing.assert_allclose(new.theta, reference.theta, rtol=1e-12)
+    # the hand-written step: θ − ε(∇U + L z)
+    by_hand = theta - STEP_SIZE * (target.gradient(theta) + gradient_normal @ np.linalg.cholesky(VARIANCE).T)
+    np.testing.assert_allclose(new.theta, by_hand, rtol=1e-12)
+
+
+def test_sgd_momentum_is_sghmc_without_its_noise_and_the_authors_heavy_ball():
+    target = make_target("correlated_2d", noise_variance=VARIANCE)
+    theta, gradient_normal, momentum = _start()
+    optimiser = make_sampler("sgd_momentum", target, friction=FRICTION)
+    sghmc = make_sampler("sghmc", target, friction=FRICTION, noise_estimate="zero", integrator="splitting")
+    state = optimiser.init(theta, None)._replace(momentum=momentum)
+    new, _ = optimiser.step(ScriptedNormals(gradient_normal), state, STEP_SIZE)
+    reference, _ = sghmc.step(ScriptedNormals(gradient_normal, np.zeros_like(theta)), state, STEP_SIZE)
+    np.testing.assert_allclose(new.theta, reference.theta, rtol=1e-12)
+    np.testing.assert_allclose(new.momentum, reference.momentum, rtol=1e-12)
+    # tqchen/ML-SGHMC's SGDUpdater: v' = (1 − α)v − η g, w' = w + v', with v = εr, η = ε², α = εC
+    eta, alpha, velocity = STEP_SIZE**2, STEP_SIZE * FRICTION, STEP_SIZE * momentum
+    g = target.gradient(theta) + gradient_normal @ np.linalg.cholesky(VARIANCE).T
+    velocity = (1 - alpha) * velocity - eta * g
+    np.testing.assert_allclose(new.theta, theta + velocity, rtol=1e-12)
+    np.testing.assert_allclose(STEP_SIZE * new.momentum, velocity, rtol=1e-12)
+
+
+def test_sgd_momentum_starts_at_rest():
+    optimiser = make_sampler("sgd_momentum", make_target("correlated_2d"))
+    assert np.all(optimiser.init(np.ones((3, 2)), None).momentum == 0)
+
+
+@pytest.mark.parametrize("name, params", [("sgd", {}), ("sgd_momentum", {"friction": 2.0})])
+def test_an_optimiser_run_keeps_no_samples_and_reaches_the_mode(name, params):
+    """With the exact gradient (V = 0) both reach the mode θ* = 0 of a Gaussian; the run keeps nothing."""
+    target = make_target("gaussian_2d_cov", noise_variance=0.0)
+    optimiser = make_sampler(name, target, **params)
+    settings = RunSettings(n_steps=3000, n_chains=3, burn_in=1000, thin=1, eval_every=1000, progress=False)
+    outcome = run_chains(optimiser, Constant(0.05), settings, np.random.default_rng(0))
+    assert outcome.status == "completed" and outcome.samples.shape == (3, 0, 2)
+    assert outcome.moments.count == 0
+    np.testing.assert_allclose(outcome.final_theta, 0.0, atol=1e-6)
