@@ -15,7 +15,9 @@
 4. every sampler config × every synthetic target at its defaults, 1 and 1,000 chains: chain-steps per
    second and peak numpy memory (``benchmarks.toy_grid``);
 5. online LDA: seconds per 100 documents of SGLD, SGHMC, SGRLD, SGRHMC and the peak memory after 2,000 and
-   10,000 documents (``benchmarks.lda``, one process each).
+   10,000 documents (``benchmarks.lda``, one process each);
+6. the SGHMC paper's real-data targets, the BNN on MNIST and BPMF (MovieLens-1M, or the full-size synthetic set):
+   steps per second and peak memory of SGD, SGD with momentum, SGLD and SGHMC (``benchmarks.sghmc_real``).
 
 Each measurement runs ``--steps`` steps through :func:`sgmcmc.runner.run_chains` (the same path as a
 real run: minibatch draw, per-example gradients, running covariance, clipping, reflection, sample
@@ -23,7 +25,7 @@ storage) after a short warm-up, and scales the wall time to 10⁶ steps.
 
     python -m benchmarks.run [--steps 20000] [--output results/bench/<run-id>.json] [--only PART ...]
 
-``--only`` runs a subset of the parts (``table1``, ``logistic``, ``drbm``, ``lda``, ``toy``; default all): the
+``--only`` runs a subset of the parts (``table1``, ``logistic``, ``drbm``, ``lda``, ``toy``, ``sghmc``; default all): the
 report then holds only their keys, and ``parts`` lists what ran. The report goes to
 ``results/bench/<UTC time>-<hex>.json`` (``results/bench/LATEST`` names the newest).
 """
@@ -56,7 +58,7 @@ TABLE1_SAMPLERS = {
     "ccadl": dict(diffusion=1.0, noise_estimate="running", finite_population=False, integrator="theta_first"),
 }
 STEP_SIZE = 0.001
-PARTS = ("table1", "logistic", "drbm", "lda", "toy")
+PARTS = ("table1", "logistic", "drbm", "lda", "toy", "sghmc")
 
 
 def seconds_per_million_steps(name: str, n_chains: int, n_steps: int) -> dict:
@@ -238,6 +240,14 @@ def main(argv=None) -> None:
         measured = [row for row in report["toy_targets"] if "skipped" not in row]
         print(f"toy targets: {len(measured)} sampler x target x chains measurements, "
               f"{len(report['toy_targets']) - len(measured)} combinations refused by their config", flush=True)
+    if "sghmc" in parts:
+        from benchmarks.sghmc_real import run_all as sghmc_real
+
+        _measure_part(report, "sghmc_real_data", "sghmc real data", lambda: sghmc_real(max(200, args.steps // 20)),
+                      lambda row: f"{row['target']:14s} skipped: {row['skipped']}" if "skipped" in row else
+                                  f"{row['target']:14s} {row['sampler']:12s}: {row['steps_per_second']:7.1f} steps/s, "
+                                  f"{row['ratio_to_bare_gradient']:.2f}x the bare minibatch gradient, peak numpy "
+                                  f"{row['peak_numpy_mb']:.0f} MB")
     report["blas_threads"] = {key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     path = Path(args.output) if args.output else new_report_path(Path("results/bench"))
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -116,6 +116,10 @@ def _check_at_start(sampler, schedule, config) -> None:
     with ``noise_clip``, which clips instead, nor with a running estimate, which starts at 0)."""
     if sampler.kind == "optimiser":  # no recipe: nothing to check
         return
+    if sampler.target.dim > START_CHECK_MAX_DIM:  # dim z >= dim θ: skipped below, before any (d, d) state is made
+        log.info("dense D/Q check at the start skipped: dim θ = %d > %d (the samplers' D/Q structure is checked "
+                 "by the tests on small targets)", sampler.target.dim, START_CHECK_MAX_DIM)
+        return
     rng = np.random.default_rng(config["seed"])
     state = sampler.init(sampler.target.initial_position(min(8, config["run"]["n_chains"]), rng), rng)
     step = schedule(0)

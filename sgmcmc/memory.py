@@ -112,7 +112,9 @@ def run_shape(config: dict, sampler, settings) -> RunShape:
 
     run, dim = config["run"], sampler.target.dim
     running_full = sampler.noise_estimate == "running" and sampler.running_form == "full" and _keeps_full_estimate(sampler)
-    known_data_noise = sampler.noise_estimate == "known" and isinstance(sampler.target, DataTarget)
+    # the d×d V(θ) of DataTarget.noise_covariance (a target that keeps it unknown, d in the hundreds of thousands, has none)
+    known_data_noise = (sampler.noise_estimate == "known" and isinstance(sampler.target, DataTarget)
+                        and type(sampler.target).noise_covariance is DataTarget.noise_covariance)
     snapshots = snapshot_count(settings.n_steps, run.get("snapshot_every") or 0, run.get("snapshot_until"))
     return RunShape(settings.n_chains, dim, settings.n_kept, snapshots, dim <= MOMENT_COVARIANCE_MAX_DIM,
                     running_full, known_data_noise, isinstance(kernel_of(sampler), DataKernel))
@@ -122,7 +124,10 @@ def _keeps_full_estimate(sampler) -> bool:
     """Whether the sampler's state carries a full Î (c, d, d): one chain's initial state tells (HMC and naive SGHMC
     accept ``noise_estimate=running`` but keep none). Its zero Î is not written, so the memory is not touched."""
     rng = np.random.default_rng(0)
-    state = sampler.init(sampler.target.initial_position(1, rng), rng)
+    try:
+        state = sampler.init(sampler.target.initial_position(1, rng), rng)
+    except MemoryError:  # one chain's Î (d, d) alone does not fit (the BNN's d = 79,510): it keeps the full estimate
+        return True
     return state.noise is not None and np.ndim(state.noise) == 3
 
 

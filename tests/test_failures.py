@@ -152,6 +152,16 @@ def test_memory_estimate_against_a_hand_computation():
     hmc = make_sampler("hmc", built.target, noise_estimate="running")
     assert not run_shape(config, hmc, built.settings).running_full
     assert {array.what.split(" (")[0]: array.nbytes for array in big_arrays(shape)}["data kernel matrices"] == 3 * 3 * 4 * 8
+    # a data target that keeps its V(θ) unknown (the BPMF's d = 204,666: its noise_covariance is None) has no d×d
+    # matrix with noise_estimate=known
+    from numpy.random import default_rng as make_rng
+
+    from sgmcmc.targets.bpmf import BPMF
+
+    bpmf = BPMF([0, 1, 1], [1, 0, 1], [4, 2, 5], n_users=2, n_items=2, latent_dim=3, batch_size=2)
+    sgld = make_sampler("sgld", bpmf, noise_estimate="known")
+    assert bpmf.noise_covariance(bpmf.initial_position(1, make_rng(0))) is None
+    assert not run_shape(config, sgld, built.settings).known_data_noise
 
 
 def test_memory_problem_line_and_available_memory(tmp_path):

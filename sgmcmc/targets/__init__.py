@@ -136,6 +136,22 @@ TARGETS = _Registry({
                    "predict_every": PREDICT_EVERY,
                    "max_train": Key(optional(integer(2)), "keep only the first max_train training images; null: all"),
                    "max_test": Key(optional(integer(1)), "keep only the first max_test test images; null: all")}),
+    "bpmf_movielens": ("sgmcmc.targets.bpmf:bpmf_movielens",
+                       {"data_dir": DATA_DIR,
+                        "ratings_file": Key(optional(string), "a file in MovieLens-1M's ratings.dat format to read "
+                                            "instead (e.g. a synthetic one); null: <data_dir>/movielens/ml-1m/ratings.dat "
+                                            "(SPEC §2 T12)"),
+                        "fold": Key(integer(1), "the test fold, 1..n_folds (the authors' mknfold.py, random.seed(0))"),
+                        "n_folds": Key(integer(2), "the number of folds (5: 80/20)"),
+                        "latent_dim": Key(integer(1), "k, the latent dimension of U and V"),
+                        "batch_size": BATCH_SIZE,
+                        "base": Key(real(), "the global offset of the prediction on the (r − 1)/4 scale"),
+                        "initial_scale": Key(real(0.0, strict=True), "standard deviation of the initial U, V entries "
+                                             "(biases start at 0)"),
+                        "hyper_shape": HYPER_SHAPE, "hyper_rate": HYPER_RATE,
+                        "gibbs_every": Key(integer(0), "steps between Gibbs updates of the precisions (the authors' "
+                                                       "nstep); 0: never"),
+                        "predict_every": PREDICT_EVERY}),
     "lda": (lda,
             {"data_dir": DATA_DIR,
              "source": Key(optional(string), "the document stream; null: the data folder's Wikipedia sample "
@@ -161,6 +177,8 @@ _LAZY = {
     "LectureQuartic": "sgmcmc.targets.lecture_quartic",
     "BayesianNeuralNetwork": "sgmcmc.targets.bnn",
     "bnn_mnist": "sgmcmc.targets.bnn",
+    "BPMF": "sgmcmc.targets.bpmf",
+    "bpmf_movielens": "sgmcmc.targets.bpmf",
     "DiscriminativeRBM": "sgmcmc.targets.drbm",
     "drbm": "sgmcmc.targets.drbm",
     "LogisticRegression": "sgmcmc.targets.logistic_regression",
