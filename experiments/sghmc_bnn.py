@@ -4,7 +4,7 @@ predictive against epochs for SGD, SGD with momentum, SGLD and SGHMC, several se
 Every run is ``python run.py target=bnn_mnist sampler=<method> seed=<s>`` with the pair's defaults
 (``configs/by_target/bnn_mnist/<method>.yaml``: the authors' η = 2·10⁻⁶ for every method, α = 0.01 for the momentum
 methods, in the samplers' (ε, C) form), 100 steps per epoch of minibatches of 500, the per-layer Gamma(1, 1)
-precisions Gibbs-resampled once per epoch (the optimisers take the conditional's mode), and the predictive
+precisions Gibbs-resampled once per epoch (the optimisers keep them at 1), and the predictive
 probabilities of the test set averaged over one sample per epoch after the burn-in epochs (the optimisers: the
 current point's own). Writes ``fig_bnn_test_error.png`` (test error and test log-likelihood against epochs, mean over
 seeds with the range), ``summary.csv`` / ``summary.md`` (final values per method, mean ± sd over seeds, and the
@@ -127,7 +127,8 @@ the 60,000 training images shuffled by split seed {target['split_seed']} into {t
 and the rest for training, minibatches of {target['batch_size']} drawn without replacement each step (the authors' code
 sweeps a fixed shuffled order instead), θ₀ ~ N(0, {target['initial_scale']}²) for the weights and 0 for the biases;
 W1, b1, W2, b2 each have a Gamma({target['hyper_shape']:g}, {target['hyper_rate']:g}) precision, Gibbs-resampled once
-per epoch (the optimisers take the conditional's mode, as the authors' code does for MAP runs). {epochs} epochs, the
+per epoch (the optimisers keep λ = 1, the code's weight decay: with the conditional's mode, the code's MAP update, the
+first layer's λ rose to ~2·10⁴ and held the weights near 0). {epochs} epochs, the
 predictive averaged over one sample per epoch after epoch {burn_in_epochs}. Step sizes: the pair defaults of
 configs/by_target/bnn_mnist/ (the authors' η = 2·10⁻⁶ for all four, α = 0.01 for the momentum methods); not tuned on the
 validation set. The first epoch is not run noise-free (the code's start_sample = 1 is not reproduced).

@@ -171,8 +171,8 @@ biases, ratings mapped to (r − 1)/4 around base {target['base']}, test fold k 
 ({target['n_folds']} folds, Python 2's random.seed(0) and randint reproduced), minibatches of {target['batch_size']}
 ratings drawn without replacement each step (the authors' code sweeps a shuffled order), U, V ~ N(0, {target['initial_scale']}²)
 at the start and biases 0; the precisions of U, V, the biases and the ratings have Gamma({target['hyper_shape']:g},
-{target['hyper_rate']:g}) priors and are Gibbs-resampled once per round of {steps_per_round} steps (the optimisers take
-the conditional's mode). {rounds} rounds (the paper: 1,000), predictions averaged over one sample per round after round
+{target['hyper_rate']:g}) priors and are Gibbs-resampled once per round of {steps_per_round} steps (the optimisers keep
+them at their initial 1). {rounds} rounds (the paper: 1,000), predictions averaged over one sample per round after round
 {burn_in_rounds}, clipped to [1, 5]. Step sizes: the pair defaults of configs/by_target/bpmf_movielens/ (SGHMC η = 0.4/N,
 α = 0.05; SGLD η = 8/N with N ≈ 800,000; the optimisers reuse them, as their settings are not in the sources). The
 first two rounds are not run noise-free (the code's start_sample = 2 is not reproduced).

@@ -417,7 +417,7 @@ class GibbsObserver:
     """The target's Gibbs step of its hyperparameters (:meth:`~sgmcmc.targets.base.Target.gibbs_update`) after every
     ``every``-th step, with θ of that step (the SGHMC paper's Gamma precisions, SPEC T11/T12): a hook of the run loop,
     which ends a block at each such step (:func:`sgmcmc.runner.next_stop`). ``mode``: the conditional's mode instead of
-    a draw (an optimiser's run). Draws from its own generator ``rng``; its state (the generator, the number of updates
+    a draw (the authors' MAP update; the run loop does not use it, see :func:`sgmcmc.runner.run_chains`). Draws from its own generator ``rng``; its state (the generator, the number of updates
     and the hyperparameters' values) goes into the checkpoints, so a resumed run continues bit for bit."""
 
     name = "gibbs"

@@ -185,7 +185,7 @@ CASES = {
     # noisy gradients, so that every generator's stream matters
     "sghmc-gibbs-predictive": lambda: make_sampler("sghmc", HierarchicalGaussian(noise_variance=0.5, gibbs_every=6,
                                                                                  predict_every=4), noise_estimate="zero"),
-    "sgd_momentum-gibbs-predictive": lambda: make_sampler("sgd_momentum", HierarchicalGaussian(
+    "sgd_momentum-predictive": lambda: make_sampler("sgd_momentum", HierarchicalGaussian(  # an optimiser: no Gibbs
         noise_variance=0.5, gibbs_every=6, predict_every=4)),
 }
 STEP_SIZES = {"ccadl-running-normal_gamma": 0.001, "ccadl-diagonal-clip-normal_gamma": 0.001, "sgrld-lda": 0.01,

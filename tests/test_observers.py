@@ -278,3 +278,17 @@ def test_the_predictive_averages_one_prediction_per_interval_after_burn_in(name,
     assert outcome.predictive["first_sd"] == pytest.approx(np.std(expected, ddof=1), rel=1e-12)
     rows = {row["step"]: row for row in outcome.trace}
     assert all("first" in rows[step] for step in (10, 20, 30, 40, 50, 60))
+
+
+def test_an_optimiser_keeps_the_initial_hyperparameters():
+    """No Gibbs step for an optimiser (sgmcmc.runner.run_chains says why): the precisions stay at 1, nothing is drawn for
+    them, and its run equals the same run on a target that has no Gibbs step at all."""
+    from sgmcmc.samplers import make_sampler
+    from tests.helpers import HierarchicalGaussian
+
+    settings = RunSettings(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
+    with_gibbs, without = HierarchicalGaussian(gibbs_every=5), HierarchicalGaussian(gibbs_every=0)
+    outcomes = [run_chains(make_sampler("sgd", target), Constant(0.05), settings, np.random.default_rng(4))
+                for target in (with_gibbs, without)]
+    assert outcomes[0].hyperparameters == {"precision_a": 1.0, "precision_b": 1.0}
+    np.testing.assert_array_equal(outcomes[0].final_theta, outcomes[1].final_theta)

@@ -1,7 +1,8 @@
 """The SGHMC paper's optimisation baselines (Chen, Fox & Guestrin 2014 §4.2, Table 1 and Fig. 5; SPEC T11/T12): SGD
 and SGD with momentum, run by the same loop on the same minibatches as the samplers, but not samplers: they keep no
-samples (``kind = "optimiser"``), their prediction is the current point, and a target's Gibbs step sets each
-hyperparameter to its conditional's mode (the authors' code does the same for MAP runs).
+samples (``kind = "optimiser"``), their prediction is the current point, and a target's hyperparameters stay at their
+initial values (no Gibbs step: with the conditional's mode, the authors' MAP update, the BNN's weight precision rose to
+~2·10⁴ under SGD and held the weights near 0; :func:`sgmcmc.runner.run_chains`).
 
 Each is the drift of a recipe sampler with the injected noise removed, in the same step-size parametrisation, so a
 setting carries over:

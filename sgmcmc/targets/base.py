@@ -131,7 +131,7 @@ class Target(ABC):
 
     def gibbs_update(self, theta: np.ndarray, rng: np.random.Generator, mode: bool = False) -> None:
         """Draw every hyperparameter from its conditional given θ (c, d) (the Gibbs step); ``mode``: set it to the
-        conditional's mode instead, with no random numbers (an optimiser's run)."""
+        conditional's mode instead, with no random numbers (the authors' MAP update)."""
         raise TypeError(f"target {self.name!r} has no hyperparameters")
 
     # -- predictions averaged over samples (SGHMC paper T11/T12: test error, RMSE of the averaged predictive) --------
