@@ -1,7 +1,8 @@
 """Speed of the SGHMC paper's real-data targets (issue 19; SPEC T11, T12): steps per second and peak numpy memory of
 SGD, SGD with momentum, SGLD and SGHMC at their pair defaults, 1 chain, through :func:`sgmcmc.runner.run_chains` (the
-path of a real run: the minibatch draw, the gradient, the noise over every coordinate, the Gibbs steps of the
-precisions and the averaged test-set predictive at their intervals), and the ratio to the bare minibatch gradient
+path of a real run: the minibatch draw, the gradient, the noise over every coordinate, and the Gibbs steps of the
+precisions and the averaged test-set predictive where their intervals fall inside the timed steps: the BNN's every
+100 steps, BPMF's every 2,000, so not within BPMF's timed steps), and the ratio to the bare minibatch gradient
 (:meth:`stochastic_gradient` alone), the floor of this work.
 
 - ``bnn_mnist``: 784–100–10, d = 79,510, minibatches of 500 (needs the MNIST files);

@@ -54,6 +54,19 @@ def parse_args(description: str, argv=None, **options) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def integers(option: str, text: str) -> list[int]:
+    """The comma-separated integers of ``--<option>``, or one line on stderr and exit 2."""
+    try:
+        values = [int(part) for part in str(text).split(",")]
+    except ValueError:
+        print(f"error: --{option.replace('_', '-')}={text!r}: expected integers separated by commas", file=sys.stderr)
+        sys.exit(2)
+    if any(value < 0 for value in values):
+        print(f"error: --{option.replace('_', '-')}={text!r}: expected integers >= 0", file=sys.stderr)
+        sys.exit(2)
+    return values
+
+
 def compose(overrides) -> dict:
     """The resolved config for ``overrides``, composed exactly as ``python run.py <overrides>`` would."""
     from hydra import compose as hydra_compose

@@ -3,8 +3,9 @@ predictive against epochs for SGD, SGD with momentum, SGLD and SGHMC, several se
 
 Every run is ``python run.py target=bnn_mnist sampler=<method> seed=<s>`` with the pair's defaults
 (``configs/by_target/bnn_mnist/<method>.yaml``: the authors' η = 2·10⁻⁶ for every method, α = 0.01 for the momentum
-methods, in the samplers' (ε, C) form), 100 steps per epoch of minibatches of 500, the per-layer Gamma(1, 1)
-precisions Gibbs-resampled once per epoch (the optimisers keep them at 1), and the predictive
+methods, in the samplers' (ε, C) form), 100 steps per epoch of minibatches of 500, the Gamma(1, 1) precisions of W1,
+b1, W2 and b2 (one each, the code's gibbs-sep) Gibbs-resampled once per epoch (the optimisers keep them at 1), and the
+predictive
 probabilities of the test set averaged over one sample per epoch after the burn-in epochs (the optimisers: the
 current point's own). Writes ``fig_bnn_test_error.png`` (test error and test log-likelihood against epochs, mean over
 seeds with the range), ``summary.csv`` / ``summary.md`` (final values per method, mean ± sd over seeds, and the
@@ -24,9 +25,11 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from experiments.common import compose, parse_args, run_settings, setting
+from experiments.common import compose, integers, parse_args, run_settings, setting
+from sgmcmc.data import DataError
 from sgmcmc.diagnostics.comparison import compare
 from sgmcmc.paper import PaperFolder
+from sgmcmc.targets import make_target
 
 FIGURE_ID = "sghmc-bnn"
 METHODS = {"sgd": "SGD", "sgd_momentum": "SGD with momentum", "sgld": "SGLD", "sghmc": "SGHMC"}
@@ -37,10 +40,11 @@ SMOKE = dict(epochs=4, burn_in_epochs=2, overrides=["target.max_train=1000", "ta
 
 
 def settings(seeds: list[int], epochs: int, burn_in_epochs: int, steps_per_epoch: int, extra: list) -> list:
-    """One run per (method, seed): the pair's defaults, the epochs as steps, a trace row per epoch, one kept sample."""
-    n_steps = epochs * steps_per_epoch
-    common = [f"run.n_steps={n_steps}", f"run.burn_in={burn_in_epochs * steps_per_epoch}",
-              f"run.eval_every={steps_per_epoch}", f"run.thin={n_steps}", *extra]
+    """One run per (method, seed): the pair's defaults, the epochs as steps, a trace row per epoch, one kept sample
+    (the last step's) for a sampler."""
+    n_steps, burn_in = epochs * steps_per_epoch, burn_in_epochs * steps_per_epoch
+    common = [f"run.n_steps={n_steps}", f"run.burn_in={burn_in}", f"run.eval_every={steps_per_epoch}",
+              f"run.thin={max(1, n_steps - burn_in)}", *extra]
     return [setting(["target=bnn_mnist", f"sampler={name}", f"seed={seed}", *common], method=label, seed=seed)
             for name, label in METHODS.items() for seed in seeds]
 
@@ -128,7 +132,7 @@ and the rest for training, minibatches of {target['batch_size']} drawn without r
 sweeps a fixed shuffled order instead), θ₀ ~ N(0, {target['initial_scale']}²) for the weights and 0 for the biases;
 W1, b1, W2, b2 each have a Gamma({target['hyper_shape']:g}, {target['hyper_rate']:g}) precision, Gibbs-resampled once
 per epoch (the optimisers keep λ = 1, the code's weight decay: with the conditional's mode, the code's MAP update, the
-first layer's λ rose to ~2·10⁴ and held the weights near 0). {epochs} epochs, the
+first layer's λ grew by orders of magnitude and held the weights near 0). {epochs} epochs, the
 predictive averaged over one sample per epoch after epoch {burn_in_epochs}. Step sizes: the pair defaults of
 configs/by_target/bnn_mnist/ (the authors' η = 2·10⁻⁶ for all four, α = 0.01 for the momentum methods); not tuned on the
 validation set. The first epoch is not run noise-free (the code's start_sample = 1 is not reproduced).
@@ -142,13 +146,20 @@ def main(argv=None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv, seeds=("0,1,2", "seeds of every method"),
                       epochs=("800", "epochs (the paper: 800)"), burn_in_epochs=("50", "burn-in epochs (the paper: 50)"))
     smoke = SMOKE if args.smoke else None
-    epochs = smoke["epochs"] if smoke else int(args.epochs)
-    burn_in_epochs = smoke["burn_in_epochs"] if smoke else int(args.burn_in_epochs)
+    epochs = smoke["epochs"] if smoke else integers("epochs", args.epochs)[0]
+    burn_in_epochs = smoke["burn_in_epochs"] if smoke else integers("burn_in_epochs", args.burn_in_epochs)[0]
+    if not 0 <= burn_in_epochs < epochs:
+        print(f"error: --burn-in-epochs={burn_in_epochs} must be below --epochs={epochs}", file=sys.stderr)
+        sys.exit(2)
     extra = smoke["overrides"] if smoke else []
-    seeds = [int(s) for s in args.seeds.split(",")]
+    seeds = integers("seeds", args.seeds)
     config = compose(["target=bnn_mnist", "sampler=sghmc", *extra])
-    n_train = (config["target"]["max_train"] or 60_000 - config["target"]["n_validation"])
-    steps_per_epoch = max(1, n_train // config["target"]["batch_size"])
+    try:  # the data once, up front: without MNIST one line, before any folder is made
+        target = make_target("bnn_mnist", **{key: value for key, value in config["target"].items() if key != "name"})
+    except DataError as error:
+        print(f"error: data_dir: {error}", file=sys.stderr)
+        sys.exit(2)
+    steps_per_epoch = max(1, target.n_data // target.batch_size)
     paper = PaperFolder.create(FIGURE_ID, args.root)
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
     results = run_settings(paper, settings(seeds, epochs, burn_in_epochs, steps_per_epoch, extra), args.jobs)

@@ -55,7 +55,12 @@ class GammaPrecisions:
         if np.any(self.group_of < 0):
             raise ValueError("every coordinate of θ must belong to a group")
         self.sizes = np.bincount(self.group_of, minlength=len(self.names)).astype(float)
-        self.values = np.full((1, len(self.names)), float(initial))
+        self.initial = float(initial)
+        self.values = np.full((1, len(self.names)), self.initial)
+
+    def reset(self) -> None:
+        """λ ← the initial value for every group, (1, G) (the start of a run)."""
+        self.values = np.full((1, len(self.names)), self.initial)
 
     # -- the conditional ---------------------------------------------------------------------------------
     def squared_norms(self, theta: np.ndarray) -> np.ndarray:

@@ -417,19 +417,22 @@ class GibbsObserver:
     """The target's Gibbs step of its hyperparameters (:meth:`~sgmcmc.targets.base.Target.gibbs_update`) after every
     ``every``-th step, with θ of that step (the SGHMC paper's Gamma precisions, SPEC T11/T12): a hook of the run loop,
     which ends a block at each such step (:func:`sgmcmc.runner.next_stop`). ``mode``: the conditional's mode instead of
-    a draw (the authors' MAP update; the run loop does not use it, see :func:`sgmcmc.runner.run_chains`). Draws from its own generator ``rng``; its state (the generator, the number of updates
+    a draw (the authors' MAP update: an optimiser's run on a target whose ``optimiser_hyperparameters`` is "mode"). Draws from its own generator ``rng``; its state (the generator, the number of updates
     and the hyperparameters' values) goes into the checkpoints, so a resumed run continues bit for bit."""
 
     name = "gibbs"
 
-    def __init__(self, target, every: int, rng: Optional[np.random.Generator], mode: bool = False):
+    def __init__(self, target, every: int, rng: Optional[np.random.Generator], mode: bool = False,
+                 last: Optional[int] = None):
         if every < 1:
             raise ValueError(f"Gibbs steps every {every} steps: expected at least 1")
         self.target, self.every, self.rng, self.mode = target, int(every), rng, bool(mode)
+        self.last = last  # the run's last step: no Gibbs step after it (no step would use its values)
         self.updates = 0
 
     def update(self, block: Block) -> None:
-        if block.status is None and block.stop > block.start and block.stop % self.every == 0:
+        if (block.status is None and block.stop > block.start and block.stop % self.every == 0
+                and block.stop != self.last):
             self.target.gibbs_update(block.state.theta, self.rng, mode=self.mode)
             self.updates += 1
 
@@ -442,7 +445,7 @@ class GibbsObserver:
     def load_state_dict(self, state: dict) -> None:
         from sgmcmc.checkpoint import restore_generator
 
-        self.rng = restore_generator(state["rng"], self.rng)
+        self.rng = restore_generator(state["rng"], self.rng) if state["rng"] is not None else None
         self.updates = int(state["updates"])
         self.target.set_hyperparameters({key[len("value."):]: value for key, value in state.items()
                                          if key.startswith("value.")})

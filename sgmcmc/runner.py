@@ -174,16 +174,19 @@ def run_chains(
         evaluation_rng = np.random.default_rng(rng.integers(2**62)) if target.random_metrics else None
     else:
         evaluation_rng = np.random.default_rng() if target.random_metrics else None
-    # The hyperparameters' Gibbs steps draw from their own generator (drawn only for such targets, after the
-    # evaluation's). An optimiser keeps the target's initial hyperparameters: with the conditional's mode (the
-    # authors' MAP update) the BNN's first-layer weight precision rose to ~2·10⁴ under SGD and held the weights near 0
-    # (test error 16-37% after 400 epochs; issue 19).
-    gibbs_every = 0 if optimiser else target.gibbs_every
+    # Every run starts from the target's initial hyperparameters (a resumed one then loads its checkpoint's). Their
+    # Gibbs steps draw from their own generator (drawn only for such targets, after the evaluation's). An optimiser
+    # follows the target's optimiser_hyperparameters: the initial values (the default, and the BNN's and BPMF's: with
+    # the conditional's mode, the authors' MAP update, the BNN's first-layer precision grew by orders of magnitude under
+    # SGD and held the weights near 0, and BPMF's λ_U, λ_V reached their largest value n_g/2 with U = V = 0), or the mode.
+    target.reset_hyperparameters()
+    mode = optimiser and target.optimiser_hyperparameters == "mode"
+    gibbs_every = 0 if optimiser and not mode else target.gibbs_every
     if resume is None:
-        gibbs_rng = np.random.default_rng(rng.integers(2**62)) if gibbs_every else None
+        gibbs_rng = np.random.default_rng(rng.integers(2**62)) if gibbs_every and not mode else None
     else:
-        gibbs_rng = np.random.default_rng() if gibbs_every else None  # set from the checkpoint
-    gibbs = [GibbsObserver(target, gibbs_every, gibbs_rng)] if gibbs_every else []
+        gibbs_rng = np.random.default_rng() if gibbs_every and not mode else None  # set from the checkpoint
+    gibbs = [GibbsObserver(target, gibbs_every, gibbs_rng, mode, last=settings.n_steps)] if gibbs_every else []
     predictive = PredictiveObserver(target, target.predict_every, settings.burn_in, average=not optimiser) \
         if target.predict_every else None
     trace = TraceObserver(settings, schedule, evaluator, target, store, moments, counters, evaluation_rng, predictive)

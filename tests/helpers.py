@@ -150,6 +150,9 @@ class HierarchicalGaussian:
             def hyperparameters(self):
                 return self.precisions.as_dict()
 
+            def reset_hyperparameters(self):
+                self.precisions.reset()
+
             def set_hyperparameters(self, values):
                 self.precisions.load(values)
 

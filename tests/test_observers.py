@@ -10,7 +10,7 @@ import pytest
 
 from sgmcmc.checkpoint import Checkpointer
 from sgmcmc.evaluation import Evaluator, RunningScore
-from sgmcmc.observers import ProgressObserver, kept_positions
+from sgmcmc.observers import ProgressObserver, Snapshots, kept_positions
 from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.schedules import Constant, Polynomial
 from tests.helpers import build
@@ -292,3 +292,27 @@ def test_an_optimiser_keeps_the_initial_hyperparameters():
                 for target in (with_gibbs, without)]
     assert outcomes[0].hyperparameters == {"precision_a": 1.0, "precision_b": 1.0}
     np.testing.assert_array_equal(outcomes[0].final_theta, outcomes[1].final_theta)
+
+
+def test_a_run_starts_from_the_initial_hyperparameters_and_an_optimiser_may_take_the_mode():
+    """Two runs in a row on one target equal two runs on fresh targets (each starts from λ = 1); with
+    optimiser_hyperparameters = "mode" an optimiser's last Gibbs step sets λ to the conditional's mode at that θ."""
+    from sgmcmc.samplers import make_sampler
+    from tests.helpers import HierarchicalGaussian
+
+    settings = RunSettings(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
+    shared = HierarchicalGaussian(noise_variance=0.5, gibbs_every=5)
+    again = [run_chains(make_sampler("sgld", shared, noise_estimate="zero"), Constant(0.05), settings,
+                        np.random.default_rng(4)) for _ in range(2)]
+    fresh = run_chains(make_sampler("sgld", HierarchicalGaussian(noise_variance=0.5, gibbs_every=5),
+                                    noise_estimate="zero"), Constant(0.05), settings, np.random.default_rng(4))
+    for outcome in again:
+        np.testing.assert_array_equal(outcome.final_theta, fresh.final_theta)
+        assert outcome.hyperparameters == fresh.hyperparameters
+    target = HierarchicalGaussian(noise_variance=0.5, gibbs_every=5)
+    target.optimiser_hyperparameters = "mode"
+    snapshots = Snapshots(3, 4, every=35, until=35)
+    run_chains(make_sampler("sgd", target), Constant(0.05), settings, np.random.default_rng(4), observers=[snapshots])
+    theta = snapshots.arrays()["theta"][:, 0]  # θ after step 35, the last Gibbs step (none at the last step, 40)
+    shape, rate = 3.0 + 2 / 2, 3.0 + 0.5 * np.sum(theta[:, :2] ** 2, axis=1)  # Gamma(3, 3) prior, 2 coordinates
+    np.testing.assert_allclose(target.hyperparameters()["precision_a"], (shape - 1) / rate)

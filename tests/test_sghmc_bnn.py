@@ -28,3 +28,18 @@ def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch):
     trace = pd.read_csv(next((folder / "runs").glob("*-sghmc-bnn_mnist-*")) / "trace.csv")
     assert trace.predictions_averaged.iloc[-1] == sghmc_bnn.SMOKE["epochs"] - sghmc_bnn.SMOKE["burn_in_epochs"]
     assert np.all(np.isfinite(trace.precision_w1)) and trace.precision_w1.nunique() > 1
+
+
+def test_without_mnist_it_stops_with_one_line(tmp_path, monkeypatch, capsys):
+    import sgmcmc.data.files as files
+
+    def offline(url, out):
+        raise OSError("network unreachable")
+
+    monkeypatch.setattr(files, "copy_url", offline)
+    monkeypatch.setenv("SGMCMC_DATA", str(tmp_path / "empty"))
+    with pytest.raises(SystemExit) as stopped:
+        sghmc_bnn.main(["--smoke", "--root", str(tmp_path / "out")])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and error.startswith("error: data_dir: MNIST file") and not (tmp_path / "out").exists()

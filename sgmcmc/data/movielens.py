@@ -154,6 +154,27 @@ def fold_mask(n_lines: int, fold: int, n_folds: int = 5) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------- fetching
 
 
+# MovieLens-1M's ratings.dat: ratings, users, rated movies (GroupLens's README; a synthetic file of the full size has the
+# same counts, but its timestamps are 0)
+MOVIELENS_1M_COUNTS = (1_000_209, 6040, 3706)
+
+
+def check_movielens_1m(data: MovieLensRatings, path: PathLike) -> None:
+    """A one-line DataError unless ``data`` read from ``path`` is MovieLens-1M: its counts
+    (:data:`MOVIELENS_1M_COUNTS`) and a first line with a real timestamp (the synthetic writer's are 0), so that a
+    stand-in is never reported beside the published numbers."""
+    counts = (len(data), data.n_users, data.n_items)
+    with open(path, "rb") as stream:
+        first = stream.readline().decode("latin-1").strip().split("::")
+    synthetic = len(first) == 4 and first[3] == "0"
+    if counts != MOVIELENS_1M_COUNTS or synthetic:
+        why = "its timestamps are 0, as in a synthetic stand-in" if synthetic else \
+            f"{counts[0]:,} ratings of {counts[1]:,} users and {counts[2]:,} movies, not {MOVIELENS_1M_COUNTS[0]:,} " \
+            f"of {MOVIELENS_1M_COUNTS[1]:,} and {MOVIELENS_1M_COUNTS[2]:,}"
+        raise DataError(f"{path} is not MovieLens-1M's ratings.dat ({why}); put GroupLens's file there, or use the "
+                        "synthetic set (--ratings synthetic, or target.ratings_file=FILE)")
+
+
 def ratings_path(data_dir: Optional[PathLike] = None) -> Path:
     """Where MovieLens-1M's ratings.dat belongs: ``<data_dir>/movielens/ml-1m/ratings.dat``."""
     return resolve_data_dir(data_dir) / RATINGS_PATH
@@ -165,7 +186,7 @@ def missing_message(data_dir: Path, why: str) -> str:
     return (f"MovieLens-1M ratings file {target} is missing and {why}; put MovieLens-1M's ratings.dat (from "
             f"{ARCHIVE_URL}; its licence forbids redistribution) at {target}, or ml-1m.zip at "
             f"{data_dir / ARCHIVE.relative_path}, or set SGMCMC_DATA / data_dir to a folder that has it; for a "
-            f"synthetic stand-in of the same format run: {SYNTHETIC_COMMAND} {target}")
+            f"synthetic stand-in of the same format, elsewhere: {SYNTHETIC_COMMAND} FILE, then target.ratings_file=FILE")
 
 
 def file_md5(path: PathLike) -> str:

@@ -15,7 +15,7 @@ The noise floor: no predictor of r from (u, i) beats E[r | u, i] in squared erro
 Σ_k k·P(round(1 + 4y) = k) with y ~ N(mean_ui, noise_sd²); :func:`noise_floor_rmse` gives the RMSE of that
 predictor over the drawn ratings (the bar a sampler's RMSE on held-out ratings is compared with).
 
-    python -m sgmcmc.data.synthetic_ratings --size small --out <data_dir>/movielens/ml-1m/ratings.dat
+    python -m sgmcmc.data.synthetic_ratings --size full --out FILE    # then target.ratings_file=FILE
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ class Sampler(ABC):
     integrators: tuple[str, ...] = ("euler", "generic")
     # "sampler" (a recipe sampler, or HMC and the MH variants), or "optimiser" (SGD, SGD with momentum:
     # sgmcmc.samplers.optimisers): an optimiser has no recipe and no stationary distribution, keeps no samples, predicts
-    # from its current point and keeps a target's hyperparameters at their initial values.
+    # from its current point and treats a target's hyperparameters as its optimiser_hyperparameters says.
     kind: str = "sampler"
 
     # The keyword parameters that a config may set as sampler.<key> (besides step_size and integrator), each

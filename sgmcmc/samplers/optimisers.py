@@ -1,8 +1,9 @@
 """The SGHMC paper's optimisation baselines (Chen, Fox & Guestrin 2014 §4.2, Table 1 and Fig. 5; SPEC T11/T12): SGD
 and SGD with momentum, run by the same loop on the same minibatches as the samplers, but not samplers: they keep no
-samples (``kind = "optimiser"``), their prediction is the current point, and a target's hyperparameters stay at their
-initial values (no Gibbs step: with the conditional's mode, the authors' MAP update, the BNN's weight precision rose to
-~2·10⁴ under SGD and held the weights near 0; :func:`sgmcmc.runner.run_chains`).
+samples (``kind = "optimiser"``), their prediction is the current point, and a target's hyperparameters follow its
+``optimiser_hyperparameters``: kept at their initial values (the default, and the BNN's and BPMF's: the conditional's
+mode, the authors' MAP update, held the BNN's weights and BPMF's factors near 0 under SGD) or set to the conditional's
+mode at each Gibbs interval (:func:`sgmcmc.runner.run_chains`).
 
 Each is the drift of a recipe sampler with the injected noise removed, in the same step-size parametrisation, so a
 setting carries over:

@@ -118,6 +118,13 @@ class Target(ABC):
 
     # -- hyperparameters with Gibbs steps (SGHMC paper T11/T12: Gamma precisions, sgmcmc.hyperparameters) ------------
     gibbs_every: int = 0  # steps between two Gibbs updates of the hyperparameters (after steps k·gibbs_every); 0: none
+    # What an optimiser's run does with them: "initial" keeps the initial values (no Gibbs step), "mode" sets each to its
+    # conditional's mode every gibbs_every steps (the authors' MAP update).
+    optimiser_hyperparameters: str = "initial"
+
+    def reset_hyperparameters(self) -> None:
+        """Set the hyperparameters to their initial values (every run starts there; a resumed one then loads its
+        checkpoint's); nothing to do for a target without any."""
 
     def hyperparameters(self) -> dict[str, np.ndarray]:
         """The current hyperparameters, name → values per chain ((c,), or (1,) before the first update), recorded in

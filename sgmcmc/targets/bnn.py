@@ -301,6 +301,10 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
             raise ValueError("every precision must be a 1D array of positive numbers, one per chain, all of one length")
         self.precisions.load(values)
 
+    def reset_hyperparameters(self) -> None:
+        """λ = 1 for every group (the authors' weight decay 2·10⁻⁵ times N)."""
+        self.precisions.reset()
+
     def gibbs_update(self, theta, rng, mode: bool = False) -> None:
         """λ_g ← a draw from Gamma(a + n_g/2, b + ‖θ_g‖²/2) for every chain and group (one ``rng.gamma`` call), or its
         mode with ``mode`` (no random numbers)."""

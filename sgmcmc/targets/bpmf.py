@@ -46,6 +46,7 @@ from typing import Optional
 import numpy as np
 
 from sgmcmc.hyperparameters import GammaPrecisions
+from sgmcmc.targets.base import Target
 from sgmcmc.targets.data import DataTarget, _check_count, positive_number
 
 BASE = 0.645391  # the authors' base_score (SGHMC.conf): the mean of (r − 1)/4 on MovieLens-1M
@@ -354,9 +355,9 @@ class BPMF(DataTarget):
         moments = np.maximum(squares - total**2 / self.batch_size, 0.0)
         return self._add_prior_gradient(theta, out), moments
 
-    def noise_covariance(self, theta):
-        """None: V(θ) would be d × d (d = 204,666 at full size); the samplers take their own estimate or none."""
-        return None
+    # V(θ) would be d × d (d = 204,666 at full size): unknown, as the base class has it (the samplers take their own
+    # estimate or none)
+    noise_covariance = Target.noise_covariance
 
     def initial_position(self, n_chains, rng):
         """U, V ~ N(0, initial_scale²) entrywise (one ``rng.standard_normal`` call of (c, (n_users + n_items)·k)),
@@ -386,6 +387,11 @@ class BPMF(DataTarget):
     def rating_conditional(self, theta) -> tuple[float, np.ndarray]:
         """(shape, rate (c,)) of τ | θ ~ Gamma(a + N/2, b + ½ Σ_train (y − ŷ)²)."""
         return self.hyper_shape + self.n_data / 2, self.hyper_rate + 0.5 * self.squared_residuals(theta)
+
+    def reset_hyperparameters(self) -> None:
+        """Every λ and τ = 1 (the start of a run)."""
+        self.precisions.reset()
+        self.tau = np.ones(1)
 
     def gibbs_update(self, theta, rng, mode: bool = False) -> None:
         """Every precision from its conditional given θ (c, d) (module docstring): λ by one ``rng.gamma`` call of
