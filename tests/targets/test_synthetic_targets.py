@@ -7,9 +7,11 @@ from scipy import integrate
 from sgmcmc.targets import TARGETS, SyntheticTarget, make_target
 from tests.helpers import numerical_gradient
 
-# targets read from data files have their own modules (test_logistic_regression.py, test_drbm.py, test_lda.py)
-FILE_BACKED = ("logistic_mnist79", "drbm", "lda")
+# targets read from data files (those with a data_dir key) have their own modules (test_logistic_regression.py,
+# test_drbm.py, test_lda.py, test_bnn.py, test_bpmf.py)
+FILE_BACKED = tuple(name for name in TARGETS if "data_dir" in TARGETS.config_keys(name))
 ALL = sorted(name for name in TARGETS if name not in FILE_BACKED)
+assert {"logistic_mnist79", "drbm", "lda", "bnn_mnist", "bpmf_movielens"} <= set(FILE_BACKED)
 # targets whose gradient noise is the configured N(0, V) (data targets get theirs from minibatches)
 SYNTHETIC = sorted(name for name in ALL if isinstance(make_target(name), SyntheticTarget))
 
