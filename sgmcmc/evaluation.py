@@ -30,6 +30,10 @@ class Evaluator:
     def __init__(self, target: Target):
         self.target = target
         self.enabled = target.has_exact_density and target.dim in (1, 2)
+        # the moment errors only: exact moments without a density on a KL grid (a user model, any dimension)
+        self.moments_only = not self.enabled and target.has_exact_moments
+        if self.moments_only:
+            self.exact_mean, self.exact_second_moment = target.exact_moments()
         if not self.enabled:
             return
         self.edges = target.histogram_edges()
@@ -41,7 +45,11 @@ class Evaluator:
         self.marginals = target.marginals()
 
     def score(self, samples: np.ndarray) -> dict:
-        """KL(p‖q), KL(q‖p), W1 (1D) and moment errors of the pooled samples (m, dim)."""
+        """KL(p‖q), KL(q‖p), W1 (1D) and moment errors of the pooled samples (m, dim); the moment errors only for a
+        target with exact moments but no density on a grid."""
+        if self.moments_only and samples.shape[0]:
+            return {key: float(value) for key, value in
+                    moment_errors(samples, self.exact_mean, self.exact_second_moment).items()}
         if not self.enabled or samples.shape[0] == 0:
             return {}
         scores = dict(histogram_kl(samples, self.masses, self.edges))
@@ -80,9 +88,11 @@ class RunningScore:
     def __init__(self, evaluator: Evaluator, n_chains: int):
         self.evaluator = evaluator
         self.count = 0
+        dim = evaluator.target.dim
+        if evaluator.moments_only:
+            self.sums, self.squares = np.zeros((n_chains, dim)), np.zeros((n_chains, dim))
         if not evaluator.enabled:
             return
-        dim = evaluator.target.dim
         self.grid_counts = np.zeros(evaluator.masses.shape, dtype=np.int64)
         marginal_edges = evaluator.edges if evaluator.marginals is not None else ()
         self.marginal_counts = [np.zeros(len(edges) - 1, dtype=np.int64) for edges in marginal_edges]
@@ -90,10 +100,14 @@ class RunningScore:
 
     def update(self, samples: np.ndarray) -> None:
         """Add newly kept samples (c, m, d)."""
-        if not self.evaluator.enabled or samples.shape[1] == 0:
+        if not (self.evaluator.enabled or self.evaluator.moments_only) or samples.shape[1] == 0:
             return
         from sgmcmc.engine.accumulate import power_sums
 
+        if self.evaluator.moments_only:
+            power_sums(self.sums, self.squares, np.ascontiguousarray(samples))
+            self.count += samples.shape[0] * samples.shape[1]
+            return
         pooled = samples.reshape(-1, samples.shape[2])
         edges = self.evaluator.edges
         if pooled.shape[1] == 1:
@@ -108,10 +122,13 @@ class RunningScore:
     def score(self, all_samples: np.ndarray | None = None) -> dict:
         """The metrics of every sample added so far; W1 too when ``all_samples`` (m, 1) is given."""
         evaluator = self.evaluator
-        if not evaluator.enabled or self.count == 0:
+        if not (evaluator.enabled or evaluator.moments_only) or self.count == 0:
             return {}
-        scores = histogram_kl_from_fractions(self.grid_counts / self.count, evaluator.masses)
         mean, second = self.sums.sum(axis=0) / self.count, self.squares.sum(axis=0) / self.count
+        if evaluator.moments_only:
+            return {"mean_error": float(np.max(np.abs(mean - evaluator.exact_mean))),
+                    "second_moment_error": float(np.max(np.abs(second - evaluator.exact_second_moment)))}
+        scores = histogram_kl_from_fractions(self.grid_counts / self.count, evaluator.masses)
         scores["mean_error"] = np.max(np.abs(mean - evaluator.exact_mean))
         scores["second_moment_error"] = np.max(np.abs(second - evaluator.exact_second_moment))
         if self.marginal_counts:
@@ -121,6 +138,8 @@ class RunningScore:
         return {key: float(value) for key, value in scores.items()}
 
     def state_dict(self) -> dict:
+        if self.evaluator.moments_only:
+            return {"sums": self.sums, "squares": self.squares, "count": self.count}
         if not self.evaluator.enabled:
             return {}
         state = {"grid_counts": self.grid_counts, "sums": self.sums, "squares": self.squares, "count": self.count}
@@ -128,6 +147,9 @@ class RunningScore:
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        if self.evaluator.moments_only:
+            self.sums, self.squares, self.count = np.array(state["sums"]), np.array(state["squares"]), int(state["count"])
+            return
         if not self.evaluator.enabled:
             return
         self.grid_counts, self.sums, self.squares = (np.array(state[key]) for key in ("grid_counts", "sums", "squares"))

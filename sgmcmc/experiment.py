@@ -80,8 +80,12 @@ def _build(config: dict) -> Built:
     target_params = {k: v for k, v in config["target"].items() if k != "name"}
     if "data_seed" in target_params and target_params["data_seed"] is None:
         target_params["data_seed"] = config["seed"]  # data generated from the run's seed (SPEC §2 T7)
+    from sgmcmc.targets.user import UserModelError  # imports no model: only the error class
+
     try:
         target = make_target(config["target"]["name"], **target_params)
+    except UserModelError as error:  # names target.model itself
+        raise ConfigError(str(error)) from None
     except ValueError as error:
         raise ConfigError(f"target: {error}") from None
     except DataError as error:  # missing, corrupt or unreachable data: one line, exit 2, like a bad value

@@ -135,6 +135,14 @@ def string(key, value):
     return value
 
 
+@_allowing("a mapping (key: value, ...)")
+def mapping(key, value):
+    """A mapping with string keys (e.g. a user model's keyword arguments), as a dict."""
+    if not isinstance(value, dict) or not all(isinstance(name, str) for name in value):
+        raise ConfigError(f"{key}={describe(value)} is invalid: expected a mapping with string keys")
+    return dict(value)
+
+
 @_allowing("a number >= 0.0, or a square matrix as a list of lists of numbers")
 def noise_variance(key, value):
     """A scalar ≥ 0 or a square matrix given as a list of lists."""

@@ -12,7 +12,7 @@ from collections.abc import MutableMapping
 from importlib import import_module
 
 from sgmcmc import lazy_exports
-from sgmcmc.schema import Key, choice, integer, noise_variance, number_list, optional, real, string
+from sgmcmc.schema import Key, choice, integer, mapping, noise_variance, number_list, optional, real, string
 from sgmcmc.targets.base import SyntheticTarget, Target
 from sgmcmc.targets.data import DataTarget
 
@@ -166,6 +166,13 @@ TARGETS = _Registry({
              "n_held_out": Key(integer(1), "first documents of the shuffled stream, held out for the perplexity"),
              "buffer_size": Key(integer(1), "documents in the bounded shuffle buffer"),
              "stream_seed": Key(integer(0), "seed of the stream's shuffle")}),
+    # your own model (sgmcmc/targets/user.py: the contract and its checks; docs/user-guide.md)
+    "custom": ("sgmcmc.targets.user:make_user_target",
+               {"model": Key(string, "your model's class: path/to/file.py:ClassName (relative to the working folder) "
+                                     "or package.module.ClassName (as Hydra's _target_)", required=True),
+                "options": Key(mapping, "keyword arguments of the model's class (+target.options.<name>=<value>)"),
+                "batch_size": Key(optional(integer(1)), "n of a data model (one with n_data); null: min(32, N)"),
+                "noise_variance": Key(real(0.0), "v of a density model: ∇Ũ = ∇U + N(0, v·I) (0: the exact gradient)")}),
 })
 
 # the classes this package exported, imported on first use (``from sgmcmc.targets import Correlated2D``)

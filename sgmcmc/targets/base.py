@@ -46,6 +46,9 @@ class Target(ABC):
 
     # What the metrics need; targets without an exact density leave these as they are.
     has_exact_density: bool = False
+    # exact_moments() known without an exact density (a user model's, or its reference samples'): the metrics are then
+    # the errors of E θ and E θ² only
+    has_exact_moments: bool = False
 
     def log_density(self, theta: np.ndarray) -> np.ndarray:
         """Exact normalised log π(θ), shape (n,)."""

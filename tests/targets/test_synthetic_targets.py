@@ -8,10 +8,12 @@ from sgmcmc.targets import TARGETS, SyntheticTarget, make_target
 from tests.helpers import numerical_gradient
 
 # targets read from data files (those with a data_dir key) have their own modules (test_logistic_regression.py,
-# test_drbm.py, test_lda.py, test_bnn.py, test_bpmf.py)
-FILE_BACKED = tuple(name for name in TARGETS if "data_dir" in TARGETS.config_keys(name))
+# test_drbm.py, test_lda.py, test_bnn.py, test_bpmf.py), and so does a target built from a key with no default (the
+# user's model of target=custom: test_user.py)
+FILE_BACKED = tuple(name for name in TARGETS if "data_dir" in TARGETS.config_keys(name)
+                    or any(key.required for key in TARGETS.config_keys(name).values()))
 ALL = sorted(name for name in TARGETS if name not in FILE_BACKED)
-assert {"logistic_mnist79", "drbm", "lda", "bnn_mnist", "bpmf_movielens"} <= set(FILE_BACKED)
+assert {"logistic_mnist79", "drbm", "lda", "bnn_mnist", "bpmf_movielens", "custom"} <= set(FILE_BACKED)
 # targets whose gradient noise is the configured N(0, V) (data targets get theirs from minibatches)
 SYNTHETIC = sorted(name for name in ALL if isinstance(make_target(name), SyntheticTarget))
 

@@ -1,0 +1,449 @@
+"""Your own model as a target (``target=custom``): the contract a model meets, how it is loaded, and the checks it
+gets before any run.
+
+A model is any Python class (it imports nothing from this package). θ always has shape (n, dim), chain dimension
+first, and every method returns one row per chain.
+
+**Every model** has
+
+- ``dim`` (int), the number of parameters; optionally
+- ``initial_position(n, rng)`` → (n, dim), θ₀ of every chain (default: zeros);
+- ``parameter_names``, a list of ``dim`` strings (the coordinates of the ArviZ posterior);
+- ``metric()`` → a :class:`sgmcmc.geometry.DiagonalMetric`, G(θ) for SGRLD and the SGRHMC samplers (default G = I);
+- for the metrics: ``exact_moments()`` → (E θ, E θ²), each (dim,), or ``reference_samples()`` → (m, dim) exact or
+  long-run draws (their moments are used), and, for dim ≤ 2, ``exact_log_density(θ)`` → (n,) normalised with
+  ``histogram_edges()`` (the KL grid, as :meth:`sgmcmc.targets.base.Target.histogram_edges`).
+
+**A density model** gives the whole (unnormalised) log density at once:
+
+- ``grad_log_density(θ)`` → (n, dim) and, optionally (HMC's Metropolis test, the gradient check), ``log_density(θ)``
+  → (n,); or, in potential form, ``grad_potential(θ)`` and ``potential(θ)`` with U = −log π;
+- its stochastic gradient is the exact one plus N(0, v·I) noise, v = ``target.noise_variance`` (0: exact);
+- optionally ``compiled_gradient(target)`` → :class:`sgmcmc.engine.gradients.CompiledGradient` (one of the compiled
+  formulas, built with ``sgmcmc.engine.gradients.formula(kind, target, parameters)``): the compiled blocks.
+
+**A data model** gives per-example terms, and the runner draws the minibatches (SPEC §1 "Common",
+:class:`sgmcmc.targets.data.DataTarget`: ∇Ũ = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ)):
+
+- ``n_data`` (int), N;
+- ``grad_log_likelihood(θ, index)`` → (n, b, dim), ∇log p(x_i | θ) of the examples ``index`` (n, b) (integers);
+- ``grad_log_prior(θ)`` → (n, dim);
+- optionally ``log_likelihood(θ, index)`` → (n, b) and ``log_prior(θ)`` → (n,) (U(θ) for HMC and the check);
+- optionally ``compiled_data(target)`` → :class:`sgmcmc.engine.data_blocks.CompiledData` (one of the compiled
+  likelihoods, built with ``sgmcmc.engine.data_blocks.compiled_data(kind, target, data, prior)``): the compiled
+  blocks; it is checked against ``grad_log_likelihood`` and ``grad_log_prior`` at θ₀.
+
+**The checks** (:func:`check_model`, at build time, before any run folder exists): the required methods are there,
+``dim`` (and ``n_data``) are positive integers, θ₀ and every value at θ₀ have the promised shape and are finite, the
+gradient agrees with central differences of the log density (or of the minibatch's log-likelihood and the log prior)
+along random directions, the metric is positive, and a compiled gradient agrees with the numpy one. Each failure is a
+:class:`UserModelError`, one line naming ``target.model`` and what to fix. The samplers' D/Q checks then run on it
+as on every target (:func:`sgmcmc.experiment._check_at_start`).
+
+Loading: ``target.model`` is ``path/to/file.py:ClassName`` (a file, relative to the working folder) or
+``package.module.ClassName`` / ``package.module:ClassName`` (an importable class, as Hydra's ``_target_``);
+``target.options`` are its keyword arguments. From Python, :func:`user_target` wraps a model object.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import shutil
+import sys
+import warnings
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+
+from sgmcmc.geometry import DiagonalMetric, IdentityMetric
+from sgmcmc.targets.base import Target
+from sgmcmc.targets.data import DataTarget
+
+# chains and examples of the checks at θ₀; directions and the relative tolerance of the gradient check
+CHECK_CHAINS, CHECK_EXAMPLES, CHECK_DIRECTIONS = 3, 4, 2
+GRADIENT_TOLERANCE = 1e-3  # relative: a factor 2 or a sign is 1/3 or 1
+
+
+class UserModelError(ValueError):
+    """A user's model breaks the contract (one line, naming ``target.model``)."""
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0]}" if lines else type(error).__name__
+
+
+def load_model_class(spec: str):
+    """The class named by ``spec``: ``file.py:Class``, ``package.module:Class`` or ``package.module.Class``."""
+    if spec == "???":  # Hydra's mandatory value, left unset
+        raise UserModelError("target.model is not set: give target.model=path/to/file.py:ClassName or "
+                             "package.module.ClassName")
+    where, colon, attribute = spec.rpartition(":")
+    if not colon:
+        where, _, attribute = spec.rpartition(".")
+    if not where or not attribute:
+        raise UserModelError(f"target.model={spec}: expected path/to/file.py:ClassName or package.module.ClassName")
+    if where.endswith(".py"):
+        path = Path(where)
+        if not path.is_file():
+            raise UserModelError(f"target.model={spec}: no file {path} (the path is relative to the working folder "
+                                 f"{Path.cwd()})")
+        name = f"sgmcmc_user_model_{path.stem}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as error:  # the user's file: any error it raises is theirs to fix
+            sys.modules.pop(name, None)
+            raise UserModelError(f"target.model={spec}: {path} does not import ({_first_line(error)})") from None
+    else:
+        try:
+            module = importlib.import_module(where)
+        except Exception as error:
+            raise UserModelError(f"target.model={spec}: module {where} does not import ({_first_line(error)})") from None
+    try:
+        model_class = getattr(module, attribute)
+    except AttributeError:
+        raise UserModelError(f"target.model={spec}: {where} has no {attribute}") from None
+    return model_class
+
+
+def _source_file(model) -> Optional[Path]:
+    module = sys.modules.get(type(model).__module__)
+    path = getattr(module, "__file__", None)
+    return Path(path) if path else None
+
+
+class _UserTarget:
+    """What both kinds of user target share: the model, its name, optional methods and metrics."""
+
+    model: object
+    spec: str
+
+    def _setup(self, model, spec: str) -> None:
+        self.model, self.spec = model, spec
+        self.name = "custom"
+        self._metric = model.metric() if hasattr(model, "metric") else IdentityMetric()
+        self._moments = None
+        if hasattr(model, "exact_moments"):
+            mean, second = model.exact_moments()
+            self._moments = (np.asarray(mean, dtype=float), np.asarray(second, dtype=float))
+        elif hasattr(model, "reference_samples"):
+            reference = np.asarray(model.reference_samples(), dtype=float)
+            if reference.ndim != 2 or reference.shape[1] != self.dim or reference.shape[0] < 2:
+                raise UserModelError(f"{self._where}: reference_samples() must return (m, {self.dim}) with m >= 2; "
+                                     f"got {reference.shape}")
+            self._moments = (reference.mean(axis=0), (reference**2).mean(axis=0))
+        if self._moments is not None and any(part.shape != (self.dim,) or not np.all(np.isfinite(part))
+                                             for part in self._moments):
+            raise UserModelError(f"{self._where}: the exact moments must be two finite arrays of shape ({self.dim},)")
+        self.has_exact_moments = self._moments is not None
+        self.has_exact_density = (self.has_exact_moments and self.dim <= 2 and hasattr(model, "exact_log_density")
+                                  and hasattr(model, "histogram_edges"))
+
+    @property
+    def _where(self) -> str:
+        return f"target.model={self.spec}"
+
+    def initial_position(self, n_chains, rng):
+        if hasattr(self.model, "initial_position"):
+            return np.asarray(self.model.initial_position(int(n_chains), rng), dtype=float)
+        return np.zeros((int(n_chains), self.dim))
+
+    def default_metric(self) -> DiagonalMetric:
+        return self._metric
+
+    def exact_moments(self):
+        if self._moments is None:
+            return super().exact_moments()
+        return self._moments
+
+    def log_density(self, theta):
+        if not self.has_exact_density:
+            return super().log_density(theta)
+        return np.asarray(self.model.exact_log_density(theta), dtype=float)
+
+    def histogram_edges(self):
+        if not self.has_exact_density:
+            return super().histogram_edges()
+        return self.model.histogram_edges()
+
+    def parameter_names(self) -> Optional[list[str]]:
+        names = getattr(self.model, "parameter_names", None)
+        return None if names is None else [str(name) for name in names]
+
+    def write_artifacts(self, folder, theta) -> list[str]:
+        """A copy of the model's source file (``model.py``), so the run folder says what it sampled."""
+        source = _source_file(self.model)
+        if source is None or not source.is_file():
+            return []
+        shutil.copyfile(source, Path(folder) / "model.py")
+        return ["model.py"]
+
+
+class UserDensityTarget(_UserTarget, Target):
+    """A density model (see the module docstring): U = −log π, ∇Ũ = ∇U + N(0, v·I)."""
+
+    def __init__(self, model, spec: str = "<python object>", noise_variance: float = 0.0):
+        self.dim = model.dim
+        self.noise_variance = float(noise_variance)
+        self._log_form = hasattr(model, "grad_log_density")
+        self.has_potential = hasattr(model, "log_density" if self._log_form else "potential")
+        self._setup(model, spec)
+
+    def potential(self, theta):
+        if not self.has_potential:
+            raise TypeError(f"{self._where}: the model has no {'log_density' if self._log_form else 'potential'}")
+        value = np.asarray((self.model.log_density if self._log_form else self.model.potential)(theta), dtype=float)
+        return -value if self._log_form else value
+
+    def gradient(self, theta):
+        if self._log_form:
+            return -np.asarray(self.model.grad_log_density(theta), dtype=float)
+        return np.asarray(self.model.grad_potential(theta), dtype=float)
+
+    def stochastic_gradient(self, theta, rng):
+        """∇U(θ) + √v·N(0, I): one standard normal array of shape θ.shape, also when v = 0 (the compiled blocks
+        draw the same numbers)."""
+        return self.gradient(theta) + np.sqrt(self.noise_variance) * rng.standard_normal(np.shape(theta))
+
+    def noise_covariance(self, theta):
+        return self.variance
+
+    @property
+    def variance(self) -> np.ndarray:
+        """V = v·I, the covariance of the gradient noise (as :class:`~sgmcmc.targets.base.SyntheticTarget`'s, which
+        ``sgmcmc.engine.gradients.formula`` reads)."""
+        return self.noise_variance * np.eye(self.dim)
+
+    @property
+    def _noise_factor(self) -> np.ndarray:
+        return np.sqrt(self.noise_variance) * np.eye(self.dim)
+
+    def compiled_gradient(self):
+        """The model's ``compiled_gradient(target)`` where it gives one (checked at build), else None."""
+        if not hasattr(self.model, "compiled_gradient"):
+            return None
+        return self.model.compiled_gradient(self)
+
+
+class UserDataTarget(_UserTarget, DataTarget):
+    """A data model (see the module docstring), minibatched by :class:`~sgmcmc.targets.data.DataTarget`."""
+
+    def __init__(self, model, spec: str = "<python object>", batch_size: Optional[int] = None):
+        self.dim = model.dim
+        n_data = model.n_data
+        DataTarget.__init__(self, n_data, min(DEFAULT_BATCH_SIZE, n_data) if batch_size is None else batch_size)
+        self.has_potential = hasattr(model, "log_likelihood") and hasattr(model, "log_prior")
+        self._setup(model, spec)
+
+    def log_likelihood_gradients(self, theta, index):
+        return np.asarray(self.model.grad_log_likelihood(theta, index), dtype=float)
+
+    def log_prior_gradient(self, theta):
+        return np.asarray(self.model.grad_log_prior(theta), dtype=float)
+
+    def potential(self, theta):
+        """U(θ) = −Σ_i log p(x_i | θ) − log p(θ), summed over the data in chunks."""
+        if not self.has_potential:
+            raise TypeError(f"{self._where}: the model has no log_likelihood and log_prior")
+        theta = np.asarray(theta, dtype=float)
+        total = np.zeros(theta.shape[0])
+        per_chunk = max(1, self._chunk_elements // max(1, theta.shape[0] * self.dim))
+        for start in range(0, self.n_data, per_chunk):
+            index = np.arange(start, min(start + per_chunk, self.n_data))
+            total += np.asarray(self.model.log_likelihood(theta, np.broadcast_to(index, (theta.shape[0], index.size))),
+                                dtype=float).sum(axis=1)
+        return -total - np.asarray(self.model.log_prior(theta), dtype=float)
+
+    def compiled_data(self):
+        """The model's ``compiled_data(target)`` where it gives one (checked at build), else None."""
+        if not hasattr(self.model, "compiled_data"):
+            return None
+        return self.model.compiled_data(self)
+
+
+DEFAULT_BATCH_SIZE = 32  # n of a data model when target.batch_size is null (at most N)
+DENSITY_METHODS = (("grad_log_density", "grad_potential"),)
+DATA_METHODS = ("grad_log_likelihood", "grad_log_prior")
+
+
+def user_target(model, spec: str = "<python object>", batch_size: Optional[int] = None,
+                noise_variance: float = 0.0, seed: int = 0) -> Target:
+    """The checked target of a model object (a data model when it has ``n_data``, else a density model); a
+    :class:`UserModelError` naming ``spec`` when it breaks the contract (:func:`check_model`)."""
+    where = f"target.model={spec}"
+    if not isinstance(getattr(model, "dim", None), (int, np.integer)) or isinstance(model.dim, bool) or model.dim < 1:
+        raise UserModelError(f"{where}: the model needs dim, a positive integer (got {getattr(model, 'dim', None)!r})")
+    data = hasattr(model, "n_data")
+    required = DATA_METHODS if data else ()
+    missing = [name for name in required if not callable(getattr(model, name, None))]
+    if not data and not any(callable(getattr(model, name, None)) for name in ("grad_log_density", "grad_potential")):
+        missing.append("grad_log_density (or grad_potential)")
+    if missing:
+        kind = "a data model (it has n_data)" if data else "a density model"
+        raise UserModelError(f"{where}: the model has no {', '.join(missing)}; {kind} needs it (see sgmcmc/targets/user.py)")
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if data:
+                n_data = model.n_data
+                if not isinstance(n_data, (int, np.integer)) or isinstance(n_data, bool) or n_data < 2:
+                    raise UserModelError(f"{where}: n_data must be an integer >= 2 (got {n_data!r})")
+                if batch_size is not None and not 1 <= batch_size <= n_data:
+                    raise UserModelError(f"target.batch_size={batch_size} is invalid for {spec}: allowed 1..{n_data} "
+                                         f"(n_data)")
+                target = UserDataTarget(model, spec, batch_size)
+            else:
+                target = UserDensityTarget(model, spec, noise_variance)
+        except UserModelError:
+            raise
+        except Exception as error:
+            raise UserModelError(f"{where}: setting the model up raised {_first_line(error)}") from None
+        check_model(target, np.random.default_rng(seed))
+    return target
+
+
+def make_user_target(model: str, options: Optional[dict] = None, batch_size: Optional[int] = None,
+                     noise_variance: float = 0.0) -> Target:
+    """``target=custom``: load ``model`` (see :func:`load_model_class`), build it with ``options`` and check it."""
+    model_class = load_model_class(model)
+    try:
+        instance = model_class(**(options or {}))
+    except Exception as error:
+        raise UserModelError(f"target.model={model}: {model_class.__name__}(**target.options) raised "
+                             f"{_first_line(error)}") from None
+    return user_target(instance, model, batch_size, noise_variance)
+
+
+def _call(target, name: str, function, *args, shape: tuple):
+    """``function(*args)`` as a float array of ``shape``, finite; a UserModelError naming ``name`` otherwise."""
+    try:
+        value = np.asarray(function(*args), dtype=float)
+    except Exception as error:
+        raise UserModelError(f"{target._where}: {name} raised {_first_line(error)} at θ₀") from None
+    if value.shape != shape:
+        raise UserModelError(f"{target._where}: {name} returned shape {value.shape} at θ₀; expected {shape} "
+                             f"(θ has shape (n_chains, dim), chains first)")
+    if not np.all(np.isfinite(value)):
+        raise UserModelError(f"{target._where}: {name} is not finite at θ₀ (NaN or inf)")
+    return value
+
+
+def _near(theta: np.ndarray, rng) -> np.ndarray:
+    """Points near θ₀ for the gradient check (at a symmetric θ₀ such as 0 a gradient of the wrong sign or scale is 0 as
+    well): θ₀ + 0.1·(1 + |θ₀|)·z per chain."""
+    return theta + 0.1 * (1.0 + np.abs(theta)) * rng.standard_normal(theta.shape)
+
+
+def _check_gradient(target, name: str, value, gradient, theta: np.ndarray, rng) -> None:
+    """:func:`_check_directional` of ``gradient`` (θ → (n, d)) at θ₀ and at points near it where ``value`` is finite
+    there (a bounded support may exclude them)."""
+    _check_directional(target, name, value, _call(target, f"the gradient of {name}", gradient, theta,
+                                                         shape=theta.shape), theta, rng)
+    nearby = _near(theta, rng)
+    with np.errstate(all="ignore"):
+        try:
+            inside = np.all(np.isfinite(np.asarray(value(nearby), dtype=float)))
+        except Exception:
+            inside = False
+    if inside:
+        _check_directional(target, name, value, _call(target, f"the gradient of {name}", gradient, nearby,
+                                                             shape=nearby.shape), nearby, rng)
+
+
+def _check_directional(target, name: str, value, gradient: np.ndarray, theta: np.ndarray, rng) -> None:
+    """The gradient (n, d) of ``value`` (θ → (n,)) against central differences along random unit directions."""
+    for _ in range(CHECK_DIRECTIONS):
+        direction = rng.standard_normal(theta.shape)
+        direction /= np.linalg.norm(direction, axis=1, keepdims=True)
+        step = 1e-5 * (1.0 + np.abs(theta).max(axis=1, keepdims=True))
+        upper = _call(target, name, value, theta + step * direction, shape=(theta.shape[0],))
+        lower = _call(target, name, value, theta - step * direction, shape=(theta.shape[0],))
+        numeric = (upper - lower) / (2 * step[:, 0])
+        analytic = np.einsum("cd,cd->c", gradient, direction)
+        scale = np.abs(analytic) + np.abs(numeric) + np.linalg.norm(gradient, axis=1) * 1e-3 + 1e-6
+        worst = int(np.argmax(np.abs(numeric - analytic) / scale))
+        if abs(numeric[worst] - analytic[worst]) > GRADIENT_TOLERANCE * scale[worst]:
+            raise UserModelError(f"{target._where}: the gradient of {name} disagrees with its central differences near "
+                                 f"θ₀ (directional derivative {analytic[worst]:.6g} against {numeric[worst]:.6g}); "
+                                 "check its sign and scale")
+
+
+def check_model(target, rng: np.random.Generator) -> None:
+    """The contract checks of a user target at θ₀ (see the module docstring); a :class:`UserModelError` otherwise."""
+    model, n, d = target.model, CHECK_CHAINS, target.dim
+    theta = _call(target, "initial_position", target.initial_position, n, rng, shape=(n, d))
+    if isinstance(target, UserDataTarget):
+        index = np.stack([rng.choice(target.n_data, size=min(CHECK_EXAMPLES, target.n_data), replace=False)
+                          for _ in range(n)])
+        b = index.shape[1]
+        _call(target, "grad_log_likelihood", model.grad_log_likelihood, theta, index, shape=(n, b, d))
+        _call(target, "grad_log_prior", model.grad_log_prior, theta, shape=(n, d))
+        if target.has_potential:
+            _call(target, "log_likelihood", model.log_likelihood, theta, index, shape=(n, b))
+            _call(target, "log_prior", model.log_prior, theta, shape=(n,))
+            _check_gradient(target, "log_likelihood", lambda x: np.asarray(model.log_likelihood(x, index)).sum(axis=1),
+                            lambda x: np.asarray(model.grad_log_likelihood(x, index)).sum(axis=1), theta, rng)
+            _check_gradient(target, "log_prior", model.log_prior, model.grad_log_prior, theta, rng)
+    else:
+        gradient_name = "grad_log_density" if target._log_form else "grad_potential"
+        _call(target, gradient_name, getattr(model, gradient_name), theta, shape=(n, d))
+        if target.has_potential:
+            value_name = "log_density" if target._log_form else "potential"
+            _call(target, value_name, getattr(model, value_name), theta, shape=(n,))
+            _check_gradient(target, value_name, getattr(model, value_name), getattr(model, gradient_name), theta, rng)
+    if target.has_exact_density:
+        _call(target, "exact_log_density", model.exact_log_density, theta, shape=(n,))
+    metric = target.default_metric()
+    if not isinstance(metric, DiagonalMetric):
+        raise UserModelError(f"{target._where}: metric() must return a sgmcmc.geometry.DiagonalMetric; got "
+                             f"{type(metric).__name__}")
+    scale = _call(target, "metric().inverse_sqrt", metric.inverse_sqrt, theta, shape=(n, d))
+    _call(target, "metric().inverse_sqrt_derivative", metric.inverse_sqrt_derivative, theta, shape=(n, d))
+    if np.any(scale <= 0):
+        raise UserModelError(f"{target._where}: metric().inverse_sqrt must be positive at θ₀ (G(θ)^(-1/2) is a "
+                             "positive diagonal)")
+    _check_compiled(target, theta)
+
+
+def _check_compiled(target, theta: np.ndarray) -> None:
+    """A compiled gradient the model gives against its numpy gradient at θ₀ (full data for a data model)."""
+    try:
+        compiled = target.compiled_data() if isinstance(target, UserDataTarget) else target.compiled_gradient()
+    except Exception as error:
+        raise UserModelError(f"{target._where}: compiled_{'data' if isinstance(target, UserDataTarget) else 'gradient'} "
+                             f"raised {_first_line(error)}") from None
+    if compiled is None:
+        return
+    if isinstance(target, UserDataTarget):
+        from sgmcmc.engine.data_blocks import CompiledData
+        from sgmcmc.engine.data_kernels import minibatch_gradient
+
+        if not isinstance(compiled, CompiledData) or compiled.n_data != target.n_data or compiled.data.shape[0] != target.n_data:
+            raise UserModelError(f"{target._where}: compiled_data(target) must return "
+                                 "sgmcmc.engine.data_blocks.compiled_data(kind, target, data, prior) over the N examples")
+        values = np.empty_like(theta)
+        work = np.empty((target.n_data, target.dim))
+        for chain in range(theta.shape[0]):
+            minibatch_gradient(compiled.kind, compiled.data, compiled.n_data, compiled.n_data, compiled.prior,
+                               np.ascontiguousarray(theta[chain]), np.zeros((1, 1, 1), dtype=np.int64), 0, 0,
+                               work, np.empty(target.dim), values[chain])
+        reference = target.gradient(theta)
+    else:
+        from sgmcmc.engine.gradients import CompiledGradient
+        from sgmcmc.engine.kernels import gradient_into
+
+        if not isinstance(compiled, CompiledGradient):
+            raise UserModelError(f"{target._where}: compiled_gradient(target) must return a "
+                                 "sgmcmc.engine.gradients.CompiledGradient")
+        values = np.empty_like(theta)
+        for chain in range(theta.shape[0]):
+            gradient_into(compiled.kind, compiled.parameters, np.ascontiguousarray(theta[chain]), values[chain])
+        reference = target.gradient(theta)
+    if not np.allclose(values, reference, rtol=1e-8, atol=1e-8 * (1 + np.abs(reference).max())):
+        raise UserModelError(f"{target._where}: the compiled gradient disagrees with the numpy one at θ₀ (largest "
+                             f"difference {np.abs(values - reference).max():.3g}); the samples would depend on the path")
