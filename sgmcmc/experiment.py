@@ -2,7 +2,9 @@
 schedule, run, and write the versioned result folder.
 
 Result folder (``<results_dir>/<time>-<sampler>-<target>-<hex>/``): ``config.yaml`` (resolved),
-``run.log``, ``samples.npz`` (``theta``: (n_chains, n_kept, dim)), ``moments.npz`` (per-chain ``mean`` and, up
+``run.log``, ``samples.npz`` (``theta``: (n_chains, n_kept, dim), the draws' ``step_size`` (n_kept,) and, where the
+sampler reports them, ``xi``, ``clipped``, ``accept_probability``, ``reflected`` (n_chains, n_kept):
+:class:`~sgmcmc.observers.SampleStore`; read back by :mod:`sgmcmc.run_results`), ``moments.npz`` (per-chain ``mean`` and, up
 to d = 512, ``covariance`` of every post-burn-in step, and their ``count``), ``trace.csv``, ``figures/*.png``,
 with ``run.path_statistics`` ``path_statistics.npz`` (per step the mean over chains of ξ, ξ², r·r/d:
 :class:`~sgmcmc.observers.PathStatistics`), with ``run.snapshot_every`` ``snapshots.npz`` (θ of every chain at step 0
@@ -371,7 +373,9 @@ def _path_observers(config: dict, built: Built, rng: np.random.Generator, resume
 
 def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome) -> None:
     """samples.npz, moments.npz, trace.csv, figures, the target's artifacts and, last, metrics.json."""
-    write_samples(folder / "samples.npz", theta=outcome.samples)
+    names = built.target.parameter_names()
+    write_samples(folder / "samples.npz", theta=outcome.samples, **outcome.sample_stats,
+                  **({} if names is None else {"parameter_names": np.array(names, dtype=str)}))
     if outcome.moments is not None and outcome.moments.count:
         covariance = outcome.moments.covariance()
         extra = {} if covariance is None else {"covariance": covariance}

@@ -3,7 +3,9 @@
 What grows with chains × steps × d or chains × d² (every number 8 bytes):
 
 - the kept samples (:class:`~sgmcmc.observers.SampleStore`): n_chains × n_kept × d, n_kept as
-  :attr:`~sgmcmc.runner.RunSettings.n_kept` counts it (post-burn-in steps, every ``thin``-th);
+  :attr:`~sgmcmc.runner.RunSettings.n_kept` counts it (post-burn-in steps, every ``thin``-th); its per-draw
+  statistics (ξ, clipped, acceptance, reflections: up to 4 × n_chains × n_kept where the sampler reports them, which
+  is known only once it runs) are left out of the lower bound;
 - the snapshots of ``run.snapshot_every`` (:class:`~sgmcmc.observers.Snapshots`): n_chains × (1 + snapshot steps) × d;
 - the per-chain running covariance of the moments (:class:`~sgmcmc.observers.RunningMoments`, d ≤
   ``MOMENT_COVARIANCE_MAX_DIM``): its scatter matrix and the covariance written to moments.npz, 2 × n_chains × d²;

@@ -2,7 +2,7 @@
 blackjax's kernels keep concerns apart: each has ``update(block)`` and ``state_dict()`` / ``load_state_dict()``
 (numpy arrays and JSON scalars), so a checkpoint is their states plus the sampler's and the generators'.
 
-- :class:`SampleStore`: the thinned post-burn-in samples (the storage backend);
+- :class:`SampleStore`: the thinned post-burn-in samples and their per-draw statistics (the storage backend);
 - :class:`MomentsObserver`: per-chain running mean and covariance of every post-burn-in step;
 - :class:`ThermostatObserver`: the mean thermostat ξ after burn-in (SGNHT, CCAdL);
 - :class:`StepCounters`: Metropolis–Hastings acceptance, clipped variances, reflections;
@@ -88,31 +88,63 @@ class RunningMoments:
 
 
 class SampleStore:
-    """The kept samples (c, n_kept, d): post-burn-in, every ``thin``-th step (emcee's backend, in memory)."""
+    """The kept samples (c, n_kept, d): post-burn-in, every ``thin``-th step (emcee's backend, in memory), and the
+    per-draw statistics of the steps that made them (:attr:`sample_stats`): the step size ε (n_kept,) and, where the
+    blocks report them (:class:`~sgmcmc.engine.blocks.Block`), the thermostat ``xi``, the ``clipped`` variances, the
+    Metropolis–Hastings ``accept_probability`` and the ``reflected`` coordinates (c, n_kept)."""
 
     name = "samples"
+    STATISTICS = ("xi", "clipped", "accept_probability", "reflected")
 
     def __init__(self, n_chains: int, n_kept: int, dim: int, burn_in: int, thin: int):
         self.array = np.empty((n_chains, n_kept, dim))
+        self.step_size = np.full(n_kept, np.nan)
+        # (c, n_kept) per statistic, made at the first block that reports it; a statistic first reported after some
+        # samples were kept (a resume from a checkpoint that lacks it) stays unrecorded rather than half known
+        self.statistics: dict[str, np.ndarray] = {}
         self.kept, self.burn_in, self.thin = 0, burn_in, thin
         self.new = self.array[:, :0]  # the samples the last block added
 
     def update(self, block: Block) -> None:
         positions = kept_positions(block.start, block.stop, self.burn_in, self.thin)
-        self.new = self.array[:, self.kept : self.kept + positions.size]
+        added = slice(self.kept, self.kept + positions.size)
+        self.new = self.array[:, added]
         self.new[...] = block.theta[:, positions]
+        self.step_size[added] = block.step_sizes[positions]
+        for name in self.STATISTICS:
+            path = getattr(block, name)
+            if path is None or not positions.size:
+                continue
+            if name not in self.statistics:
+                if self.kept:
+                    continue
+                self.statistics[name] = np.zeros(self.array.shape[:2], dtype=path.dtype)
+            self.statistics[name][:, added] = path[:, positions]
         self.kept += positions.size
 
     @property
     def samples(self) -> np.ndarray:
         return self.array[:, : self.kept]
 
+    @property
+    def sample_stats(self) -> dict[str, np.ndarray]:
+        """The kept draws' ``step_size`` (n_kept,) and recorded statistics (c, n_kept), as samples.npz holds them."""
+        return {"step_size": self.step_size[: self.kept],
+                **{name: values[:, : self.kept] for name, values in self.statistics.items()}}
+
     def state_dict(self) -> dict:
-        return {"samples": self.samples, "kept": self.kept}
+        return {"samples": self.samples, "kept": self.kept, **self.sample_stats}
 
     def load_state_dict(self, state: dict) -> None:
         self.kept = int(state["kept"])
         self.array[:, : self.kept] = state["samples"]
+        if "step_size" in state:  # else a checkpoint from before the statistics were kept: unknown (NaN)
+            self.step_size[: self.kept] = state["step_size"]
+        self.statistics = {}
+        for name in self.STATISTICS:
+            if name in state:
+                self.statistics[name] = np.zeros(self.array.shape[:2], dtype=np.asarray(state[name]).dtype)
+                self.statistics[name][:, : self.kept] = state[name]
 
 
 class MomentsObserver:

@@ -1,5 +1,6 @@
 """Versioned result folders: a new folder per run (never reused), files written atomically
-(write to a temporary name, then rename), and the provenance of every run.
+(write to a temporary name, then rename), and the provenance of every run. ``load_run`` and ``load_sweep``
+read result folders back (:mod:`sgmcmc.run_results`, imported on first use).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from pathlib import Path
 
 import numpy as np
 
-from sgmcmc import RESULTS_SCHEMA_VERSION, __version__
+from sgmcmc import RESULTS_SCHEMA_VERSION, __version__, lazy_exports
 
 MANIFEST = "manifest.json"  # a sweep's list of its jobs (written by sgmcmc_cli.sweep, read by sgmcmc.collect)
 PACKAGES = ("numpy", "scipy", "pandas", "matplotlib", "scikit-learn", "hydra-core", "omegaconf", "tqdm", "arviz")
+# reading result folders back (sgmcmc.run_results: ArviZ, xarray, pandas) is imported on first use, not at a run's start
+__getattr__ = lazy_exports(globals(), {"load_run": "sgmcmc.run_results", "load_sweep": "sgmcmc.run_results"})
 
 
 def new_run_folder(root: str | Path, label: str) -> Path:

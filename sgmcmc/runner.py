@@ -81,6 +81,8 @@ class RunOutcome:
     state_metrics: dict = field(default_factory=dict)  # the target's metrics of the last scored state (LDA perplexity)
     predictive: dict = field(default_factory=dict)  # metrics of the averaged test-set predictive (BNN, BPMF)
     hyperparameters: dict = field(default_factory=dict)  # the last Gibbs-step values, mean over chains
+    # the kept draws' step_size (n_kept,) and xi / clipped / accept_probability / reflected (c, n_kept) where reported
+    sample_stats: dict = field(default_factory=dict)
 
 
 def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
@@ -246,7 +248,7 @@ def run_chains(
         except KeyboardInterrupt:  # a second signal while saving: the previous checkpoints are intact
             log.warning("checkpoint at step %d not written: interrupted again", outcome.steps_done)
     outcome.wall_time = earlier_wall_time + time.perf_counter() - start
-    outcome.samples = store.samples
+    outcome.samples, outcome.sample_stats = store.samples, store.sample_stats
     outcome.final_theta = state.theta
     outcome.trace, outcome.state_metrics, outcome.evaluation_time = trace.rows, trace.state_metrics, trace.seconds
     outcome.noise_clips, outcome.reflections = counters.noise_clips, counters.reflections

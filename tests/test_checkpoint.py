@@ -209,6 +209,9 @@ def _run(case, settings, folder=None, stop_at=None, resume=None, every_steps=0):
 
 def _assert_same(a, b):
     np.testing.assert_array_equal(a.samples, b.samples)
+    assert a.sample_stats.keys() == b.sample_stats.keys()
+    for name in a.sample_stats:  # the per-draw step size, ξ, clipped, acceptance, reflections (ArviZ's sample_stats)
+        np.testing.assert_array_equal(a.sample_stats[name], b.sample_stats[name])
     np.testing.assert_array_equal(a.moments.mean, b.moments.mean)
     assert a.moments.count == b.moments.count
     if a.moments.covariance() is not None:

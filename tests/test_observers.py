@@ -124,7 +124,8 @@ def test_a_stopped_and_resumed_run_writes_the_same_path_statistics_and_snapshots
     assert status == "interrupted"
     assert experiment.run_experiment(_path_config(tmp_path, "stopped", resume=str(folder)))[1] == "completed"
     whole, resumed = _files(whole_folder), _files(folder)
-    assert whole.keys() == resumed.keys() == {"samples.theta", "path_statistics.step", "path_statistics.xi",
+    assert whole.keys() == resumed.keys() == {"samples.theta", "samples.step_size", "samples.xi",
+                                              "path_statistics.step", "path_statistics.xi",
                                               "path_statistics.xi2", "path_statistics.r2", "snapshots.step",
                                               "snapshots.theta"}
     for key in whole:

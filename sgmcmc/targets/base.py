@@ -157,6 +157,11 @@ class Target(ABC):
         ``test_log_likelihood``, ``rmse``)."""
         raise TypeError(f"target {self.name!r} has no test-set predictions")
 
+    def parameter_names(self) -> Optional[list[str]]:
+        """The names of θ's coordinates (``dim`` strings), written to samples.npz as ``parameter_names`` and used as
+        the ArviZ posterior's coordinates (:mod:`sgmcmc.run_results`); None (the default): 0, 1, …, dim − 1."""
+        return None
+
     def write_artifacts(self, folder, theta: np.ndarray) -> list[str]:
         """Write the target's own files of the final state θ (c, dim) into the run folder; their names ([] by
         default)."""

@@ -140,6 +140,9 @@ class _UserTarget:
         if self._moments is not None and any(part.shape != (self.dim,) or not np.all(np.isfinite(part))
                                              for part in self._moments):
             raise UserModelError(f"{self._where}: the exact moments must be two finite arrays of shape ({self.dim},)")
+        names = self.parameter_names()
+        if names is not None and len(names) != self.dim:
+            raise UserModelError(f"{self._where}: parameter_names has {len(names)} names for dim = {self.dim}")
         self.has_exact_moments = self._moments is not None
         self.has_exact_density = (self.has_exact_moments and self.dim <= 2 and hasattr(model, "exact_log_density")
                                   and hasattr(model, "histogram_edges"))

@@ -148,6 +148,8 @@ def test_example_from_the_command_line(tmp_path):
     assert "prior_variance: 2.0" in written and "batch_size: 50" in written
     assert np.load(folder / "samples.npz")["theta"].shape == (4, 200, 31)
     assert (folder / "model.py").is_file() and (folder / "figures" / "trace.png").is_file()
+    names = np.load(folder / "samples.npz")["parameter_names"]
+    assert names.shape == (31,) and names[0] == "intercept" and names[-1] == "worst fractal dimension"
 
 
 def test_compiled_path_equals_the_numpy_path(monkeypatch):
@@ -282,6 +284,10 @@ class NoDimension(Gaussian):
     dim = 0
 
 
+class ThreeNames(Gaussian):
+    parameter_names = ["a", "b", "c"]
+
+
 class Raises(Gaussian):
     def grad_log_density(self, theta):
         raise ZeroDivisionError("oops")
@@ -295,6 +301,7 @@ class Raises(Gaussian):
     (NoGradient, "the model has no grad_log_density (or grad_potential)"),
     (NoDimension, "the model needs dim, a positive integer"),
     (Raises, "grad_log_density raised ZeroDivisionError: oops at θ₀"),
+    (ThreeNames, "parameter_names has 3 names for dim = 2"),
 ])
 def test_bad_models_are_refused_with_one_line(model, message):
     with pytest.raises(UserModelError) as error:
