@@ -5,6 +5,7 @@ SPEC §0 K1): the Fokker–Planck residual of p ∝ exp(−H) on a grid over z, 
 
     python check.py sampler=sghmc target=double_well [sampler.step_size=0.1 target.noise_variance=4 ...]
     python check.py --all [target=double_well] [target.KEY=V] [sampler.KEY=V]   # every registered sampler
+    python check.py --all --no-ksd ...                                           # without the KSD table
     options: --grid N (points on every axis of z) or N1,N2,... (one per axis); --order 2|4
 
 The config is composed from ``configs/`` exactly as ``run.py`` does (the same overrides and the same
@@ -17,6 +18,13 @@ of the dynamics) or "unresolved" (still shrinking, above the threshold: give a f
 A bad config value, group name or option prints one line ``error: ...`` on stderr and exits 2.
 A completed check exits 0 whatever the verdict; a sampler whose D or Q violates the recipe exits 1.
 With ``--all`` a sampler that cannot be built or checked shows the reason in its row; exit 0.
+
+``--all`` then prints a second table (``--no-ksd`` leaves it out): the IMQ kernel Stein discrepancy
+(:mod:`sgmcmc.diagnostics.stein`; Gorham & Mackey 2017) of every sampler's run on ``KSD_TARGET`` (the 2-D Gaussian
+``gaussian_2d_cov``, whatever the stationarity table's target) at its default step size and run length (composed as
+``python run.py sampler=S target=gaussian_2d_cov``, with the command line's ``sampler.*`` values), from the last state
+of each of ``KSD_CHAINS`` chains (independent points), beside the KSD of as many exact draws and the level
+sqrt(E_p k0(X, X)/n) = sqrt((tr Σ⁻¹ + d)/n) that an exact sample's KSD has on average (about 10 s in all).
 """
 
 from __future__ import annotations
@@ -29,6 +37,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 CONFIG_DIR = ROOT / "configs"
 DEFAULT_ALL_TARGET = "double_well"
+KSD_TARGET = "gaussian_2d_cov"  # the KSD table's target: exact draws from its covariance
+KSD_CHAINS = 1000  # the KSD table's chains: one point each (the last state), as many exact draws
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -47,6 +57,8 @@ def parse_arguments(argv: list[str]):
     parser.add_argument("--all", action="store_true", help=f"check every registered sampler (target default: {DEFAULT_ALL_TARGET})")
     parser.add_argument("--grid", default=None, help="points per axis of z: N, or N1,N2,... one per axis")
     parser.add_argument("--order", type=int, choices=(2, 4), default=None, help="order of the finite differences (default 4)")
+    parser.add_argument("--no-ksd", action="store_true", help=f"--all: leave out the kernel Stein discrepancy table "
+                                                               f"(every sampler's run on {KSD_TARGET})")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides as for run.py (sampler=..., target=..., key=value)")
     args = parser.parse_args(argv)
     for override in args.overrides:
@@ -193,6 +205,21 @@ def check_one(args) -> None:
     print(f"verdict: {outcome}   (threshold {STATIONARY_THRESHOLD:g}; {elapsed:.1f} s)")
 
 
+def composed_and_built(overrides: list[str], make):
+    """(config, make(config), None) of the composed ``overrides`` (inside ``initialize_config_dir``), or (None, None,
+    the one-line reason why not: a config error, or a config that does not compose) for a row of ``--all``'s tables."""
+    from sgmcmc.config import ConfigError
+    from sgmcmc_cli.overrides import compose_error_line
+
+    try:
+        container = compose(overrides)
+        return container, make(container), None
+    except ConfigError as error:
+        return None, None, f"config error: {error}"
+    except Exception as error:
+        return None, None, f"no config: {compose_error_line(error)}"
+
+
 def sampler_keys(name: str) -> set:
     import yaml
 
@@ -204,7 +231,6 @@ def check_all(args) -> None:
     import pandas as pd
     from hydra import initialize_config_dir
 
-    from sgmcmc.config import ConfigError
     from sgmcmc.samplers import SAMPLERS
     from sgmcmc.stationarity import CONVERGING_RATIO, DEFAULT_ORDER, STATIONARY_THRESHOLD
     from sgmcmc_cli.overrides import compose_error_line
@@ -236,15 +262,11 @@ def check_all(args) -> None:
             if SAMPLERS[name].kind == "optimiser":
                 rows.append({**row, "verdict": "optimiser: no stationary distribution to check"})
                 continue
-            try:
-                container = compose([f"sampler={name}", *common, *own])
-                sampler, target, step_size = build(container)
-            except ConfigError as error:
-                rows.append({**row, "verdict": f"config error: {error}"})
+            container, built, reason = composed_and_built([f"sampler={name}", *common, *own], build)
+            if reason is not None:
+                rows.append({**row, "verdict": reason})
                 continue
-            except Exception as error:
-                rows.append({**row, "verdict": f"no config: {compose_error_line(error)}"})
-                continue
+            sampler, target, step_size = built
             target_name = target.name
             row.update({"z": z_label(sampler), "step_size": step_size, "noise_estimate": noise_handling(sampler)})
             try:
@@ -270,6 +292,89 @@ def check_all(args) -> None:
     print(f"stationary: residual shrinks >= {CONVERGING_RATIO:g}x when h halves and is < {STATIONARY_THRESHOLD:g}; "
           f"NOT stationary: it does not shrink; unresolved: shrinking but >= {STATIONARY_THRESHOLD:g} (use a finer --grid). "
           f"HMC / MH samplers are checked as their continuous dynamics (the MH test is not modelled). "
+          f"{time.perf_counter() - start:.1f} s")
+    if not args.no_ksd:
+        print()
+        print_ksd_table(names, sampler_overrides)
+
+
+def exact_draws_ksd(target, n_points: int, seeds: int = 20) -> tuple[float, float, float]:
+    """The KSD of ``n_points`` exact draws of a Gaussian target: (its mean and standard deviation over ``seeds`` seeds,
+    the level sqrt(E_p k0(X, X)/n) = sqrt((tr Σ⁻¹ + d)/n) whose square is E[KSD²] of an exact sample, c = 1, β = −1/2:
+    :mod:`sgmcmc.diagnostics.stein`)."""
+    import numpy as np
+
+    from sgmcmc.diagnostics.stein import imq_ksd
+
+    factor = np.linalg.cholesky(target.covariance)
+    values = []
+    for seed in range(seeds):
+        draws = np.random.default_rng(seed).standard_normal((n_points, target.dim)) @ factor.T
+        values.append(imq_ksd(draws, -target.gradient(draws)))
+    level = np.sqrt((np.trace(target.precision) + target.dim) / n_points)
+    return float(np.mean(values)), float(np.std(values, ddof=1)), float(level)
+
+
+def ksd_verdict(value: float, baseline: tuple[float, float, float]) -> str:
+    """'above exact draws' when ``value`` exceeds the exact draws' mean KSD by more than two of their standard
+    deviations (one run against the spread of exact samples of the same size), else 'as exact draws'."""
+    mean, sd, _ = baseline
+    return "above exact draws" if value > mean + 2 * sd else "as exact draws"
+
+
+def print_ksd_table(names, sampler_overrides: dict) -> None:
+    """The IMQ KSD of every sampler's run on :data:`KSD_TARGET` (module docstring): the last state of
+    :data:`KSD_CHAINS` chains after the composed config's ``run.n_steps`` (seed 0), beside the exact draws' KSD."""
+    import numpy as np
+    import pandas as pd
+    from hydra import initialize_config_dir
+
+    from sgmcmc.diagnostics.stein import target_ksd
+    from sgmcmc.experiment import build as build_experiment
+    from sgmcmc.runner import RunSettings, run_chains
+    from sgmcmc.samplers import SAMPLERS
+
+    rows, start, baseline = [], time.perf_counter(), None
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        for name in names:
+            row = {"sampler": name}
+            if SAMPLERS[name].kind == "optimiser":
+                rows.append({**row, "ksd": "optimiser: no samples"})
+                continue
+            own = [line for line, key in sampler_overrides.items() if key in sampler_keys(name)]
+            container, built, reason = composed_and_built([f"sampler={name}", f"target={KSD_TARGET}", *own],
+                                                          build_experiment)
+            if reason is not None:
+                rows.append({**row, "ksd": reason})
+                continue
+            target, step_size = built.target, float(container["sampler"]["step_size"])
+            if baseline is None:
+                baseline = exact_draws_ksd(target, KSD_CHAINS)
+            run = container["run"]
+            # thin = n_steps − burn_in: the last step is the only one kept
+            settings = RunSettings(n_steps=run["n_steps"], n_chains=KSD_CHAINS, burn_in=run["burn_in"],
+                                   thin=run["n_steps"] - run["burn_in"], eval_every=run["n_steps"], progress=False)
+            try:
+                outcome = run_chains(built.sampler, built.schedule, settings, np.random.default_rng(0))
+                result = target_ksd(target, outcome.samples, KSD_CHAINS) if outcome.status == "completed" else None
+            except Exception as error:
+                rows.append({**row, "step_size": step_size, "ksd": f"cannot run: {str(error).splitlines()[0]}"})
+                continue
+            rows.append({**row, "step_size": f"{step_size:g}", "steps": str(run["n_steps"]), "points": str(KSD_CHAINS),
+                         "ksd": f"{result.value:.3f}" if result is not None else outcome.status,
+                         "ksd (exact draws)": f"{baseline[0]:.3f}",
+                         "ratio": f"{result.value / baseline[0]:.1f}" if result is not None else "",
+                         "verdict": "" if result is None else ksd_verdict(result.value, baseline)})
+    table = pd.DataFrame(rows, dtype=object).fillna("")
+    columns = ["sampler", "step_size", "steps", "points", "ksd", "ksd (exact draws)", "ratio", "verdict"]
+    print(f"Kernel Stein discrepancy on {KSD_TARGET} (IMQ kernel c = 1, β = −1/2; Gorham & Mackey 2017): the last state "
+          f"of {KSD_CHAINS} chains at each sampler's default step size, beside {KSD_CHAINS} exact draws")
+    print(table[[c for c in columns if c in table.columns]].to_string(index=False))
+    spread = f"{baseline[1]:.3f}" if baseline is not None else "?"
+    level = f"{baseline[2]:.3f}" if baseline is not None else "?"
+    print(f"exact draws: the mean KSD of {KSD_CHAINS} exact draws over 20 seeds (sd {spread}; E[KSD²]^½ = "
+          f"sqrt(E k0(X, X)/n) = {level}); ratio = ksd / exact draws'; verdict: 'above exact draws' when the ksd "
+          f"exceeds their mean by more than 2 sd, else 'as exact draws'; the runs use seed 0. "
           f"{time.perf_counter() - start:.1f} s")
 
 

@@ -69,6 +69,10 @@ RUN_FIELDS: dict[str, Key] = {
     "path_statistics": Key(boolean, "path_statistics.npz: per step, the mean over chains of ξ, ξ² and r·r/d"),
     "snapshot_every": Key(integer(0), "snapshots.npz: θ of every chain at step 0 and every n-th step (0 = none)"),
     "snapshot_until": Key(optional(integer(0)), "the snapshots' last step (null = the run's last)"),
+    # the kernel Stein discrepancy (sgmcmc.diagnostics.stein)
+    "ksd_points": Key(integer(0), "at most this many pooled kept samples for the IMQ kernel Stein discrepancy, "
+                                  "evenly spaced (0 = off): trace.csv's ksd column and final.ksd on a target without "
+                                  "data, final.ksd on at most 100 of them on a data target (a full-data gradient each)"),
 }
 
 
@@ -146,14 +150,14 @@ def _cell(text: str) -> str:
 
 
 def _group_rows(registry: Mapping[str, dict[str, Key]]) -> list[str]:
-    """One row per key and allowed values: the names that declare it so, the allowed values, the meaning."""
-    rows: dict[tuple[str, str], list] = {}
+    """One row per key, allowed values and meaning: the names that declare it so, the allowed values, the meaning."""
+    rows: dict[tuple[str, str, str], list] = {}
     for name in registry:
         for key, declared in registry[name].items():
-            rows.setdefault((key, declared.allowed), [declared, []])[1].append(name)
+            rows.setdefault((key, declared.allowed, declared.meaning), [declared, []])[1].append(name)
     every = set(registry)
     lines = []
-    for (key, allowed), (declared, names) in sorted(rows.items(), key=lambda item: item[0][0]):
+    for (key, allowed, _), (declared, names) in sorted(rows.items(), key=lambda item: item[0][0]):
         which = "all" if set(names) == every else ", ".join(f"`{name}`" for name in names)
         required = " (required)" if declared.required else ""
         lines.append(f"| `{key}`{required} | {which} | {_cell(allowed)} | {_cell(declared.meaning)} |")

@@ -344,7 +344,7 @@ def _run_into(folder: Path, config: dict, built: Built, argv, outcomes: list) ->
         try:
             outcome = run_chains(built.sampler, built.schedule, built.settings, rng, evaluator,
                                  stop_requested=stop_requested, theta0=theta0, checkpointer=checkpointer, resume=resume,
-                                 observers=observers)
+                                 observers=observers, ksd_points=config["run"].get("ksd_points", 0))
         except checkpoints.CheckpointError as error:  # the checkpoint does not fit this run's objects
             log.error("run.resume: %s", error)
             raise ConfigError(f"run.resume: {error}") from None
@@ -390,6 +390,9 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
     final.update(outcome.predictive)
     final.update(outcome.hyperparameters)
     final.update(_thermostat(built, outcome, config))
+    from sgmcmc.diagnostics.stein import final_ksd_metrics  # the IMQ kernel Stein discrepancy and its cost
+
+    final.update(final_ksd_metrics(built.target, outcome.samples, config["run"].get("ksd_points", 0)))
     figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
     artifacts = built.target.write_artifacts(folder, outcome.final_theta) if outcome.steps_done else []
     metrics = _metrics(built, outcome, final, figures, artifacts)

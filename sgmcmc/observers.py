@@ -253,18 +253,25 @@ class StepCounters:
 class TraceObserver:
     """A trace row at every ``eval_every``-th step and at the last: the step, samples so far, step size, passes over
     the data, acceptance, the sample metrics (incremental: :class:`~sgmcmc.evaluation.RunningScore`; W1 at rows
-    1, 2, 4, 8, … and the last), the target's metrics of the running mean and of the current state."""
+    1, 2, 4, 8, … and the last), the target's metrics of the running mean and of the current state, and, on a target
+    without data (``n_data`` None) with an exact gradient, ``ksd``: the IMQ kernel Stein discrepancy of at most
+    ``ksd_points`` (0: none) of the kept samples so far (:func:`sgmcmc.diagnostics.stein.target_ksd`, deterministic:
+    no random numbers)."""
 
     name = "trace"
 
     def __init__(self, settings, schedule, evaluator, target, store: SampleStore, moments: MomentsObserver,
-                 counters: StepCounters, evaluation_rng, predictive: Optional["PredictiveObserver"] = None):
+                 counters: StepCounters, evaluation_rng, predictive: Optional["PredictiveObserver"] = None,
+                 ksd_points: int = 0):
         from sgmcmc.evaluation import RunningScore
 
         self.settings, self.schedule, self.evaluator, self.target = settings, schedule, evaluator, target
         self.predictive = predictive  # its metrics join the row of the step it scored (it updates before the trace)
         self.store, self.moments, self.counters, self.evaluation_rng = store, moments, counters, evaluation_rng
         self.score = RunningScore(evaluator, settings.n_chains) if evaluator is not None else None
+        # a data target's full-data gradient per point is a pass over its data: its KSD is metrics.json's only
+        toy_target = target.n_data is None and target.has_exact_gradient
+        self.ksd_points = int(ksd_points) if toy_target else 0
         self.rows: list[dict] = []
         self.state_metrics: dict = {}
         self.seconds = 0.0
@@ -301,6 +308,12 @@ class TraceObserver:
                 row.update(self.evaluator.score_mean(self.moments.moments.mean))
             self.state_metrics = self.evaluator.score_state(state.theta, self.evaluation_rng)
             row.update(self.state_metrics)
+        if self.ksd_points and self.store.kept:
+            from sgmcmc.diagnostics.stein import target_ksd
+
+            ksd = target_ksd(self.target, self.store.samples, self.ksd_points)
+            if ksd is not None:
+                row["ksd"] = ksd.value
         return row
 
     def state_dict(self) -> dict:

@@ -140,6 +140,7 @@ def run_chains(
     checkpointer: Optional[Checkpointer] = None,
     resume: Optional[Checkpoint] = None,
     observers: Sequence = (),
+    ksd_points: int = 0,
 ) -> RunOutcome:
     """Run ``settings.n_chains`` chains of ``sampler`` from the target's initial positions.
 
@@ -156,6 +157,8 @@ def run_chains(
     ``every_steps`` steps / ``every_s`` seconds. ``resume``, a checkpoint of the same sampler, target, settings
     and seed, continues that run instead of starting one (``rng`` is set to the saved state; ``theta0`` is
     ignored): its samples, moments and trace equal the uninterrupted run's bit for bit.
+    ``ksd_points`` > 0 (``run.ksd_points``) adds the IMQ kernel Stein discrepancy of at most that many kept samples to
+    the trace rows of a target without data (:class:`~sgmcmc.observers.TraceObserver`); 0, the default, none.
     """
     target = sampler.target
     # an optimiser (SGD, SGD with momentum) keeps no samples and no moments: nothing is "after burn-in"
@@ -191,7 +194,8 @@ def run_chains(
     gibbs = [GibbsObserver(target, gibbs_every, gibbs_rng, mode, last=settings.n_steps)] if gibbs_every else []
     predictive = PredictiveObserver(target, target.predict_every, settings.burn_in, average=not optimiser) \
         if target.predict_every else None
-    trace = TraceObserver(settings, schedule, evaluator, target, store, moments, counters, evaluation_rng, predictive)
+    trace = TraceObserver(settings, schedule, evaluator, target, store, moments, counters, evaluation_rng, predictive,
+                          ksd_points=ksd_points)
     # the predictions before the trace (a row takes the metrics of its step), the Gibbs step after it (a row records
     # the hyperparameters its steps used)
     run_observers = [store, moments, thermostat, counters, *([predictive] if predictive else []), trace, *gibbs]

@@ -46,12 +46,39 @@ def test_unknown_sampler_names_the_allowed_values():
     assert "sampler='nope' is invalid" in result.stderr and "sghmc" in result.stderr
 
 
-def test_all_lists_every_sampler_with_a_verdict():
+def _table_rows(text):
+    return {line.split()[0]: line for line in text.splitlines() if line.strip() and line.split()[0] in SAMPLERS}
+
+
+def test_all_lists_every_sampler_with_a_verdict_and_its_kernel_stein_discrepancy():
     result = run_check("--all")
     assert result.returncode == 0, result.stderr
-    rows = {line.split()[0]: line for line in result.stdout.splitlines()[2:] if line.strip() and line.split()[0] in SAMPLERS}
+    stationarity, _, ksd_table = result.stdout.partition("Kernel Stein discrepancy on gaussian_2d_cov")
+    rows = _table_rows(stationarity)
     assert set(rows) == set(SAMPLERS)
     for name in ("naive_sghmc", "naive_sgrhmc"):
         assert rows[name].rstrip().endswith("NOT stationary")
     for name in ("sgld", "sgrld", "hmc", "sghmc", "sgnht", "sgrhmc"):
         assert rows[name].rstrip().endswith(" stationary") and "NOT" not in rows[name]
+    # the KSD table: every sampler; the exact draws' KSD near the level sqrt(E k0(X, X)/n) of an exact sample (0.112 for
+    # Σ = [[1, .9], [.9, 1]], n = 1000: sqrt((tr Σ⁻¹ + 2)/1000)); the correct samplers at their default step sizes within
+    # 2.5 times that level, naive SGHMC (no noise correction, SPEC §0) over 10 times it
+    rows = _table_rows(ksd_table)
+    assert set(rows) == set(SAMPLERS)
+    header = ksd_table.splitlines()[1].split()
+    trace_precision = 2 / (1 - 0.9**2)
+    level = ((trace_precision + 2) / 1000) ** 0.5
+    ksd = {name: float(line.split()[header.index("ksd")]) for name, line in rows.items() if SAMPLERS[name].kind != "optimiser"}
+    exact = {float(line.split()[header.index("ksd") + 1]) for name, line in rows.items() if name in ksd}
+    assert len(exact) == 1 and 0.7 * level < exact.pop() < 1.1 * level
+    for name in ("sgld", "sgrld", "hmc", "sghmc", "sgnht", "sgrhmc", "sghmc_mh", "ccadl"):
+        assert ksd[name] < 2.5 * level, (name, ksd[name], level)
+    assert ksd["naive_sghmc"] > 10 * level
+    # the verdict against the exact draws' spread: naive SGHMC above it, the recipe's SGHMC not
+    assert rows["naive_sghmc"].rstrip().endswith("above exact draws") and rows["sghmc"].rstrip().endswith("as exact draws")
+
+
+def test_all_without_the_ksd_table():
+    result = run_check("--all", "--no-ksd", "--grid", "21")
+    assert result.returncode == 0, result.stderr
+    assert "Kernel Stein discrepancy" not in result.stdout and set(_table_rows(result.stdout)) == set(SAMPLERS)
