@@ -9,7 +9,7 @@ It is a *data model* (it has ``n_data``): it gives per-example log-likelihoods a
 the minibatches. The contract is in ``sgmcmc/targets/user.py``; run it with
 
     python run.py target=custom target.model=examples/breast_cancer_logistic.py:BreastCancerLogistic \
-        sampler=sghmc sampler.step_size=0.005 run.n_chains=4
+        sampler=sghmc sampler.step_size=0.002 sampler.noise_estimate=zero run.n_chains=8 run.n_steps=20000
 
 The optional ``compiled_data`` lets the compiled blocks run it: the model is the likelihood the compiled kernels
 know as LOGISTIC (g_i = σ(−y_i θᵀx_i) y_i x_i, prior N(0, s² I)) on the rows y_i x_i. sgmcmc checks it against

@@ -139,7 +139,12 @@ def _check_at_start(sampler, schedule, config) -> None:
         skip_noise_check = sampler.noise_clip or sampler.noise_estimate == "running"
         if recipe.noise_covariance is not None and not skip_noise_check:
             z = sampler.pack(state)
-            psd_square_root(step * (2 * recipe.diffusion(z) - step * recipe.noise_covariance(z)), name="injected noise covariance eps*(2D - eps*B)")
+            try:
+                psd_square_root(step * (2 * recipe.diffusion(z) - step * recipe.noise_covariance(z)),
+                                name="injected noise covariance eps*(2D - eps*B)")
+            except RecipeError as error:  # the gradient noise alone exceeds the noise to inject at this step size
+                other = " or sampler.noise_estimate=zero" if sampler.noise_estimate == "known" else ""
+                raise ConfigError(f"sampler (step_size={step}): {error}; lower sampler.step_size{other}") from None
     except RecipeError as error:
         raise ConfigError(f"sampler (step_size={step}): {error}") from None
 

@@ -17,7 +17,7 @@ first, and every method returns one row per chain.
 **A density model** gives the whole (unnormalised) log density at once:
 
 - ``grad_log_density(θ)`` → (n, dim) and, optionally (HMC's Metropolis test, the gradient check), ``log_density(θ)``
-  → (n,); or, in potential form, ``grad_potential(θ)`` and ``potential(θ)`` with U = −log π;
+  → (n,); or, in potential form, ``grad_potential(θ)`` and ``potential(θ)`` with U = −log π (the forms may be mixed);
 - its stochastic gradient is the exact one plus N(0, v·I) noise, v = ``target.noise_variance`` (0: exact);
 - optionally ``compiled_gradient(target)`` → :class:`sgmcmc.engine.gradients.CompiledGradient` (one of the compiled
   formulas, built with ``sgmcmc.engine.gradients.formula(kind, target, parameters)``): the compiled blocks.
@@ -34,11 +34,14 @@ first, and every method returns one row per chain.
   blocks; it is checked against ``grad_log_likelihood`` and ``grad_log_prior`` at θ₀.
 
 **The checks** (:func:`check_model`, at build time, before any run folder exists): the required methods are there,
-``dim`` (and ``n_data``) are positive integers, θ₀ and every value at θ₀ have the promised shape and are finite, the
-gradient agrees with central differences of the log density (or of the minibatch's log-likelihood and the log prior)
-along random directions, the metric is positive, and a compiled gradient agrees with the numpy one. Each failure is a
-:class:`UserModelError`, one line naming ``target.model`` and what to fix. The samplers' D/Q checks then run on it
-as on every target (:func:`sgmcmc.experiment._check_at_start`).
+``dim`` (and ``n_data``) are positive integers, θ₀ (for two chain counts) and every value at θ₀ have the promised
+shape and are finite, the gradient agrees with central differences of the log density (or of the log-likelihood of
+up to 256 examples, and of the log prior) along random directions at θ₀ and near it (a warning says when a missing
+value method leaves it out), an exact density's grid is increasing and holds its mass 1, the metric is positive, and
+a compiled gradient agrees with the numpy one. Each failure is a :class:`UserModelError`, one line naming
+``target.model`` and what to fix. The samplers' D/Q checks then run on it as on every target
+(:func:`sgmcmc.experiment._check_at_start`). The model's file, as loaded, is copied into the run folder
+(``model.py``), and its SHA-256 in the checkpoints makes a resume with an edited file a one-line refusal.
 
 Loading: ``target.model`` is ``path/to/file.py:ClassName`` (a file, relative to the working folder) or
 ``package.module.ClassName`` / ``package.module:ClassName`` (an importable class, as Hydra's ``_target_``);
@@ -47,9 +50,10 @@ Loading: ``target.model`` is ``path/to/file.py:ClassName`` (a file, relative to 
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
-import shutil
+import logging
 import sys
 import warnings
 from pathlib import Path
@@ -61,9 +65,14 @@ from sgmcmc.geometry import DiagonalMetric, IdentityMetric
 from sgmcmc.targets.base import Target
 from sgmcmc.targets.data import DataTarget
 
-# chains and examples of the checks at θ₀; directions and the relative tolerance of the gradient check
-CHECK_CHAINS, CHECK_EXAMPLES, CHECK_DIRECTIONS = 3, 4, 2
+log = logging.getLogger(__name__)
+
+# chains and examples of the checks at θ₀ (and a second chain count for initial_position); directions and the relative
+# tolerance of the gradient check
+CHECK_CHAINS, OTHER_CHAINS, CHECK_EXAMPLES, CHECK_DIRECTIONS = 3, 5, 256, 2
 GRADIENT_TOLERANCE = 1e-3  # relative: a factor 2 or a sign is 1/3 or 1
+# the exact density's mass on its KL grid (quadrature) must be 1 within this: normalised, and the grid covers it
+GRID_MASS_TOLERANCE = 0.02
 
 
 class UserModelError(ValueError):
@@ -90,6 +99,7 @@ def load_model_class(spec: str):
         if not path.is_file():
             raise UserModelError(f"target.model={spec}: no file {path} (the path is relative to the working folder "
                                  f"{Path.cwd()})")
+        _search(path.resolve().parent)  # as `python file.py` would: the file may import its siblings
         name = f"sgmcmc_user_model_{path.stem}"
         module_spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(module_spec)
@@ -100,6 +110,7 @@ def load_model_class(spec: str):
             sys.modules.pop(name, None)
             raise UserModelError(f"target.model={spec}: {path} does not import ({_first_line(error)})") from None
     else:
+        _search(Path.cwd())  # as `python -c "import package.module"` would from the working folder
         try:
             module = importlib.import_module(where)
         except Exception as error:
@@ -111,6 +122,12 @@ def load_model_class(spec: str):
     return model_class
 
 
+def _search(folder: Path) -> None:
+    """Put ``folder`` on the import path (once)."""
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+
+
 def _source_file(model) -> Optional[Path]:
     module = sys.modules.get(type(model).__module__)
     path = getattr(module, "__file__", None)
@@ -120,12 +137,21 @@ def _source_file(model) -> Optional[Path]:
 class _UserTarget:
     """What both kinds of user target share: the model, its name, optional methods and metrics."""
 
-    model: object
     spec: str
 
+    @property
+    def model(self):
+        """The user's model object (held in a tuple: a model with ``__call__`` must not look like a method replaced on
+        the target, which would turn the compiled blocks off: :meth:`sgmcmc.samplers.base.Sampler._kernel_declared`)."""
+        return self._held[0]
+
     def _setup(self, model, spec: str) -> None:
-        self.model, self.spec = model, spec
+        self._held, self.spec = (model,), spec
         self.name = "custom"
+        # the model's source as it was loaded: copied into the run folder, and its hash in the checkpoints (a resume
+        # with an edited file is refused)
+        source = _source_file(model)
+        self._source = source.read_bytes() if source is not None and source.is_file() else None
         self._metric = model.metric() if hasattr(model, "metric") else IdentityMetric()
         self._moments = None
         if hasattr(model, "exact_moments"):
@@ -178,13 +204,28 @@ class _UserTarget:
         names = getattr(self.model, "parameter_names", None)
         return None if names is None else [str(name) for name in names]
 
+    def source_sha256(self) -> Optional[str]:
+        return None if self._source is None else hashlib.sha256(self._source).hexdigest()
+
     def write_artifacts(self, folder, theta) -> list[str]:
-        """A copy of the model's source file (``model.py``), so the run folder says what it sampled."""
-        source = _source_file(self.model)
-        if source is None or not source.is_file():
+        """The model's source file as it was loaded (``model.py``), so the run folder says what it sampled."""
+        if self._source is None:
             return []
-        shutil.copyfile(source, Path(folder) / "model.py")
+        (Path(folder) / "model.py").write_bytes(self._source)
         return ["model.py"]
+
+    def checkpoint_state(self) -> Optional[dict]:
+        """The hash of the model's source, so that a resume with another file is refused (:meth:`restore_state`)."""
+        digest = self.source_sha256()
+        return None if digest is None else {"model_sha256": digest}
+
+    def restore_state(self, state: dict) -> None:
+        from sgmcmc.checkpoint import CheckpointError
+
+        if state.get("model_sha256") != self.source_sha256():
+            raise CheckpointError(f"{self._where}: the model's file differs from the one the run started with (its "
+                                  "SHA-256 in the checkpoint); restore that file (the run folder's model.py) or start "
+                                  "a new run")
 
 
 class UserDensityTarget(_UserTarget, Target):
@@ -193,20 +234,22 @@ class UserDensityTarget(_UserTarget, Target):
     def __init__(self, model, spec: str = "<python object>", noise_variance: float = 0.0):
         self.dim = model.dim
         self.noise_variance = float(noise_variance)
-        self._log_form = hasattr(model, "grad_log_density")
-        self.has_potential = hasattr(model, "log_density" if self._log_form else "potential")
+        # either form of each, mixed as the model likes: U = potential or −log_density, ∇U = grad_potential or
+        # −grad_log_density
+        self.value_name = "potential" if hasattr(model, "potential") else "log_density"
+        self.gradient_name = "grad_potential" if hasattr(model, "grad_potential") else "grad_log_density"
+        self.has_potential = hasattr(model, self.value_name)
         self._setup(model, spec)
 
     def potential(self, theta):
         if not self.has_potential:
-            raise TypeError(f"{self._where}: the model has no {'log_density' if self._log_form else 'potential'}")
-        value = np.asarray((self.model.log_density if self._log_form else self.model.potential)(theta), dtype=float)
-        return -value if self._log_form else value
+            raise TypeError(f"{self._where}: the model has no log_density or potential")
+        value = np.asarray(getattr(self.model, self.value_name)(theta), dtype=float)
+        return value if self.value_name == "potential" else -value
 
     def gradient(self, theta):
-        if self._log_form:
-            return -np.asarray(self.model.grad_log_density(theta), dtype=float)
-        return np.asarray(self.model.grad_potential(theta), dtype=float)
+        value = np.asarray(getattr(self.model, self.gradient_name)(theta), dtype=float)
+        return value if self.gradient_name == "grad_potential" else -value
 
     def stochastic_gradient(self, theta, rng):
         """∇U(θ) + √v·N(0, I): one standard normal array of shape θ.shape, also when v = 0 (the compiled blocks
@@ -270,25 +313,30 @@ class UserDataTarget(_UserTarget, DataTarget):
 
 
 DEFAULT_BATCH_SIZE = 32  # n of a data model when target.batch_size is null (at most N)
-DENSITY_METHODS = (("grad_log_density", "grad_potential"),)
 DATA_METHODS = ("grad_log_likelihood", "grad_log_prior")
 
 
 def user_target(model, spec: str = "<python object>", batch_size: Optional[int] = None,
                 noise_variance: float = 0.0, seed: int = 0) -> Target:
     """The checked target of a model object (a data model when it has ``n_data``, else a density model); a
-    :class:`UserModelError` naming ``spec`` when it breaks the contract (:func:`check_model`)."""
+    :class:`UserModelError` naming ``spec`` when it breaks the contract (:func:`check_model`). ``batch_size`` is a data
+    model's n (None: min(32, N)); ``noise_variance`` a density model's v."""
     where = f"target.model={spec}"
     if not isinstance(getattr(model, "dim", None), (int, np.integer)) or isinstance(model.dim, bool) or model.dim < 1:
         raise UserModelError(f"{where}: the model needs dim, a positive integer (got {getattr(model, 'dim', None)!r})")
     data = hasattr(model, "n_data")
-    required = DATA_METHODS if data else ()
-    missing = [name for name in required if not callable(getattr(model, name, None))]
+    missing = [name for name in DATA_METHODS if not callable(getattr(model, name, None))] if data else []
     if not data and not any(callable(getattr(model, name, None)) for name in ("grad_log_density", "grad_potential")):
         missing.append("grad_log_density (or grad_potential)")
     if missing:
         kind = "a data model (it has n_data)" if data else "a density model"
         raise UserModelError(f"{where}: the model has no {', '.join(missing)}; {kind} needs it (see sgmcmc/targets/user.py)")
+    if data and noise_variance:
+        raise UserModelError(f"target.noise_variance={noise_variance} is for a density model; {spec} is a data model, "
+                             "whose gradient noise comes from its minibatches (target.batch_size): leave it at 0")
+    if not data and batch_size is not None:
+        raise UserModelError(f"target.batch_size={batch_size} is for a data model; {spec} is a density model (no n_data "
+                             "and per-example gradients to minibatch): leave it null")
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -322,12 +370,21 @@ def make_user_target(model: str, options: Optional[dict] = None, batch_size: Opt
     return user_target(instance, model, batch_size, noise_variance)
 
 
-def _call(target, name: str, function, *args, shape: tuple):
-    """``function(*args)`` as a float array of ``shape``, finite; a UserModelError naming ``name`` otherwise."""
+def _evaluate(target, name: str, function, *args):
+    """``function(*args)`` as an array; a UserModelError naming ``name`` when it raises."""
     try:
-        value = np.asarray(function(*args), dtype=float)
+        return np.asarray(function(*args))
     except Exception as error:
         raise UserModelError(f"{target._where}: {name} raised {_first_line(error)} at θ₀") from None
+
+
+def _call(target, name: str, function, *args, shape: tuple):
+    """``function(*args)`` as a float array of ``shape``, finite; a UserModelError naming ``name`` otherwise."""
+    value = _evaluate(target, name, function, *args)
+    try:
+        value = value.astype(float)
+    except (TypeError, ValueError):
+        raise UserModelError(f"{target._where}: {name} returned {value.dtype} values at θ₀; expected numbers") from None
     if value.shape != shape:
         raise UserModelError(f"{target._where}: {name} returned shape {value.shape} at θ₀; expected {shape} "
                              f"(θ has shape (n_chains, dim), chains first)")
@@ -359,48 +416,71 @@ def _check_gradient(target, name: str, value, gradient, theta: np.ndarray, rng) 
 
 
 def _check_directional(target, name: str, value, gradient: np.ndarray, theta: np.ndarray, rng) -> None:
-    """The gradient (n, d) of ``value`` (θ → (n,)) against central differences along random unit directions."""
+    """The gradient (n, d) of ``value`` (θ → (n,)) against central differences along random directions u, each
+    coordinate scaled by 1 + |θ_j| (so a coordinate of size 1000 does not set the step of one of size 0.01).
+
+    The step h = eps^(1/3) balances truncation (h²) and rounding (eps·|f|/h), eps the machine precision of the values
+    the model returns (float32 models are checked at their own precision); the tolerance is GRADIENT_TOLERANCE of the
+    derivatives' size plus 100 times that rounding error (a value of 1e6 at its mode has a rounding error far above its
+    zero derivative)."""
+    n = theta.shape[0]
     for _ in range(CHECK_DIRECTIONS):
-        direction = rng.standard_normal(theta.shape)
+        direction = rng.standard_normal(theta.shape) * (1.0 + np.abs(theta))
         direction /= np.linalg.norm(direction, axis=1, keepdims=True)
-        step = 1e-5 * (1.0 + np.abs(theta).max(axis=1, keepdims=True))
-        upper = _call(target, name, value, theta + step * direction, shape=(theta.shape[0],))
-        lower = _call(target, name, value, theta - step * direction, shape=(theta.shape[0],))
-        numeric = (upper - lower) / (2 * step[:, 0])
+        centre = _evaluate(target, name, value, theta)
+        eps = np.finfo(centre.dtype if centre.dtype in (np.float32, np.float16) else np.float64).eps
+        step = eps ** (1 / 3) * (1.0 + np.abs(theta).max(axis=1))
+        upper = _call(target, name, value, theta + step[:, None] * direction, shape=(n,))
+        lower = _call(target, name, value, theta - step[:, None] * direction, shape=(n,))
+        numeric = (upper - lower) / (2 * step)
         analytic = np.einsum("cd,cd->c", gradient, direction)
-        scale = np.abs(analytic) + np.abs(numeric) + np.linalg.norm(gradient, axis=1) * 1e-3 + 1e-6
-        worst = int(np.argmax(np.abs(numeric - analytic) / scale))
-        if abs(numeric[worst] - analytic[worst]) > GRADIENT_TOLERANCE * scale[worst]:
+        rounding = eps * (np.abs(upper) + np.abs(lower)) / (2 * step)
+        allowed = GRADIENT_TOLERANCE * (np.abs(analytic) + np.abs(numeric)) + 100 * rounding + 1e-12
+        worst = int(np.argmax(np.abs(numeric - analytic) - allowed))
+        if abs(numeric[worst] - analytic[worst]) > allowed[worst]:
             raise UserModelError(f"{target._where}: the gradient of {name} disagrees with its central differences near "
                                  f"θ₀ (directional derivative {analytic[worst]:.6g} against {numeric[worst]:.6g}); "
                                  "check its sign and scale")
+
+
+def _skipped(target, what: str) -> None:
+    log.warning("%s: %s (the gradient check needs it)", target._where, what)
 
 
 def check_model(target, rng: np.random.Generator) -> None:
     """The contract checks of a user target at θ₀ (see the module docstring); a :class:`UserModelError` otherwise."""
     model, n, d = target.model, CHECK_CHAINS, target.dim
     theta = _call(target, "initial_position", target.initial_position, n, rng, shape=(n, d))
+    _call(target, "initial_position", target.initial_position, OTHER_CHAINS, rng, shape=(OTHER_CHAINS, d))
     if isinstance(target, UserDataTarget):
         index = np.stack([rng.choice(target.n_data, size=min(CHECK_EXAMPLES, target.n_data), replace=False)
                           for _ in range(n)])
         b = index.shape[1]
         _call(target, "grad_log_likelihood", model.grad_log_likelihood, theta, index, shape=(n, b, d))
         _call(target, "grad_log_prior", model.grad_log_prior, theta, shape=(n, d))
-        if target.has_potential:
+        if hasattr(model, "log_likelihood"):
             _call(target, "log_likelihood", model.log_likelihood, theta, index, shape=(n, b))
-            _call(target, "log_prior", model.log_prior, theta, shape=(n,))
             _check_gradient(target, "log_likelihood", lambda x: np.asarray(model.log_likelihood(x, index)).sum(axis=1),
                             lambda x: np.asarray(model.grad_log_likelihood(x, index)).sum(axis=1), theta, rng)
+        else:
+            _skipped(target, "no log_likelihood: grad_log_likelihood is not checked against it")
+        if hasattr(model, "log_prior"):
+            _call(target, "log_prior", model.log_prior, theta, shape=(n,))
             _check_gradient(target, "log_prior", model.log_prior, model.grad_log_prior, theta, rng)
+        else:
+            _skipped(target, "no log_prior: grad_log_prior is not checked against it")
     else:
-        gradient_name = "grad_log_density" if target._log_form else "grad_potential"
-        _call(target, gradient_name, getattr(model, gradient_name), theta, shape=(n, d))
+        _call(target, target.gradient_name, getattr(model, target.gradient_name), theta, shape=(n, d))
         if target.has_potential:
-            value_name = "log_density" if target._log_form else "potential"
-            _call(target, value_name, getattr(model, value_name), theta, shape=(n,))
-            _check_gradient(target, value_name, getattr(model, value_name), getattr(model, gradient_name), theta, rng)
+            _call(target, target.value_name, getattr(model, target.value_name), theta, shape=(n,))
+            sign = 1.0 if target.value_name == "potential" else -1.0  # U, in the precision the model returns it
+            value = getattr(model, target.value_name)
+            _check_gradient(target, target.value_name, lambda x: sign * np.asarray(value(x)), target.gradient, theta, rng)
+        else:
+            _skipped(target, f"no log_density (or potential): {target.gradient_name} is not checked against it")
     if target.has_exact_density:
         _call(target, "exact_log_density", model.exact_log_density, theta, shape=(n,))
+        _check_grid(target)
     metric = target.default_metric()
     if not isinstance(metric, DiagonalMetric):
         raise UserModelError(f"{target._where}: metric() must return a sgmcmc.geometry.DiagonalMetric; got "
@@ -411,6 +491,31 @@ def check_model(target, rng: np.random.Generator) -> None:
         raise UserModelError(f"{target._where}: metric().inverse_sqrt must be positive at θ₀ (G(θ)^(-1/2) is a "
                              "positive diagonal)")
     _check_compiled(target, theta)
+
+
+def _check_grid(target) -> None:
+    """histogram_edges() as the KL grid needs it (increasing edges: one array for dim 1, two for dim 2), and the exact
+    density's mass on it, by the metrics' own quadrature, 1 within GRID_MASS_TOLERANCE."""
+    from sgmcmc.evaluation import Evaluator
+
+    try:
+        edges = target.histogram_edges()
+        parts = [np.asarray(edges, dtype=float)] if target.dim == 1 else [np.asarray(part, dtype=float) for part in edges]
+        valid = len(parts) == target.dim and all(part.ndim == 1 and part.size >= 2 and np.all(np.diff(part) > 0)
+                                                 and np.all(np.isfinite(part)) for part in parts)
+    except Exception:
+        valid = False
+    if not valid:
+        shape = "an increasing array of bin edges" if target.dim == 1 else "a tuple of two increasing arrays of bin edges"
+        raise UserModelError(f"{target._where}: histogram_edges() must return {shape}")
+    try:
+        mass = float(np.sum(Evaluator(target).masses))
+    except Exception as error:
+        raise UserModelError(f"{target._where}: the exact density's quadrature on histogram_edges() raised "
+                             f"{_first_line(error)}") from None
+    if not abs(mass - 1.0) <= GRID_MASS_TOLERANCE:
+        raise UserModelError(f"{target._where}: exact_log_density integrates to {mass:.4g} over histogram_edges(); it "
+                             "must be normalised, and the edges must cover nearly all of its mass")
 
 
 def _check_compiled(target, theta: np.ndarray) -> None:

@@ -213,14 +213,18 @@ class GaussianPotential:
         return np.random.default_rng(0).multivariate_normal(MEAN, COVARIANCE, size=200_000)
 
 
+NOISE_VARIANCE, NOISE_ESTIMATE = 20.0, "known"
+
+
 def test_density_model_samples_its_gaussian_with_known_gradient_noise(tmp_path):
-    """SGLD with v = 1 gradient noise (subtracted, ``known``) on a Gaussian user model: the exact moments to within a
-    few Monte Carlo standard errors (a doubled injected noise would put the variance off by ~100%), and the moment
-    errors reach metrics.json through the model's exact_moments."""
+    """SGLD with v = 20 gradient noise, subtracted (``known``: ε²v is half of the 2ε to inject), on a Gaussian user
+    model: the exact moments to within a few Monte Carlo standard errors (with ``noise_estimate=zero`` the variance
+    comes out 1.5 times too large, and a doubled injected noise twice), and the moment errors reach metrics.json
+    through the model's exact_moments."""
     import json
 
-    folder, status = run_experiment(config({"model": f"{__name__}.Gaussian", "noise_variance": 1.0},
-                                           {"name": "sgld", "step_size": 0.05, "noise_estimate": "known"}, tmp_path,
+    folder, status = run_experiment(config({"model": f"{__name__}.Gaussian", "noise_variance": NOISE_VARIANCE},
+                                           {"name": "sgld", "step_size": 0.05, "noise_estimate": NOISE_ESTIMATE}, tmp_path,
                                            n_steps=3000, n_chains=400, burn_in=500, thin=5, eval_every=1000))
     assert status == "completed"
     samples = np.load(folder / "samples.npz")["theta"].reshape(-1, 2)
@@ -375,3 +379,159 @@ def test_bad_models_on_the_command_line(model, message, tmp_path):
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr + result.stdout
     assert result.stderr.startswith("error: target.model") and message in result.stderr, result.stderr
     assert not runs.exists()
+
+
+# -- what the review found: models that passed the checks and broke the run, resumes with another file -------------
+class FixedChains(Gaussian):
+    def initial_position(self, n_chains, rng):
+        return np.zeros((3, 2))  # ignores n_chains
+
+
+class Unnormalised(GaussianPotential):
+    def exact_log_density(self, theta):
+        return super().exact_log_density(theta) + np.log(2 * np.pi)
+
+
+class OneEdgeArray(GaussianPotential):
+    def histogram_edges(self):
+        return np.linspace(-5, 5, 41)
+
+
+class DecreasingEdges(GaussianPotential):
+    def histogram_edges(self):
+        return tuple(edges[::-1] for edges in super().histogram_edges())
+
+
+class NoPotentialDoubled:
+    """A density model with a gradient only: the gradient check cannot run (a warning says so)."""
+
+    dim = 2
+
+    def grad_log_density(self, theta):
+        return -2 * theta
+
+
+class MixedForms(Gaussian):
+    """log_density with grad_potential: U = −log_density is checked against grad_potential."""
+
+    def grad_potential(self, theta):
+        return -super().grad_log_density(theta)
+
+
+class MixedFormsWrong(MixedForms):
+    def grad_potential(self, theta):
+        return super().grad_log_density(theta)  # the sign of the other form
+
+
+class Float32Example(type(example_model())):
+    """The example in single precision: checked at its own precision, not refused."""
+
+    def log_likelihood(self, theta, index):
+        return super().log_likelihood(theta.astype(np.float32), index).astype(np.float32)
+
+    def grad_log_likelihood(self, theta, index):
+        return super().grad_log_likelihood(theta.astype(np.float32), index).astype(np.float32)
+
+
+class LargeAtItsMode:
+    """Σ over 10⁶ data of −(θ − x_i)²/2 at its mode: a value of ~5·10⁵ with a zero derivative."""
+
+    dim = 1
+
+    def __init__(self):
+        self.data = np.random.default_rng(0).standard_normal(1_000_000)
+
+    def log_density(self, theta):
+        return -0.5 * ((theta[:, :1] - self.data[None, :]) ** 2).sum(axis=1)
+
+    def grad_log_density(self, theta):
+        return -(theta - self.data.mean()) * self.data.size
+
+    def initial_position(self, n_chains, rng):
+        return np.full((n_chains, 1), self.data.mean())
+
+
+class CallableExample(type(example_model())):
+    def __call__(self):
+        return "a model may be callable"
+
+
+@pytest.mark.parametrize("model, message", [
+    (FixedChains, "initial_position returned shape (3, 2) at θ₀; expected (5, 2)"),
+    (Unnormalised, "exact_log_density integrates to 6.2"),
+    (OneEdgeArray, "histogram_edges() must return a tuple of two increasing arrays"),
+    (DecreasingEdges, "histogram_edges() must return a tuple of two increasing arrays"),
+    (MixedFormsWrong, "the gradient of log_density disagrees with its central differences"),
+])
+def test_models_that_would_break_the_run_are_refused(model, message):
+    with pytest.raises(UserModelError) as error:
+        user_target(model(), spec="m.py:M")
+    assert message in str(error.value), str(error.value)
+
+
+def test_legitimate_models_are_not_refused_and_a_skipped_check_says_so(caplog):
+    assert user_target(MixedForms()).has_potential
+    user_target(Float32Example())
+    user_target(LargeAtItsMode())
+    with caplog.at_level("WARNING", logger="sgmcmc.targets.user"):
+        user_target(NoPotentialDoubled())
+    assert "no log_density (or potential): grad_log_density is not checked" in caplog.text
+
+
+def test_a_callable_model_keeps_its_compiled_path():
+    assert make_sampler("sghmc", user_target(CallableExample()), noise_estimate="zero").compiled_kernel() is not None
+
+
+def test_settings_of_the_other_kind_of_model_are_refused():
+    with pytest.raises(UserModelError, match=r"target.noise_variance=1.0 is for a density model"):
+        user_target(example_model(), noise_variance=1.0)
+    with pytest.raises(UserModelError, match=r"target.batch_size=10 is for a data model"):
+        user_target(Gaussian(), batch_size=10)
+
+
+MODEL_FILE = """
+import numpy as np
+
+
+class Gaussian:
+    dim = 1
+
+    def log_density(self, theta):
+        return -0.5 * np.sum(theta**2, axis=1) / {variance}
+
+    def grad_log_density(self, theta):
+        return -theta / {variance}
+"""
+
+
+def test_a_resume_with_an_edited_model_file_is_refused(tmp_path):
+    """The checkpoint keeps the SHA-256 of the model's file as it was loaded; a resume with the same file continues bit
+    for bit, one with an edited file is a CheckpointError, and model.py in the folder is the file the run started with."""
+    from sgmcmc.checkpoint import CheckpointError, Checkpointer, load_latest
+    from sgmcmc.targets.user import make_user_target
+    from tests.helpers import RequestStopAt
+
+    path = tmp_path / "model.py"
+    path.write_text(MODEL_FILE.format(variance=1.0))
+    settings = RunSettings(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
+
+    def run(stop_at=None, resume=None, folder=None):
+        target = make_user_target(f"{path}:Gaussian")
+        stop = RequestStopAt(float("inf") if stop_at is None else stop_at)
+        checkpointer = Checkpointer(folder, "hash") if folder is not None else None
+        outcome = run_chains(make_sampler("sgld", target), Constant(0.1), settings, np.random.default_rng(1),
+                             stop_requested=lambda: stop.requested, checkpointer=checkpointer, resume=resume,
+                             observers=[stop])
+        return target, outcome
+
+    _, whole = run()
+    started, _ = run(stop_at=15, folder=tmp_path)
+    checkpoint, _ = load_latest(tmp_path, "hash")
+    _, resumed = run(resume=checkpoint)
+    np.testing.assert_array_equal(resumed.samples, whole.samples)
+    path.write_text(MODEL_FILE.format(variance=4.0))
+    with pytest.raises(CheckpointError, match="the model's file differs from the one the run started with"):
+        run(resume=checkpoint)
+    (tmp_path / "run").mkdir()
+    started.write_artifacts(tmp_path / "run", None)  # the source as loaded, not the edited file
+    assert "/ 1.0" in (tmp_path / "run" / "model.py").read_text()
