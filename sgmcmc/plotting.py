@@ -111,10 +111,10 @@ def data_metric_trace(trace, path: Path) -> Path | None:
 
 
 def metric_trace(trace, path: Path) -> Path | None:
-    """KL (both directions) and W1 against step count, log scale, from the trace (rows or a DataFrame); for data
-    targets their own metrics (:func:`data_metric_trace`)."""
-    table = _trace_columns(trace, ("kl_pq", "kl_qp", "w1", "step"))
-    columns = _drawn(table, ("kl_pq", "kl_qp", "w1"))
+    """KL (both directions), W1 and the kernel Stein discrepancy against step count, log scale, from the trace (rows or
+    a DataFrame); for data targets their own metrics (:func:`data_metric_trace`)."""
+    table = _trace_columns(trace, ("kl_pq", "kl_qp", "w1", "ksd", "step"))
+    columns = _drawn(table, ("kl_pq", "kl_qp", "w1", "ksd"))
     if not columns:
         return data_metric_trace(trace, path)
     figure, axes = plt.subplots(figsize=(6, 4))

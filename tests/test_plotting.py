@@ -33,3 +33,10 @@ def test_no_metric_columns_no_figure(tmp_path):
     assert plotting.metric_trace(rows, tmp_path / "m.png") is None
     assert plotting.metric_trace(pd.DataFrame(rows), tmp_path / "m.png") is None
     assert not (tmp_path / "m.png").exists()
+
+
+def test_a_trace_with_only_the_kernel_stein_discrepancy_is_drawn(tmp_path):
+    """A target with a gradient but no exact density (a user's model): its trace's ksd column gets the figure."""
+    rows = [{"step": 100 * i, "n_samples": 10 * i, "ksd": None if i == 1 else 1.0 / i} for i in range(1, 6)]
+    assert plotting.metric_trace(rows, tmp_path / "m.png") == tmp_path / "m.png"
+    assert (tmp_path / "m.png").stat().st_size > 0
