@@ -8,7 +8,8 @@
   user model wrote them, else 0, 1, …, dim − 1. Its attrs: the run's identity (below) and metrics.json's scalar
   entries and ``final`` entries, flattened (``status``, ``steps_done``, ``final.kl_pq``, …; null values left out);
 - ``sample_stats`` (chain, draw): ``step_size`` and, where the sampler reports them, ``xi`` (the thermostat of SGNHT,
-  CCAdL, …), ``clipped`` (clipped noise variances), ``accept_probability`` (HMC's and SGHMC-MH's Metropolis test)
+  CCAdL, …), ``clipped`` (clipped noise variances), ``acceptance_rate`` (ArviZ's name for samples.npz's
+  ``accept_probability``: HMC's and SGHMC-MH's Metropolis test)
   and ``reflected`` (coordinates reflected at a boundary), as :class:`~sgmcmc.observers.SampleStore` kept them. A
   folder written before samples.npz held them gets the step sizes from the config's schedule (the step to t uses
   ε_{t−1}) and nothing else;
@@ -57,6 +58,10 @@ from sgmcmc.observers import SampleStore
 from sgmcmc.results import MANIFEST
 
 NETCDF = "samples.nc"
+# samples.npz's names that ArviZ's schema names otherwise (its sample_stats conventions: PyMC's and Stan's
+# converters write the Metropolis acceptance probability as acceptance_rate)
+ARVIZ_NAMES = {"accept_probability": "acceptance_rate"}
+SUMMARY_MAX_PARAMETERS = 50  # the command line's az.summary shows at most this many parameters
 PARAMETER_DIM = "parameter"
 INFERENCE_LIBRARY = "sgmcmc"
 # the sample statistics samples.npz may hold besides theta (and parameter_names)
@@ -113,8 +118,8 @@ class RunResult:
         attrs = self.attrs()
         posterior = xr.Dataset({"theta": (("chain", "draw", PARAMETER_DIM), self.samples)},
                                coords={**coords, PARAMETER_DIM: parameters}, attrs={**attrs, **self.metric_attrs()})
-        sample_stats = xr.Dataset({name: (("chain", "draw"), values) for name, values in self.sample_stats.items()},
-                                  coords=coords, attrs=attrs)
+        sample_stats = xr.Dataset({ARVIZ_NAMES.get(name, name): (("chain", "draw"), values)
+                                   for name, values in self.sample_stats.items()}, coords=coords, attrs=attrs)
         trace = self.trace.set_index("step").to_xarray() if "step" in self.trace else xr.Dataset(coords={"step": []})
         trace.attrs = dict(attrs)
         return az.InferenceData(posterior=posterior, sample_stats=sample_stats, trace=trace)
@@ -232,14 +237,20 @@ def _kept_arrays(folder: Path, config: dict) -> tuple[dict, Optional[str]]:
     """samples.npz's arrays, else those of the newest usable checkpoint's sample store (a killed run), else none;
     and the file they came from."""
     if (folder / "samples.npz").is_file():
-        with np.load(folder / "samples.npz", allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}, "samples.npz"
+        try:
+            with np.load(folder / "samples.npz", allow_pickle=False) as archive:
+                return {name: archive[name] for name in archive.files}, "samples.npz"
+        except Exception as error:  # a truncated or corrupt archive (zipfile's, numpy's or zlib's errors)
+            raise ValueError(f"{folder / 'samples.npz'} is unreadable: "
+                             f"{(str(error).strip().splitlines() or [type(error).__name__])[0]}") from None
     from sgmcmc.checkpoint import CheckpointError, config_hash, load_latest
 
+    if not any(folder.glob("checkpoint*.npz")):
+        return {}, None
     try:
         checkpoint, name = load_latest(folder, config_hash(config))
-    except CheckpointError:
-        return {}, None
+    except CheckpointError as error:  # a killed run whose checkpoints cannot be used: say so, not "no draws"
+        raise ValueError(f"{folder}: no samples.npz, and its checkpoint is unusable ({error})") from None
     prefix = f"observer.{SampleStore.name}."
     arrays = {key[len(prefix):]: value for key, value in checkpoint.arrays.items() if key.startswith(prefix)}
     if "samples" not in arrays:
@@ -264,6 +275,8 @@ def _read_trace(folder: Path) -> pd.DataFrame:
         return pd.read_csv(folder / "trace.csv")
     except (FileNotFoundError, pd.errors.EmptyDataError):
         return pd.DataFrame()
+    except (ValueError, pd.errors.ParserError) as error:
+        raise ValueError(f"{folder / 'trace.csv'} is unreadable: {str(error).strip().splitlines()[0]}") from None
 
 
 def _netcdf_attrs(attrs: dict) -> dict:
@@ -347,7 +360,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             print(f"{label}: {run.status}, {run.samples.shape[0]} chains x {run.samples.shape[1]} draws x "
                   f"dim {run.samples.shape[2]}")
             if run.samples.shape[1]:
-                print(az.summary(run.to_inference_data()))
+                data = run.to_inference_data()
+                if run.samples.shape[2] > SUMMARY_MAX_PARAMETERS:  # LDA's 385,100: minutes and a table nobody reads
+                    print(f"(the first {SUMMARY_MAX_PARAMETERS} of {run.samples.shape[2]} parameters; "
+                          f"az.summary(load_run(folder).to_inference_data()) gives any of them)")
+                    data = data.isel(parameter=slice(0, SUMMARY_MAX_PARAMETERS), groups="posterior")
+                print(az.summary(data))
             if arguments.netcdf:
                 print(f"wrote {run.to_netcdf()}")
     return 0

@@ -34,7 +34,7 @@ RUNS = {  # name -> (sampler, target, schedule, the sample statistics the run mu
     "sgnht-double_well-polynomial": ({"name": "sgnht", "step_size": 0.05}, "double_well",
                                      {"name": "polynomial", "b": 50.0, "gamma": 0.55}, {"step_size", "xi"}),
     "hmc-double_well": ({"name": "hmc", "step_size": 0.1, "n_leapfrog": 3}, "double_well", {"name": "constant"},
-                        {"step_size", "accept_probability"}),
+                        {"step_size", "acceptance_rate"}),
     # a data target (minibatches, the running noise estimate); ε = 0.007 clips one variance at some kept draws, two at others
     "sgnht-normal_gamma-clip": ({"name": "sgnht", "step_size": 0.007, "noise_estimate": "running",
                                  "running_form": "diagonal", "noise_clip": True}, "normal_gamma", {"name": "constant"},
@@ -113,9 +113,9 @@ def test_run_folder_round_trips_to_inference_data(name, tmp_path):
     expected_step_sizes = step_size_formula(run_config["schedule"], run_config["sampler"]["step_size"], KEPT_STEPS)
     np.testing.assert_allclose(stats["step_size"].values, np.broadcast_to(expected_step_sizes, (N_CHAINS, KEPT_STEPS.size)),
                                rtol=1e-14)
-    for key in ("xi", "accept_probability"):
+    for key, stored in (("xi", "xi"), ("acceptance_rate", "accept_probability")):  # ArviZ's name, samples.npz's
         if key in stats:
-            np.testing.assert_allclose(stats[key].values, reference[key], rtol=1e-12, atol=1e-12, err_msg=key)
+            np.testing.assert_allclose(stats[key].values, reference[stored], rtol=1e-12, atol=1e-12, err_msg=key)
     for key in ("clipped", "reflected"):
         if key in stats:
             np.testing.assert_array_equal(stats[key].values, reference[key], err_msg=key)
@@ -278,8 +278,9 @@ def test_interrupted_killed_and_resumed_runs(name, tmp_path, monkeypatch):
     assert killed.samples_source == "checkpoint.npz" and killed.metrics == {} and killed.status == "interrupted"
     data = killed.to_inference_data()
     np.testing.assert_array_equal(data.posterior["theta"].values, whole["theta"][:, :n_kept])
-    for key in RUNS[name][3] - {"step_size"}:
-        np.testing.assert_array_equal(data.sample_stats[key].values, whole[key][:, :n_kept], err_msg=key)
+    for key in RUNS[name][3] - {"step_size"}:  # ArviZ's names; samples.npz's accept_probability is acceptance_rate
+        stored = {"acceptance_rate": "accept_probability"}.get(key, key)
+        np.testing.assert_array_equal(data.sample_stats[key].values, whole[stored][:, :n_kept], err_msg=key)
     for file, content in saved.items():
         (folder / file).write_bytes(content)
 
@@ -287,7 +288,8 @@ def test_interrupted_killed_and_resumed_runs(name, tmp_path, monkeypatch):
                                                    resume=str(folder)))
     assert status == "completed" and resumed_folder == folder
     resumed = npz(folder / "samples.npz")
-    assert sorted(resumed) == sorted(whole) == sorted({"theta", *RUNS[name][3]})
+    stored = {{"acceptance_rate": "accept_probability"}.get(key, key) for key in RUNS[name][3]}  # samples.npz's names
+    assert sorted(resumed) == sorted(whole) == sorted({"theta", *stored})
     for key in whole:
         np.testing.assert_array_equal(resumed[key], whole[key], err_msg=key)
 
@@ -385,3 +387,30 @@ def test_a_sweep_of_runs_with_other_shapes_does_not_combine(tmp_path):
     message = str(raised.value)
     assert "\n" not in message and "'chain': 3" in message and "'chain': 4" in message, message
     assert "job 0" in message and "job 1" in message
+
+
+def test_unreadable_files_are_one_line_errors_and_a_big_posterior_is_summarised_in_part(tmp_path, capsys):
+    """A corrupt samples.npz or trace.csv, or a killed run's unusable checkpoint, is a one-line ValueError naming the
+    file (the command line: exit 2), not zero draws; the command line's summary of 60 parameters shows the first 50."""
+    from sgmcmc.run_results import SUMMARY_MAX_PARAMETERS, main
+
+    folder, status = run_experiment(config(tmp_path, "hmc-double_well"))
+    wide = np.random.default_rng(0).standard_normal((N_CHAINS, KEPT_STEPS.size, 60))
+    np.savez(folder / "samples.npz", theta=wide)
+    assert main([str(folder)]) == 0
+    printed = capsys.readouterr().out
+    assert f"the first {SUMMARY_MAX_PARAMETERS} of 60 parameters" in printed
+    assert "theta[49]" in printed and "theta[50]" not in printed
+
+    (folder / "trace.csv").write_text('step,n_samples\n1,"2\n')
+    with pytest.raises(ValueError, match=r"trace.csv is unreadable") as error:
+        load_run(folder)
+    assert "\n" not in str(error.value)
+    (folder / "samples.npz").write_bytes(b"PK\x03\x04 not an archive")
+    with pytest.raises(ValueError, match=r"samples.npz is unreadable") as error:
+        load_run(folder)
+    assert "\n" not in str(error.value) and main([str(folder)]) == 2
+    (folder / "samples.npz").unlink()
+    (folder / "checkpoint.npz").write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match=r"no samples.npz, and its checkpoint is unusable"):
+        load_run(folder)

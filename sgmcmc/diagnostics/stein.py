@@ -125,9 +125,9 @@ def imq_ksd(samples, scores, c: float = 1.0, beta: float = -0.5, weights=None) -
 
 def evenly_spaced_samples(samples, max_points: int) -> np.ndarray:
     """At most ``max_points`` of the kept samples (c, m, d) (or pooled (n, d), read as one chain), deterministic: the
-    j-th point is chain j mod c at kept step ⌊j·m/k⌋, k = min(max_points, c·m) — evenly spaced in time and taking
-    the chains in turn (with k ≤ c every point from a different chain). All of them, pooled, when c·m ≤ max_points.
-    Shape (k, d)."""
+    j-th point is at kept step ⌊j·m/k⌋, k = min(max_points, c·m), of chain j mod c, or of chain ⌊j·c/k⌋ when there are
+    more chains than points — evenly spaced in time, and over every chain (taken in turn, or evenly spaced, each point
+    from a different chain). All of them, pooled, when c·m ≤ max_points. Shape (k, d)."""
     array = np.asarray(samples, dtype=float)
     if array.ndim == 2:
         array = array[None]
@@ -139,7 +139,8 @@ def evenly_spaced_samples(samples, max_points: int) -> np.ndarray:
     if n_chains * n_kept <= max_points:
         return array.reshape(-1, dim)
     j = np.arange(max_points)
-    return array[j % n_chains, (j * n_kept) // max_points]
+    chains = (j * n_chains) // max_points if n_chains > max_points else j % n_chains
+    return array[chains, (j * n_kept) // max_points]
 
 
 class TargetKSD(NamedTuple):
@@ -157,8 +158,11 @@ def target_ksd(target, samples, max_points: int, c: float = 1.0, beta: float = -
     kept samples evaluated c points at a time, the run's own batch of chains).
 
     None when it is not defined or not computable: the target has no exact gradient (``has_exact_gradient`` False, e.g.
-    LDA), fewer than 2 samples, ``max_points`` < 2, or a point or its score is not finite (a diverged run)."""
-    if not getattr(target, "has_exact_gradient", False) or max_points < 2:
+    LDA), its θ is sampled with Gibbs-updated hyperparameters (``gibbs_every`` > 0: the BNN's and BPMF's precisions,
+    one per chain; ∇U(θ) given the current ones is not the score of θ's posterior), fewer than 2 samples,
+    ``max_points`` < 2, or a point, its score or the sum is not finite (a diverged run; the kernel sums of points
+    near overflow)."""
+    if not target.has_exact_gradient or target.gibbs_every or max_points < 2:
         return None
     array = np.asarray(samples, dtype=float)
     if array.ndim not in (2, 3) or array.size // array.shape[-1] < 2:
@@ -172,7 +176,10 @@ def target_ksd(target, samples, max_points: int, c: float = 1.0, beta: float = -
                              for start in range(0, points.shape[0], per_call)])
     if not np.all(np.isfinite(scores)):
         return None
-    value = imq_ksd(points, scores, c, beta)
+    with np.errstate(over="ignore", invalid="ignore"):
+        value = imq_ksd(points, scores, c, beta)
+    if not np.isfinite(value):
+        return None
     return TargetKSD(value, int(points.shape[0]), time.perf_counter() - started, int(points.shape[0]))
 
 

@@ -223,7 +223,7 @@ def test_evenly_spaced_samples_take_the_chains_in_turn_evenly_in_time():
     chains, kept = 6, 10
     samples = np.arange(chains * kept, dtype=float).reshape(chains, kept, 1)  # value = chain·kept + step
     chosen = evenly_spaced_samples(samples, 4)[:, 0].astype(int)
-    np.testing.assert_array_equal(chosen // kept, [0, 1, 2, 3])  # different chains
+    np.testing.assert_array_equal(chosen // kept, [0, 1, 3, 4])  # different chains, spread over all 6: ⌊j·6/4⌋
     np.testing.assert_array_equal(chosen % kept, [0, 2, 5, 7])  # ⌊j·10/4⌋
     assert evenly_spaced_samples(samples, 100).shape == (60, 1)  # all of them
     one_chain = evenly_spaced_samples(np.arange(10.0)[:, None], 5)[:, 0]
@@ -238,6 +238,7 @@ def test_target_ksd_is_none_without_an_exact_gradient_or_two_samples():
 
     class NoGradient:
         has_exact_gradient = False
+        gibbs_every = 0
         n_data = None
 
     assert target_ksd(NoGradient(), np.zeros((3, 4, 1)), 100) is None
@@ -335,3 +336,36 @@ def test_a_stopped_and_resumed_run_has_the_same_ksd_trace(tmp_path):
     assert stopped.status == "interrupted"
     resumed = run(resume=load_latest(tmp_path, "hash")[0])
     assert resumed.trace == whole.trace
+
+
+def test_the_kernel_sums_are_centred_so_a_far_away_sample_keeps_its_value():
+    """The KSD depends on differences x − y only: a sample shifted by 10⁸ (with its scores) has the same KSD; the
+    inner-product form without centring loses ‖x − y‖² to rounding there."""
+    points = np.random.default_rng(0).standard_normal((500, 2))
+    scores = -points
+    assert imq_ksd(points + 1e8, scores) == pytest.approx(imq_ksd(points, scores), rel=1e-6)
+
+
+def test_with_more_chains_than_points_the_subsample_spans_every_chain():
+    samples = np.arange(5000.0).reshape(5000, 1, 1)  # value = chain
+    chosen = evenly_spaced_samples(samples, 1000)[:, 0]
+    assert chosen.min() == 0 and chosen.max() >= 4995 and np.unique(chosen).size == 1000
+
+
+def test_target_ksd_is_none_when_the_kernel_sums_overflow():
+    """Finite points near overflow (a diverging chain): no NaN in metrics.json, None."""
+    samples = np.array([[[1e160]], [[-1e160]], [[0.0]]])
+    assert target_ksd(_gaussian(), samples, 100) is None
+
+
+def test_a_target_with_gibbs_updated_hyperparameters_gets_no_ksd(tmp_path):
+    """θ's score given the current per-chain precisions is not the score of θ's posterior (and the gradient takes one
+    precision per chain): no KSD, in the trace or at the end, and the run completes."""
+    from tests.helpers import HierarchicalGaussian
+
+    target = HierarchicalGaussian(shape=3.0, rate=3.0, gibbs_every=10)
+    settings = RunSettings(n_steps=200, n_chains=3, burn_in=100, eval_every=50, progress=False)
+    outcome = run_chains(make_sampler("sgld", target), Constant(0.05), settings, np.random.default_rng(0),
+                         ksd_points=1000)
+    assert outcome.status == "completed" and not any("ksd" in row for row in outcome.trace)
+    assert final_ksd_metrics(target, outcome.samples, 1000) == {}
