@@ -51,6 +51,18 @@ from sgmcmc.targets import make_target
 log = logging.getLogger("sgmcmc")
 
 EXIT_CODES = {"completed": 0, "failed": 1, "diverged": 3, "interrupted": 130}
+# metrics.json's wall-clock entries (top level, and in ``final``): the only ones that differ between two runs of the
+# same config and seed (a resumed run, another launcher)
+TIMINGS = ("wall_time_s", "steps_per_second", "chain_steps_per_second", "evaluation_time_s", "seconds_per_100_documents")
+FINAL_TIMINGS = ("ksd_seconds",)
+
+
+def without_timings(metrics: dict) -> dict:
+    """A metrics.json record without its wall-clock entries (:data:`TIMINGS`, :data:`FINAL_TIMINGS`)."""
+    out = {key: value for key, value in metrics.items() if key not in TIMINGS}
+    if isinstance(out.get("final"), dict):
+        out["final"] = {key: value for key, value in out["final"].items() if key not in FINAL_TIMINGS}
+    return out
 # the declared run.* keys (sgmcmc.config.RUN_FIELDS) that are not RunSettings fields: this module reads them itself
 NOT_SETTINGS = tuple(key for key in RUN_FIELDS if key not in {field.name for field in fields(RunSettings)})
 DEFAULT_CHECKPOINT_EVERY_S = 300.0  # as configs/config.yaml, for configs without the key

@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from sgmcmc.experiment import without_timings
 from sgmcmc_cli import sweep
 
 ROOT = Path(__file__).resolve().parents[1]
 SWEEP = ["sampler=sgld,sghmc,sgrhmc", "seed=1,2", "target=double_well", "run.n_steps=60", "run.n_chains=8",
          "run.burn_in=30", "run.eval_every=30", "run.progress=false", "run.figures=false"]
-TIMINGS = {"wall_time_s", "steps_per_second", "chain_steps_per_second", "evaluation_time_s", "seconds_per_100_documents"}
 THREADS = {key: "1" for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
 # every variable Ray reads to stay on the loopback, set here too, so that no test ever listens elsewhere
 # (test_ray_environment_callback checks that the launcher config alone sets them)
@@ -64,7 +64,7 @@ def sweep_results(folder: Path) -> dict:
         with np.load(run / "samples.npz") as data:
             arrays = {name: data[name] for name in data.files}
         metrics = json.loads((run / "metrics.json").read_text())
-        results[overrides["sampler"], overrides["seed"]] = (arrays, {k: v for k, v in metrics.items() if k not in TIMINGS})
+        results[overrides["sampler"], overrides["seed"]] = (arrays, without_timings(metrics))
     assert len(results) == 6 and len({job["run_folder"] for job in manifest["jobs"]}) == 6
     return results
 
