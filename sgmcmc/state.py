@@ -21,6 +21,7 @@ class SamplerState(NamedTuple):
     xi: Optional[np.ndarray] = None
     noise: Optional[np.ndarray] = None
     noise_count: int = 0
+    preconditioner: Optional[np.ndarray] = None  # pSGLD's RMSProp average V_t (n_chains, dim) (Li et al. 2016)
 
 
 class StepInfo(NamedTuple):

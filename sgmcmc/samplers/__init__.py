@@ -13,6 +13,7 @@ from sgmcmc.samplers.ccadl import CCAdL
 from sgmcmc.samplers.hmc import HMC, NaiveSGHMC
 from sgmcmc.samplers.naive_sgrhmc import NaiveSGRHMC
 from sgmcmc.samplers.optimisers import SGD, SGDMomentum
+from sgmcmc.samplers.psgld import PSGLD, PSGLDNoGamma
 from sgmcmc.samplers.sghmc import SGHMC
 from sgmcmc.samplers.sghmc_mh import SGHMCMetropolis
 from sgmcmc.samplers.sgld import SGLD
@@ -46,6 +47,8 @@ def register_sampler(cls: type[Sampler]) -> type[Sampler]:
 for _sampler in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC, SGHMCMetropolis, CCAdL, SGD,
                  SGDMomentum):
     register_sampler(_sampler)
+register_sampler(PSGLD)
+register_sampler(PSGLDNoGamma)
 
 
 def make_sampler(name: str, target, **params) -> Sampler:

@@ -36,6 +36,18 @@ class Target(ABC):
         """The covariance V(θ) of ∇Ũ − ∇U where known: (dim, dim) or (n, dim, dim); None if unknown."""
         return None
 
+    def hessian_diagonal(self, theta: np.ndarray) -> np.ndarray:
+        """∂²U/∂θ_i² at θ, shape (n, dim), for samplers whose diffusion depends on ∇U(θ) (pSGLD's stationary
+        preconditioner and its Γ). Default: central differences of the exact :meth:`gradient` (2·dim calls, spacing
+        1e-4·(1 + |θ_i|)); formula targets override it with the exact value."""
+        theta = np.asarray(theta, dtype=float)
+        out = np.zeros_like(theta)
+        for i in range(theta.shape[1]):
+            shift = np.zeros_like(theta)
+            shift[:, i] = 1e-4 * (1.0 + np.abs(theta[:, i]))
+            out[:, i] = (self.gradient(theta + shift)[:, i] - self.gradient(theta - shift)[:, i]) / (2.0 * shift[:, i])
+        return out
+
     # Whether ``potential`` and ``gradient`` are available: a target whose U(θ) or ∇U(θ) over the whole data set cannot
     # be computed (LDA's needs the marginal likelihood of the corpus) says so, and the samplers that need them (HMC's
     # exact gradient, every Metropolis test) refuse it in one line.

@@ -33,6 +33,11 @@ class Correlated2D(SyntheticTarget):
         residual = 4.0 * (y + 1.2) - x**2
         return np.stack([0.4 * x**3 - 2.0 * x * residual, 4.0 * residual], axis=1)
 
+    def hessian_diagonal(self, theta):
+        """(∂²U/∂θ₁², ∂²U/∂θ₂²) = (1.2θ₁² − 2(4(θ₂ + 1.2) − θ₁²) + 4θ₁², 16)."""
+        x, y = theta[:, 0], theta[:, 1]
+        return np.stack([5.2 * x**2 - 2.0 * (4.0 * (y + 1.2) - x**2), np.full_like(y, 16.0)], axis=1)
+
     def compiled_gradient(self):
         return gradients.formula(gradients.CORRELATED_2D, self)
 

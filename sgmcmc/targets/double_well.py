@@ -19,5 +19,8 @@ class DoubleWell(OneDimensionalTarget):
     def gradient_1d(self, x):
         return 4.0 * x**3 - 4.0 * x
 
+    def hessian_diagonal(self, theta):
+        return 12.0 * theta**2 - 4.0
+
     def compiled_gradient(self):
         return gradients.formula(gradients.DOUBLE_WELL, self)

@@ -26,6 +26,9 @@ class Gaussian1D(OneDimensionalTarget):
     def gradient_1d(self, x):
         return (x - self.mean) / self.std**2
 
+    def hessian_diagonal(self, theta):
+        return np.full(np.shape(theta), 1.0 / self.std**2)
+
     def compiled_gradient(self):
         return gradients.quadratic([self.mean], [[1.0 / self.std**2]], self)
 

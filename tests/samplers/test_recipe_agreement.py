@@ -55,7 +55,7 @@ class Case(NamedTuple):
 
 # Samplers whose declared recipe drops Γ on purpose, so that their step equals the truth without it: naive SGRHMC
 # (Ma et al. 2015, Eq. 16), shown wrong in test_naive_sgrhmc_is_the_recipe_step_without_gamma.
-WITHOUT_GAMMA = {"naive_sgrhmc"}
+WITHOUT_GAMMA = {"naive_sgrhmc", "psgld_no_gamma"}  # and pSGLD as Li et al. (2016) publish it
 STEP_INTEGRATORS = ("generic", "euler")  # the generic recipe step on the sampler's D, Q, and the closed-form Euler step
 
 # Settings beyond a sampler's defaults, with Γ ≢ 0 asserted where the metric or the thermostat makes it so
@@ -67,6 +67,7 @@ VARIANTS = {
     "sgrhmc-expanded_mean": Case("sgrhmc", "gamma_2d", {"metric": ExpandedMeanMetric(2.0)}, True),
     "sgnht-diffusion": Case("sgnht", "correlated_2d", {"diffusion": 2.0}, True),
     "ccadl-diffusion": Case("ccadl", "correlated_2d", {"diffusion": 2.0, "noise_estimate": "known"}, True),
+    "psgld-stationary": Case("psgld", "correlated_2d", {"noise_estimate": "known"}, True),
 }
 
 

@@ -1,0 +1,196 @@
+"""Preconditioned SGLD (Li, Chen, Carlson & Carin, AAAI 2016, Algorithm 1) as a recipe sampler, with and without Γ.
+
+Li et al.'s update, in Welling–Teh's convention (ε_WT), with ḡ = −∇Ũ(θ_t):
+
+    V_{t+1} = αV_t + (1 − α) ḡ ⊙ ḡ,   G = diag(1 ⊘ (λ1 + √V_{t+1})),
+    θ_{t+1} = θ_t + (ε_WT/2)[G ḡ + Γ(θ_t)] + N(0, ε_WT G),   Γ_i = Σ_j ∂_j G_ij   (dropped by the authors).
+
+With ε_WT = 2ε (SPEC §0) this is the recipe's z = θ, H = U, D = G, Q = 0 step (Ma et al. 2015, Eq. 9 with +Γ, K1):
+
+    θ' = θ − εD∇Ũ(θ) + εΓ(θ) + N(0, ε(2D − εD V̂ D)),   Γ_i = ∂_{θ_i} D_ii(θ)   (D diagonal).
+
+What "with Γ" means. Γ is a derivative of D with respect to the position, so D must be a function of θ. The RMSProp
+average V_t is not: it is a function of the gradient history. Its value at a point is what the recursion converges
+to when the chain sits at θ long enough for the average to settle: V = αV + (1 − α) E ĝ(θ)², i.e.
+
+    v(θ) = E[ĝ(θ) ⊙ ĝ(θ)] = ∇U(θ)² + diag Cov(ĝ(θ)),   D(θ) = diag(1 ⊘ (λ + √v(θ))).
+
+This *stationary* preconditioner (``preconditioner: stationary``, the default) is a diagonal metric whose Γ is exact:
+
+    Γ_i = ∂_i D_ii = −D_ii² ∂_i√v_i = −D_ii² (∂_iU ∂²_iiU + ½ ∂_i Cov_ii) / √v_i,
+
+with ∂²_iiU from the target's ``hessian_diagonal`` (exact on the toy targets, central differences of the exact
+gradient otherwise) and ∂_i Cov_ii by central differences of the target's noise covariance (0 where it is constant).
+``psgld`` with this D and Γ is a recipe instance: its continuous dynamics leave exp(−U) invariant (``check.py``:
+stationary). ``psgld_no_gamma`` is the same step without Γ, which is what Li et al. publish ("for efficiency"): in
+1D its continuous dynamics are stationary for exp(−U)/D(θ) = exp(−U)(λ + √v(θ)), not exp(−U) (``check.py``: NOT
+stationary; tests/samplers/test_psgld.py measures the bias of E θ²). The reading chosen here is the one under which
+dropping Γ is the published approximation and keeping it is correct; the other readings either make Γ vanish (a
+frozen preconditioner: both samplers coincide) or differentiate only the (1 − α) share of the current gradient in
+V_t (Li et al.'s argument that Γ is small for α → 1), which is not the Γ of the metric the chain actually follows
+when V_t has settled, and so is not recipe-correct either.
+
+Where Cov(ĝ) comes from: the target's ``noise_covariance`` (the V it tells the samplers), else its
+``minibatch_noise_covariance`` (the exact one it keeps for diagnostics), else 0. The stationary form needs the full
+gradient ∇U and the Hessian diagonal at every step (and 2·dim more calls of the noise covariance), so it is for the
+targets with a formula or a small data set.
+
+``preconditioner: running`` is Li et al.'s Algorithm 1 itself: the RMSProp average V_t of the minibatch gradients,
+kept per chain in ``SamplerState.preconditioner`` (V_0 = 0), D_t = 1/(λ + √V_t). Its D is a function of the history,
+not of θ, so the recipe's Γ = Σ_j ∂_j D_ij(θ) of that frozen preconditioner is 0, and ``psgld`` and
+``psgld_no_gamma`` take the same step there (Li et al.'s method, with B̂ = D V̂ D subtracted unless
+``noise_estimate: zero``). It needs no full-data pass and is the form the data targets' defaults use. Its declared
+recipe (``check.py``, ``integrator: generic``) is the stationary D, the dynamics the running average tracks; the
+generic integrator is therefore refused with ``preconditioner: running``.
+
+Config keys: ``alpha`` (α, the running average's decay per step, Li et al.'s 0.99), ``damping`` (λ > 0, Li et al.'s
+10⁻⁵), ``preconditioner`` (``stationary`` | ``running``). Numpy steps only (no compiled kernel: the engine falls back
+to :meth:`step`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sgmcmc.recipe import Recipe
+from sgmcmc.samplers.base import Sampler, diagonal_matrices
+from sgmcmc.schema import Key, choice, real
+from sgmcmc.state import SamplerState, StepInfo
+
+PRECONDITIONERS = ("stationary", "running")
+PSGLD_KEYS = {
+    "alpha": Key(real(0.0, maximum=1.0), "α: decay of the RMSProp average V_t = αV_{t−1} + (1 − α)ĝ² "
+                                          "(preconditioner: running; Li et al. 2016: 0.99)"),
+    "damping": Key(real(0.0, strict=True), "λ in D = 1/(λ + √V) (Li et al. 2016: 1e-5)"),
+    "preconditioner": Key(choice(*PRECONDITIONERS), "V in D = 1/(λ + √V): its value at θ, E ĝ(θ)² = ∇U² + "
+                                                    "diag Cov(ĝ) (stationary: a metric of θ, exact Γ), or Li et al.'s "
+                                                    "running average of the minibatch gradients (running: Γ = 0)"),
+}
+_SPACING = 1e-5  # relative spacing of the central differences of the noise covariance
+
+
+# -- pure functions over (n_chains, dim) arrays ---------------------------------------------------------------------
+def rmsprop_average(previous: np.ndarray, gradient: np.ndarray, alpha: float) -> np.ndarray:
+    """V_t = αV_{t−1} + (1 − α) ĝ ⊙ ĝ (Li et al. 2016, Algorithm 1)."""
+    return alpha * previous + (1.0 - alpha) * gradient * gradient
+
+
+def preconditioner_diagonal(second_moment: np.ndarray, damping: float) -> np.ndarray:
+    """D = 1 ⊘ (λ + √V) (Li et al. 2016, Eq. 5: their G(θ), the recipe's D)."""
+    return 1.0 / (damping + np.sqrt(second_moment))
+
+
+def stationary_second_moment(gradient: np.ndarray, noise_diagonal: np.ndarray) -> np.ndarray:
+    """v(θ) = E ĝ(θ)² = ∇U(θ)² + diag Cov(ĝ(θ)): the fixed point of the RMSProp recursion at θ."""
+    return gradient * gradient + noise_diagonal
+
+
+def stationary_correction(diffusion: np.ndarray, gradient: np.ndarray, hessian_diagonal: np.ndarray,
+                          noise_derivative: np.ndarray, second_moment: np.ndarray) -> np.ndarray:
+    """Γ_i = ∂_i D_ii(θ) = −D_ii² (∂_iU ∂²_iiU + ½∂_i Cov_ii) / √v_i for D = 1/(λ + √v(θ)) (Ma et al. 2015, Eq. 3;
+    0 where v_i = 0, where √v has no derivative)."""
+    root = np.sqrt(second_moment)
+    slope = np.divide(gradient * hessian_diagonal + 0.5 * noise_derivative, root,
+                      out=np.zeros_like(root), where=root > 0)
+    return -diffusion * diffusion * slope
+
+
+class PSGLD(Sampler):
+    """pSGLD with Γ (recipe-correct for the stationary preconditioner; see the module docstring)."""
+
+    name = "psgld"
+    integrators = ("euler", "generic")
+    parameters = {**Sampler.parameters, **PSGLD_KEYS}
+    with_gamma = True
+
+    def __init__(self, target, alpha: float = 0.99, damping: float = 1e-5, preconditioner: str = "stationary",
+                 **kwargs):
+        super().__init__(target, **kwargs)
+        self.alpha = self.checked("alpha", alpha)
+        self.damping = self.checked("damping", damping)
+        self.preconditioner = self.checked("preconditioner", preconditioner)
+        if self.preconditioner == "running" and self.integrator == "generic":
+            raise ValueError("integrator generic follows the stationary preconditioner: use preconditioner=stationary "
+                             "or integrator=euler")
+        if self.preconditioner == "stationary" and not target.has_exact_gradient:
+            raise ValueError(f"preconditioner=stationary needs the exact gradient, which target {target.name!r} does "
+                             f"not have (use preconditioner=running)")
+
+    def init(self, theta, rng):
+        theta = np.array(theta, dtype=float)
+        average = np.zeros_like(theta) if self.preconditioner == "running" else None
+        return SamplerState(theta=theta, preconditioner=average, **self.initial_noise(theta.shape[0]))
+
+    # -- the stationary preconditioner D(θ) and its Γ ----------------------------------------------------------------
+    def noise_diagonal(self, theta: np.ndarray) -> np.ndarray:
+        """diag Cov(ĝ(θ)) (n, d): the target's V, else its diagnostic minibatch covariance, else 0."""
+        covariance = self.target.noise_covariance(theta)
+        if covariance is None:
+            covariance = self.target.minibatch_noise_covariance(theta)
+        if covariance is None:
+            return np.zeros_like(theta)
+        covariance = np.asarray(covariance, dtype=float)
+        diagonal = np.diagonal(covariance, axis1=-2, axis2=-1)
+        return np.array(np.broadcast_to(diagonal, theta.shape))
+
+    def noise_derivative(self, theta: np.ndarray) -> np.ndarray:
+        """∂_i Cov_ii(θ) (n, d) by central differences (exactly 0 for a constant covariance)."""
+        out = np.zeros_like(theta)
+        for i in range(theta.shape[1]):
+            spacing = _SPACING * (1.0 + np.abs(theta[:, i:i + 1]))
+            shift = np.zeros_like(theta)
+            shift[:, i:i + 1] = spacing
+            upper, lower = self.noise_diagonal(theta + shift), self.noise_diagonal(theta - shift)
+            out[:, i] = (upper[:, i] - lower[:, i]) / (2.0 * spacing[:, 0])
+        return out
+
+    def diffusion(self, theta: np.ndarray) -> np.ndarray:
+        """Diagonal of D(θ) = 1/(λ + √v(θ)), (n, d)."""
+        moment = stationary_second_moment(self.target.gradient(theta), self.noise_diagonal(theta))
+        return preconditioner_diagonal(moment, self.damping)
+
+    def correction(self, theta: np.ndarray) -> np.ndarray:
+        """Γ(θ) of the stationary preconditioner (zero for ``psgld_no_gamma``)."""
+        if not self.with_gamma:
+            return np.zeros_like(theta)
+        gradient = self.target.gradient(theta)
+        moment = stationary_second_moment(gradient, self.noise_diagonal(theta))
+        diffusion = preconditioner_diagonal(moment, self.damping)
+        return stationary_correction(diffusion, gradient, self.target.hessian_diagonal(theta),
+                                     self.noise_derivative(theta), moment)
+
+    # -- the step ----------------------------------------------------------------------------------------------------
+    def _step_euler(self, rng, state, step_size):
+        theta = state.theta
+        estimate = self.gradient_and_noise(rng, state)
+        if self.preconditioner == "running":
+            average = rmsprop_average(state.preconditioner, estimate.gradient, self.alpha)
+            diffusion = preconditioner_diagonal(average, self.damping)
+            drift = -diffusion * estimate.gradient  # Γ of a frozen preconditioner: 0
+        else:
+            average = None
+            diffusion = self.diffusion(theta)
+            drift = -diffusion * estimate.gradient + self.correction(theta)
+        noise, clipped = self.inject(rng, step_size, diffusion, estimate.covariance, diffusion)
+        theta, _, reflected = self.reflect(theta + step_size * drift + noise)
+        new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count,
+                                 preconditioner=average)
+        return new_state, StepInfo(clipped=clipped, reflected=reflected)
+
+    def recipe(self):
+        return Recipe(
+            energy_gradient=lambda z, rng: self.target.stochastic_gradient(z, rng),
+            diffusion=lambda z: diagonal_matrices(self.diffusion(z)),
+            curl=lambda z: np.zeros((z.shape[0], z.shape[1], z.shape[1])),
+            correction=self.correction,
+            energy=self.target.potential,
+            noise_covariance=lambda z: self._noise_block(z, self.diffusion(z)),
+        )
+
+
+class PSGLDNoGamma(PSGLD):
+    """pSGLD as Li et al. (2016) publish it: Γ dropped. Its declared recipe has Γ = 0, on purpose (like naive SGRHMC):
+    the same D as ``psgld``, so the difference between the two is Γ alone."""
+
+    name = "psgld_no_gamma"
+    with_gamma = False
