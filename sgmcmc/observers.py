@@ -106,6 +106,9 @@ class SampleStore:
         self.new = self.array[:, :0]  # the samples the last block added
 
     def update(self, block: Block) -> None:
+        if block.exploring:  # the cyclical schedule's exploration steps: no samples (Zhang et al. 2020, Alg. 1)
+            self.new = self.array[:, self.kept:self.kept]
+            return
         positions = kept_positions(block.start, block.stop, self.burn_in, self.thin)
         added = slice(self.kept, self.kept + positions.size)
         self.new = self.array[:, added]
@@ -156,7 +159,8 @@ class MomentsObserver:
         self.moments, self.burn_in = RunningMoments(n_chains, dim), burn_in
 
     def update(self, block: Block) -> None:
-        self.moments.update_path(block.theta[:, post_burn_in(block, self.burn_in)])
+        if not block.exploring:
+            self.moments.update_path(block.theta[:, post_burn_in(block, self.burn_in)])
 
     def state_dict(self) -> dict:
         state = {"mean": self.moments.mean, "count": self.moments.count}
@@ -181,7 +185,7 @@ class ThermostatObserver:
         self.sums, self.count, self.burn_in = np.zeros(n_chains), 0, burn_in
 
     def update(self, block: Block) -> None:
-        if block.xi is None:
+        if block.xi is None or block.exploring:
             return
         from sgmcmc.engine.accumulate import power_sums
 

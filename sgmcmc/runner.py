@@ -34,6 +34,7 @@ from sgmcmc.observers import (GibbsObserver, MomentsObserver, PredictiveObserver
 
 __all__ = ["RunSettings", "RunOutcome", "RunningMoments", "run_chains", "iterate_blocks"]
 from sgmcmc.samplers.base import Sampler
+from sgmcmc.schedules import exploring as schedule_exploring, phase_end as schedule_phase_end
 from sgmcmc.schedules import step_sizes as schedule_step_sizes
 from sgmcmc.signals import workers_ignore_stop_signals
 
@@ -104,22 +105,41 @@ def next_stop(t: int, settings: RunSettings, size: int, due_step: float, interva
     return min(candidates)
 
 
+def check_exploration(sampler: Sampler, schedule) -> None:
+    """A schedule with exploration steps (``schedule.exploration`` > 0) needs a sampler that can take its step without
+    the injected noise (:meth:`~sgmcmc.samplers.base.Sampler.can_explore`); else a one-line ConfigError."""
+    if getattr(schedule, "exploration", 0.0) > 0 and not sampler.can_explore():
+        from sgmcmc.schema import ConfigError
+
+        raise ConfigError(f"schedule.exploration={schedule.exploration}: {sampler.name} with integrator "
+                          f"{sampler.integrator} cannot take its step without the injected noise (use 0, or sgld "
+                          f"or sghmc with a closed-form integrator other than aboba)")
+
+
 def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.random.Generator, state, start: int,
                    stops: Callable[[int], int], n_steps: int, stop_requested: Callable[[], bool] = lambda: False):
     """Run the chains from step ``start`` in blocks, yielding each :class:`~sgmcmc.engine.blocks.Block`; the block
     after step t ends at ``stops(t)``. Compiled where the sampler declares a kernel for its target (a
     :class:`~sgmcmc.engine.data_blocks.DataKernel` runs a block itself, drawing its minibatches), else the numpy
-    steps. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked before
-    every block, and before every numpy step)."""
+    steps. The exploration steps of a schedule with phases (``schedule.exploration``) run on the numpy steps
+    without the injected noise (:meth:`~sgmcmc.samplers.base.Sampler.without_noise`: the same random numbers are
+    drawn, so the stream is the same whichever path runs the sampling blocks), in blocks of their own marked
+    ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
+    before every block, and before every numpy step)."""
     kernel = kernel_of(sampler)
     advance = None if kernel is None else kernel if isinstance(kernel, DataKernel) else CompiledBlocks(kernel)
+    check_exploration(sampler, schedule)
     t = start
     while t < n_steps:
         if stop_requested():
             return
-        stop = stops(t)
+        stop = schedule_phase_end(schedule, t, stops(t))  # a block is all exploration or all sampling
         step_sizes = schedule_step_sizes(schedule, t, stop)
-        if advance is not None:
+        if schedule_exploring(schedule, t):  # the numpy steps without injected noise, same random numbers
+            with sampler.without_noise():
+                block = numpy_block(sampler, rng, state, step_sizes, t, stop_requested)
+            block.exploring = True
+        elif advance is not None:
             block = advance(rng, state, step_sizes, t)
         else:
             block = numpy_block(sampler, rng, state, step_sizes, t, stop_requested)

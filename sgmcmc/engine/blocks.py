@@ -57,6 +57,8 @@ class Block:
     reflected: Optional[np.ndarray] = None
     status: Optional[str] = None
     error: Optional[str] = None
+    # steps of the cyclical schedule's exploration phase (no injected noise): the observers keep no samples of them
+    exploring: bool = False
 
 
 def _finite(state: SamplerState) -> bool:

@@ -10,6 +10,7 @@ simultaneous Euler step, equal to the generic step for the same random numbers) 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -281,8 +282,36 @@ class Sampler(ABC):
             return float(self.target.noise_scale)
         return self.target.n_data**2 / self.target.batch_size
 
+    # True in the body of each class whose closed-form steps draw all their noise through :meth:`inject`, so that
+    # :meth:`without_noise` makes them the optimiser step of the cyclical schedule's exploration phase (Zhang et al.
+    # 2020, Algorithm 1); a subclass that overrides the steps sets it again. Not the aboba or generic integrators,
+    # whose noise does not pass through inject.
+    explores = False
+    _noise_off = False
+
+    def can_explore(self) -> bool:
+        """Whether this sampler, with its integrator, can take its step without the injected noise."""
+        return bool(type(self).__dict__.get("explores", False)) and self.integrator not in ("aboba", "generic")
+
+    @contextmanager
+    def without_noise(self):
+        """Within the block, :meth:`inject` draws its standard normals as usual (the random stream is unchanged) and
+        returns zero noise: the step is the sampler's drift alone (for SGLD θ' = θ − ε∇Ũ, for SGHMC SGD with
+        momentum). Refused for a sampler that cannot (:meth:`can_explore`)."""
+        if not self.can_explore():
+            raise ValueError(f"{self.name} with integrator {self.integrator} cannot take its step without the injected noise")
+        self._noise_off = True
+        try:
+            yield self
+        finally:
+            self._noise_off = False
+
     def inject(self, rng, step_size, diffusion, covariance, transform=None) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        """N(0, ε(2D − ε T V̂ T)) and, with ``noise_clip``, the clipped eigenvalues per chain (else None)."""
+        """N(0, ε(2D − ε T V̂ T)) and, with ``noise_clip``, the clipped eigenvalues per chain (else None); inside
+        :meth:`without_noise`, zeros (and no clipped eigenvalues) after drawing the same standard normals."""
+        if self._noise_off:
+            rng.standard_normal(np.shape(diffusion))
+            return np.zeros(np.shape(diffusion)), (np.zeros(np.shape(diffusion)[0], dtype=int) if self.noise_clip else None)
         if self.noise_clip:
             return injected_noise_clipped(rng, step_size, diffusion, covariance, transform)
         return injected_noise(rng, step_size, diffusion, covariance, transform), None

@@ -16,6 +16,7 @@ FRICTION = Key(real(0.0, strict=True), "C (SGHMC's friction; Shang et al.'s A)")
 class SGHMC(MomentumRecipeSampler):
     name = "sghmc"
     exact_kernel = True
+    explores = True  # splitting, euler, theta_first: all noise through inject (SGD with momentum when exploring)
     parameters = {**MomentumRecipeSampler.parameters, "friction": FRICTION}
 
     def __init__(self, target, friction: float = 1.0, **kwargs):

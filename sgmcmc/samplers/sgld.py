@@ -19,6 +19,7 @@ from sgmcmc.state import SamplerState, StepInfo
 class SGLD(Sampler):
     name = "sgld"
     exact_kernel = True
+    explores = True  # all its noise passes through inject: θ' = θ − ε∇Ũ in the exploration phase
     integrators = ("euler", "generic")
 
     def init(self, theta, rng):

@@ -101,6 +101,11 @@ TARGETS = _Registry({
     "correlated_2d": ("sgmcmc.targets.correlated_2d:Correlated2D", SYNTHETIC),
     "gaussian_2d_cov": (_gaussian_2d("gaussian_2d_cov", covariance=CORRELATION_MATRIX), SYNTHETIC),
     "gaussian_2d_prec": (_gaussian_2d("gaussian_2d_prec", precision=CORRELATION_MATRIX), SYNTHETIC),
+    "gaussian_mixture_25": ("sgmcmc.targets.gaussian_mixture_25:GaussianMixture25",
+                            {"noise_variance": Key(noise_variance, "V in ∇Ũ = ∇U + N(0, V)"),
+                             "start": Key(choice("modes", "uniform"), "θ₀: chain i at mode i mod 25, or uniform on "
+                                                                      "[−a, a]² (the authors')"),
+                             "initial_range": Key(real(0.0, strict=True), "a of the uniform start")}),
     "welling_teh_mixture": ("sgmcmc.targets.welling_teh_mixture:WellingTehMixture",
                             {"data_seed": Key(integer(0), "seed of the drawn data"), "n_data": Key(integer(1), "N"),
                              "batch_size": BATCH_SIZE, "initial_position": INITIAL_POSITION,
@@ -192,6 +197,7 @@ _LAZY = {
     "logistic_mnist79": "sgmcmc.targets.logistic_regression",
     "NormalGamma": "sgmcmc.targets.normal_gamma",
     "WellingTehMixture": "sgmcmc.targets.welling_teh_mixture",
+    "GaussianMixture25": "sgmcmc.targets.gaussian_mixture_25",
 }
 
 
