@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 FORMAT_VERSION = 1
 CHECKPOINT = "checkpoint.npz"
 PREVIOUS = "checkpoint.prev.npz"
-_STATE_FIELDS = ("theta", "momentum", "xi", "noise", "preconditioner")
+_STATE_FIELDS = ("theta", "momentum", "xi", "noise", "preconditioner", "gradient")
 
 
 class CheckpointError(Exception):

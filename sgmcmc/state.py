@@ -3,7 +3,9 @@
 Arrays carry the chain dimension first: ``theta`` and ``momentum`` are (n_chains, dim), ``xi`` is
 (n_chains,), ``noise`` (the running gradient-noise estimate Î_t of Shang et al. 2015, Eq. 18) is
 (n_chains, dim, dim) or (n_chains, dim) for the diagonal form, with ``noise_count`` = t the number of
-minibatches averaged into it. Fields a sampler does not use are ``None``.
+minibatches averaged into it; ``gradient`` (n_chains, dim) is the stochastic gradient ∇Ũ(θ) a splitting
+sampler reuses for the first half kick of its next step (BAOAB, BADODAB: one gradient per step). Fields a sampler
+does not use are ``None``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ class SamplerState(NamedTuple):
     noise: Optional[np.ndarray] = None
     noise_count: int = 0
     preconditioner: Optional[np.ndarray] = None  # pSGLD's RMSProp average V_t (n_chains, dim) (Li et al. 2016)
+    gradient: Optional[np.ndarray] = None  # BAOAB's, BADODAB's ∇Ũ(θ) for the next step's first half kick
 
 
 class StepInfo(NamedTuple):

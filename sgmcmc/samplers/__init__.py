@@ -8,6 +8,7 @@ config validation (:mod:`sgmcmc.config`), ``run.py``, ``check.py`` and the tests
 
 from __future__ import annotations
 
+from sgmcmc.samplers.baoab import BADODAB, BAOAB
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.samplers.ccadl import CCAdL
 from sgmcmc.samplers.hmc import HMC, NaiveSGHMC
@@ -45,7 +46,7 @@ def register_sampler(cls: type[Sampler]) -> type[Sampler]:
 
 
 for _sampler in (SGLD, SGRLD, HMC, NaiveSGHMC, SGHMC, SGNHT, NaiveSGRHMC, SGRHMC, SGHMCMetropolis, CCAdL, SGD,
-                 SGDMomentum):
+                 SGDMomentum, BAOAB, BADODAB):
     register_sampler(_sampler)
 register_sampler(PSGLD)
 register_sampler(PSGLDNoGamma)

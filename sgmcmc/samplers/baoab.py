@@ -1,0 +1,169 @@
+"""BAOAB and BADODAB: the Leimkuhler–Matthews splittings of underdamped Langevin dynamics and of adaptive
+Langevin (SGNHT), one stochastic gradient per step.
+
+Step-size convention: h = ε (SPEC §0 table, the [C] row), force F = −∇Ũ, unit mass, k_BT = 1.
+
+**BAOAB** (Leimkuhler & Matthews 2013, "Rational construction of stochastic numerical methods for molecular
+sampling", the BAOAB scheme of their §2; Leimkuhler & Matthews 2015, *Molecular Dynamics*, §7.3), for
+dθ = r dt, dr = −∇U dt − C r dt + √(2C) dW:
+
+    B  r₁ = r_n + (h/2) F(θ_n)
+    A  θ₁ = θ_n + (h/2) r₁
+    O  r₂ = e^{−hC} r₁ + √(1 − e^{−2hC}) R_n                        (the exact Ornstein–Uhlenbeck step)
+    A  θ_{n+1} = θ₁ + (h/2) r₂
+    B  r_{n+1} = r₂ + (h/2) F(θ_{n+1})
+
+F(θ_{n+1}) is the step's one stochastic gradient, kept in the state (``SamplerState.gradient``) and reused by the
+first B of the next step, as the published scheme does (one force evaluation per step) and as SGMCMCJax's
+``baoab`` runs it (its palindrome kernel carries the gradient from the end of one step to the start of the next).
+The first step of a run, which has none, draws F(θ₀). Its continuous dynamics is SGHMC's recipe instance (Ma et
+al. 2015, Eq. 12): H = U + ½rᵀr, D = [[0, 0], [0, C·I]], Q = [[0, −I], [I, 0]], Γ = 0 (:meth:`recipe`,
+inherited), so the ``generic`` integrator is SGHMC's recipe step.
+
+**BADODAB** (Leimkuhler & Shang 2016, "Adaptive thermostats for noisy gradient systems", SIAM J. Sci. Comput.
+38(2), §5, the scheme they recommend for adaptive Langevin; Shang et al. 2015 [C] cite it as [15]), for SGNHT's
+dynamics dθ = r dt, dr = −∇U dt − ξ r dt + √(2A) dW, dξ = μ⁻¹(rᵀr − d) dt with μ = d (SPEC §1, K3):
+
+    B  r₁ = r_n + (h/2) F(θ_n)
+    A  θ₁ = θ_n + (h/2) r₁
+    D  ξ₁ = ξ_n + (h/2)(r₁ᵀr₁/d − 1)
+    O  r₂ = e^{−ξ₁h} r₁ + √(A(1 − e^{−2ξ₁h})/ξ₁) R_n                  (√(2Ah) R_n at ξ₁ = 0)
+    D  ξ_{n+1} = ξ₁ + (h/2)(r₂ᵀr₂/d − 1)
+    A  θ_{n+1} = θ₁ + (h/2) r₂
+    B  r_{n+1} = r₂ + (h/2) F(θ_{n+1})
+
+with the same reuse of F(θ_{n+1}). Recipe instance: SGNHT's (H = U + ½rᵀr + (d/2)(ξ − A)², D = diag(0, A·I, 0),
+Q with ±r/d, Γ = (0, 0, −1)), inherited.
+
+**Where SGMCMCJax's ``badodab`` differs** (jeremiecoullon/SGMCMCJax ``sgmcmcjax/diffusions.py``): its D step adds
+(h/2)(‖r‖ − d) with the norm, not its square (rᵀr), and μ = 1 instead of d; its O step has σ_A = 1 (our A = ½) and
+its argument ``a`` is only ξ₀; r₀ = 0 where we draw r₀ ~ N(0, I); it takes ∇log π (F) with h as ours. Its
+``baoab`` has O noise ``tau·√(1 − e^{−2γh})`` (τ = 1: ours) and starts from the full-data gradient. We follow the
+papers' equations above.
+
+**Gradient noise** (ours; SPEC §4.3, not in the papers, which assume exact forces). Between two O steps r receives
+h·F(θ_{n+1}) in two halves, so gradient noise of covariance V adds h²V to r per step. With ``noise_estimate``
+known or running, the O step makes room for it: R_n's covariance (1 − e^{−2hC})I − h²V̂ for BAOAB (A(1 −
+e^{−2ξh})/ξ · I − h²V̂ for BADODAB), the exact OU variance less the recipe's ε²B̂; V̂ is the target's V at θ₁
+(known) or the running estimate of the last gradient's minibatches (running). Not PSD: a one-line error, or clipped
+with ``noise_clip``. With ``zero`` nothing is subtracted: BAOAB then runs hot (r's stationary variance about
+1 + hV/(2C)), while BADODAB's thermostat absorbs the noise: ξ settles near A + h·tr V/(2d) (:meth:`BADODAB.
+predicted_thermostat`), as Leimkuhler & Shang show for adaptive Langevin.
+
+Numpy only: :meth:`compiled_kernel` returns None (the engine runs :meth:`step`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import brentq
+
+from sgmcmc.noise import DiagonalCovariance
+from sgmcmc.samplers.sghmc import SGHMC
+from sgmcmc.samplers.sgnht import SGNHT
+from sgmcmc.state import SamplerState, StepInfo
+
+
+def ou_diffusion(rate: np.ndarray, step_size: float) -> np.ndarray:
+    """D' with h·2D' = 1 − e^{−2hc}: the exact Ornstein–Uhlenbeck variance of dr = −c r dt + √2 dW over a step h
+    written as the recipe's ε·2D, elementwise (D' → 1 as hc → 0). Passed as the diffusion to
+    :meth:`~sgmcmc.samplers.base.Sampler.inject`, which then draws N(0, (1 − e^{−2hc}) − h²V̂)."""
+    u = 2.0 * step_size * np.asarray(rate, dtype=float)
+    small = np.abs(u) < 1e-12
+    return np.where(small, 1.0, -np.expm1(-u) / np.where(small, 1.0, u))
+
+
+def _sum_counts(*counts):
+    present = [count for count in counts if count is not None]
+    return sum(present) if present else None
+
+
+class _ForceReuse:
+    """The one-gradient-per-step bookkeeping shared by BAOAB and BADODAB (a mixin before the sampler class)."""
+
+    exact_kernel = False
+
+    def compiled_kernel(self):
+        """None: BAOAB and BADODAB run on the numpy steps (no compiled kernel yet)."""
+        return None
+
+    def _first_gradient(self, rng, state):
+        """(∇Ũ(θ_n), state): the gradient kept from the previous step, or, on a state without one (the run's first
+        step, or after a ``generic`` step), a fresh one at θ_n (its running noise estimate folded into the state)."""
+        if state.gradient is not None:
+            return state.gradient, state
+        estimate = self.gradient_and_noise(rng, state)
+        return estimate.gradient, state._replace(noise=estimate.noise, noise_count=estimate.noise_count)
+
+    def _current_noise(self, state, theta):
+        """V̂ for the O step: None (zero), the target's V(θ) (known), c·Î of the state (running)."""
+        if self.noise_estimate != "running":
+            return self.gradient_noise(theta)
+        covariance = self.running_scale() * state.noise
+        return DiagonalCovariance(covariance) if self.running_form == "diagonal" else covariance
+
+
+class BAOAB(_ForceReuse, SGHMC):
+    name = "baoab"
+    integrators = ("baoab", "generic")
+
+    def _step_baoab(self, rng, state, step_size):
+        half = 0.5 * step_size
+        gradient, state = self._first_gradient(rng, state)
+        momentum = state.momentum - half * gradient                                            # B
+        theta, momentum, first = self._drift(state.theta, momentum, half)                      # A
+        friction = self.friction(theta)
+        covariance = self._current_noise(state, theta)
+        noise, clipped = self.inject(rng, step_size, ou_diffusion(friction, step_size), covariance)
+        momentum = np.exp(-step_size * friction) * momentum + noise                            # O
+        theta, momentum, second = self._drift(theta, momentum, half)                           # A
+        estimate = self.gradient_and_noise(rng, state, theta)
+        momentum = momentum - half * estimate.gradient                                         # B
+        new_state = SamplerState(theta=theta, momentum=momentum, noise=estimate.noise, noise_count=estimate.noise_count,
+                                 gradient=estimate.gradient)
+        return new_state, StepInfo(clipped=clipped, reflected=_sum_counts(first, second))
+
+
+class BADODAB(_ForceReuse, SGNHT):
+    name = "badodab"
+    integrators = ("badodab", "generic")
+
+    def _step_badodab(self, rng, state, step_size):
+        half = 0.5 * step_size
+        gradient, state = self._first_gradient(rng, state)
+        momentum = state.momentum - half * gradient                                            # B
+        theta, momentum, first = self.reflect(state.theta + half * momentum, momentum)         # A
+        xi = self._thermostat_update(state.xi, momentum, half)                                 # D
+        covariance = self._current_noise(state, theta)
+        diffusion = self.diffusion * np.broadcast_to(ou_diffusion(xi, step_size)[:, None], theta.shape)
+        noise, clipped = self.inject(rng, step_size, diffusion, covariance)
+        momentum = np.exp(-step_size * xi)[:, None] * momentum + noise                         # O
+        xi = self._thermostat_update(xi, momentum, half)                                       # D
+        theta, momentum, second = self.reflect(theta + half * momentum, momentum)              # A
+        estimate = self.gradient_and_noise(rng, state, theta)
+        momentum = momentum - half * estimate.gradient                                         # B
+        new_state = SamplerState(theta, momentum, xi, estimate.noise, estimate.noise_count, gradient=estimate.gradient)
+        return new_state, StepInfo(clipped=clipped, reflected=_sum_counts(first, second))
+
+    def predicted_thermostat(self, theta: np.ndarray, step_size: float):
+        """Where ξ settles at step size h over positions θ (m, d), the force left out: at fixed ξ the O step and the
+        kicks' gradient noise give r the stationary variance s = A/ξ + h²·Δ/(1 − e^{−2ξh}), Δ = (1 − k)·E tr V/d
+        (k as in :meth:`~sgmcmc.samplers.sgnht.SGNHT.predicted_thermostat`); the thermostat holds s = 1, solved
+        here for ξ (first order: A + hΔ/2, [C] Prop. 1). ξ = A exactly when Δ = 0. None if V is unknown."""
+        noise, compensated = self._mean_noise(theta)
+        if noise is None:
+            return None
+        excess = (1.0 - compensated) * float(np.trace(noise)) / self.target.dim * step_size**2
+        if excess <= 0.0:
+            return float(self.diffusion)
+        if excess >= 1.0:
+            return float("nan")
+
+        def temperature(xi):
+            return self.diffusion / xi + excess / -np.expm1(-2.0 * xi * step_size) - 1.0
+
+        low = max(self.diffusion, 1e-12)
+        high = low + 1.0
+        while temperature(high) > 0:
+            high *= 2.0
+        return float(brentq(temperature, low, high, xtol=1e-12))
