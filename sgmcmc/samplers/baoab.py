@@ -64,10 +64,11 @@ from sgmcmc.samplers.sgnht import SGNHT
 from sgmcmc.state import SamplerState, StepInfo
 
 
-def ou_diffusion(rate: np.ndarray, step_size: float) -> np.ndarray:
-    """D' with h·2D' = 1 − e^{−2hc}: the exact Ornstein–Uhlenbeck variance of dr = −c r dt + √2 dW over a step h
-    written as the recipe's ε·2D, elementwise (D' → 1 as hc → 0). Passed as the diffusion to
-    :meth:`~sgmcmc.samplers.base.Sampler.inject`, which then draws N(0, (1 − e^{−2hc}) − h²V̂)."""
+def ou_fraction(rate: np.ndarray, step_size: float) -> np.ndarray:
+    """(1 − e^{−2hc})/(2hc), elementwise (1 at c = 0, any sign of c): the exact Ornstein–Uhlenbeck variance of
+    dr = −c r dt + √(2D) dW over a step h, D(1 − e^{−2hc})/c, is the recipe's h·2D' with D' = D·(this factor).
+    That D' is passed as the diffusion to :meth:`~sgmcmc.samplers.base.Sampler.inject`, which then draws
+    N(0, h(2D' − hV̂))."""
     u = 2.0 * step_size * np.asarray(rate, dtype=float)
     small = np.abs(u) < 1e-12
     return np.where(small, 1.0, -np.expm1(-u) / np.where(small, 1.0, u))
@@ -114,7 +115,7 @@ class BAOAB(_ForceReuse, SGHMC):
         theta, momentum, first = self._drift(state.theta, momentum, half)                      # A
         friction = self.friction(theta)
         covariance = self._current_noise(state, theta)
-        noise, clipped = self.inject(rng, step_size, ou_diffusion(friction, step_size), covariance)
+        noise, clipped = self.inject(rng, step_size, friction * ou_fraction(friction, step_size), covariance)
         momentum = np.exp(-step_size * friction) * momentum + noise                            # O
         theta, momentum, second = self._drift(theta, momentum, half)                           # A
         estimate = self.gradient_and_noise(rng, state, theta)
@@ -135,7 +136,7 @@ class BADODAB(_ForceReuse, SGNHT):
         theta, momentum, first = self.reflect(state.theta + half * momentum, momentum)         # A
         xi = self._thermostat_update(state.xi, momentum, half)                                 # D
         covariance = self._current_noise(state, theta)
-        diffusion = self.diffusion * np.broadcast_to(ou_diffusion(xi, step_size)[:, None], theta.shape)
+        diffusion = self.diffusion * np.broadcast_to(ou_fraction(xi, step_size)[:, None], theta.shape)
         noise, clipped = self.inject(rng, step_size, diffusion, covariance)
         momentum = np.exp(-step_size * xi)[:, None] * momentum + noise                         # O
         xi = self._thermostat_update(xi, momentum, half)                                       # D

@@ -1,0 +1,222 @@
+"""BAOAB and BADODAB (sgmcmc/samplers/baoab.py).
+
+1. Each step equals a hand-written reference of the published update (Leimkuhler & Matthews 2013, BAOAB;
+   Leimkuhler & Shang 2016 §5, BADODAB), written here from the papers' equations with numpy for the same random
+   numbers, over two steps (the second reuses the first's last gradient: one gradient per step).
+2. Both sample gaussian_1d, double_well and correlated_2d (KL(p‖q) on the SPEC §3 grid and E θ² against the exact
+   density, the tolerances of test_sampling_accuracy.py), with the targets' gradient noise V = 4 known.
+3. Deliberately broken variants fail the same check: twice the O step's noise variance, a wrong OU decay factor,
+   and BADODAB's thermostat driving |r| instead of r² (SGMCMCJax's ``badodab`` form).
+4. Unknown gradient noise (noise_estimate=zero, V = 4): BADODAB's thermostat absorbs it (ξ settles above A, near
+   its prediction) and the samples stay right; BAOAB runs hot: it fails the check on gaussian_1d, and on
+   double_well its KL is over ten times the known-noise run's (still under the bound at h = 0.05).
+"""
+
+import numpy as np
+import pytest
+
+from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.schedules import Constant
+from sgmcmc.targets import make_target
+from sgmcmc.samplers import make_sampler
+from tests.helpers import ScriptedNormals, build, sample_and_score
+
+KL_1D, MOMENT_1D = 0.005, 0.05
+KL_2D, MOMENT_2D = 0.01, 0.05
+N_CHAINS = 6
+VARIANCE = np.diag([4.0, 1.0])  # V of ∇Ũ = ∇U + N(0, V) on correlated_2d in the reference tests
+
+
+# --- 1. the published update, written out -------------------------------------------------------
+
+
+def _noisy_gradient(target, theta, normal):
+    return target.gradient(theta) + normal @ np.linalg.cholesky(VARIANCE).T
+
+
+def reference_baoab(target, theta, r, force, h, friction, normal_o, normal_g, subtract):
+    """Leimkuhler & Matthews' BAOAB with F = −∇Ũ; the O step's variance 1 − e^{−2hC}, less h²V when ``subtract``
+    (our known-noise correction). Returns (θ, r, the new force)."""
+    r = r + h / 2 * force
+    theta = theta + h / 2 * r
+    c1 = np.exp(-friction * h)
+    variance = (1 - c1**2) - (h**2 * np.diag(VARIANCE) if subtract else 0.0)
+    r = c1 * r + np.sqrt(variance) * normal_o
+    theta = theta + h / 2 * r
+    force = -_noisy_gradient(target, theta, normal_g)
+    r = r + h / 2 * force
+    return theta, r, force
+
+
+def reference_badodab(target, theta, r, xi, force, h, a, normal_o, normal_g, subtract):
+    """Leimkuhler & Shang's BADODAB with μ = N_d = d, σ_A² = 2A, k_BT = 1."""
+    d = theta.shape[1]
+    r = r + h / 2 * force
+    theta = theta + h / 2 * r
+    xi = xi + h / 2 * (np.sum(r * r, axis=1) / d - 1)
+    c1 = np.exp(-xi * h)[:, None]
+    ou = np.where(xi == 0, 2 * a * h, a * (1 - np.exp(-2 * xi * h)) / np.where(xi == 0, 1.0, xi))[:, None]
+    variance = ou - (h**2 * np.diag(VARIANCE) if subtract else 0.0)
+    r = c1 * r + np.sqrt(variance) * normal_o
+    xi = xi + h / 2 * (np.sum(r * r, axis=1) / d - 1)
+    theta = theta + h / 2 * r
+    force = -_noisy_gradient(target, theta, normal_g)
+    r = r + h / 2 * force
+    return theta, r, xi, force
+
+
+@pytest.mark.parametrize("noise_estimate", ["zero", "known"])
+@pytest.mark.parametrize("name", ["baoab", "badodab"])
+def test_two_steps_equal_the_published_update(name, noise_estimate):
+    rng = np.random.default_rng(3)
+    target = make_target("correlated_2d", noise_variance=VARIANCE)
+    h, coefficient = 0.07, 1.7
+    key = "friction" if name == "baoab" else "diffusion"
+    sampler = make_sampler(name, target, noise_estimate=noise_estimate, **{key: coefficient})
+    state = sampler.init(rng.normal(size=(N_CHAINS, 2)), rng)
+    if name == "badodab":  # both signs of ξ and the ξ = 0 limit of the O step
+        state = state._replace(xi=np.array([-0.8, 0.0, 0.3, 1.7, 2.5, 4.0]))
+    normals = [rng.normal(size=(N_CHAINS, 2)) for _ in range(5)]  # ∇Ũ(θ₀); O, ∇Ũ(θ₁); O, ∇Ũ(θ₂)
+    scripted = ScriptedNormals(*normals)
+    first, _ = sampler.step(scripted, state, h)
+    second, _ = sampler.step(scripted, first, h)
+    assert not scripted.queue  # the second step drew no gradient of its own at θ₁
+
+    subtract = noise_estimate == "known"
+    force = -_noisy_gradient(target, state.theta, normals[0])
+    theta, r = state.theta, state.momentum
+    if name == "baoab":
+        for step, new in ((0, first), (1, second)):
+            theta, r, force = reference_baoab(target, theta, r, force, h, coefficient, normals[1 + 2 * step],
+                                              normals[2 + 2 * step], subtract)
+            np.testing.assert_allclose(new.theta, theta, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(new.momentum, r, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(new.gradient, -force, rtol=1e-12, atol=1e-12)
+    else:
+        xi = state.xi
+        for step, new in ((0, first), (1, second)):
+            theta, r, xi, force = reference_badodab(target, theta, r, xi, force, h, coefficient, normals[1 + 2 * step],
+                                                    normals[2 + 2 * step], subtract)
+            np.testing.assert_allclose(new.theta, theta, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(new.momentum, r, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(new.xi, xi, rtol=1e-12, atol=1e-12)
+
+
+def test_the_kept_gradient_survives_a_checkpoint():
+    from sgmcmc.checkpoint import decode_state, encode_state
+
+    rng = np.random.default_rng(0)
+    sampler = build("baoab", "gaussian_1d")
+    state, _ = sampler.step(rng, sampler.init(rng.normal(size=(3, 1)), rng), 0.1)
+    arrays, scalars = encode_state(state)
+    np.testing.assert_array_equal(decode_state(arrays, scalars).gradient, state.gradient)
+
+
+# --- 2. sampling accuracy -------------------------------------------------------------------------
+
+# (sampler, params, step size, steps): the targets' V = 4, known
+CORRECT_1D = [("baoab", {}, 0.1, 3000), ("badodab", {}, 0.1, 3000)]
+CORRECT_2D = [("baoab", {}, 0.05, 2000), ("badodab", {}, 0.05, 2000)]
+
+
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.parametrize("name, params, step_size, n_steps", CORRECT_1D)
+def test_samples_the_exact_1d_density(name, params, step_size, n_steps, target_name):
+    check = sample_and_score(build(name, target_name, **params), step_size, n_steps)
+    assert check.passes(KL_1D, MOMENT_1D), check
+
+
+@pytest.mark.parametrize("name, params, step_size, n_steps", CORRECT_2D)
+def test_samples_the_exact_2d_density(name, params, step_size, n_steps):
+    check = sample_and_score(build(name, "correlated_2d", {"initial_spread": 1.0}, **params), step_size, n_steps)
+    assert check.passes(KL_2D, MOMENT_2D), check
+
+
+# --- 3. deliberately broken variants fail the same check ---------------------------------------
+
+
+def _doubled_inject(sampler):
+    inject = sampler.inject
+
+    def doubled(*args, **kwargs):
+        noise, clipped = inject(*args, **kwargs)
+        return np.sqrt(2.0) * noise, clipped
+
+    return doubled
+
+
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+def test_baoab_with_twice_the_ou_noise_is_caught(monkeypatch, target_name):
+    sampler = build("baoab", target_name)
+    monkeypatch.setattr(sampler, "inject", _doubled_inject(sampler))
+    check = sample_and_score(sampler, 0.1, 3000)
+    assert not check.passes(KL_1D, MOMENT_1D), check
+
+
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+def test_baoab_with_a_wrong_ou_factor_is_caught(monkeypatch, target_name):
+    """e^{−2hC} for e^{−hC} (the noise kept at 1 − e^{−2hC}): r cools to about half the temperature."""
+    import sgmcmc.samplers.baoab as module
+
+    sampler = build("baoab", target_name)
+    original = np.exp
+    monkeypatch.setattr(module, "np", _NumpyWith(exp=lambda x: original(2 * x)))
+    check = sample_and_score(sampler, 0.1, 3000)
+    assert not check.passes(KL_1D, MOMENT_1D), check
+
+
+class _NumpyWith:
+    """numpy with some functions replaced (for a deliberately broken step)."""
+
+    def __init__(self, **replaced):
+        self.replaced = replaced
+
+    def __getattr__(self, name):
+        return self.replaced.get(name, getattr(np, name))
+
+
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+def test_badodab_thermostat_on_the_norm_instead_of_its_square_is_caught(monkeypatch, target_name):
+    """SGMCMCJax's badodab updates ξ with ‖r‖ − d: the thermostat then holds E|r| = 1, i.e. E r² = π/2 in 1D."""
+    sampler = build("badodab", target_name)
+    monkeypatch.setattr(sampler, "_thermostat_update",
+                        lambda xi, r, eps: xi + eps * (np.sqrt(np.sum(r**2, axis=1)) - r.shape[1]))
+    check = sample_and_score(sampler, 0.1, 3000)
+    assert not check.passes(KL_1D, MOMENT_1D), check
+
+
+# --- 4. unknown gradient noise ----------------------------------------------------------------------
+
+
+def _run(sampler, step_size, n_steps=3000, n_chains=1000, seed=1):
+    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
+    outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
+    assert outcome.status == "completed", outcome.error
+    return outcome
+
+
+@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+def test_badodab_thermostat_absorbs_unknown_noise(target_name):
+    """V = 4 not subtracted: ξ settles above A, at A + hV/2 = 1.1 to first order (h = 0.05), and the samples pass."""
+    step_size = 0.05
+    sampler = build("badodab", target_name, noise_estimate="zero")
+    check = sample_and_score(sampler, step_size, 3000)
+    assert check.passes(KL_1D, MOMENT_1D), check
+    xi = _run(sampler, step_size).thermostat_mean
+    predicted = sampler.predicted_thermostat(np.zeros((1, 1)), step_size)
+    assert abs(predicted - 1.1) < 0.01, predicted
+    assert xi > 1.05 and abs(xi - predicted) < 0.03, (xi, predicted)
+
+
+def test_baoab_with_unknown_noise_is_biased():
+    """The same V = 4 not subtracted heats BAOAB's chains (temperature about 1 + hV/(2C) = 1.1 at h = 0.05, C = 1):
+    on gaussian_1d the check fails (E θ² about 1.1) where the known-noise run passes; on double_well the bias stays
+    under the check's bound but KL(p‖q) is over ten times the known-noise run's."""
+    unknown = sample_and_score(build("baoab", "gaussian_1d", noise_estimate="zero"), 0.05, 3000)
+    known = sample_and_score(build("baoab", "gaussian_1d"), 0.05, 3000)
+    assert known.passes(KL_1D, MOMENT_1D), known
+    assert not unknown.passes(KL_1D, MOMENT_1D), unknown
+    assert unknown.second_moment_error > 3 * known.second_moment_error, (unknown, known)
+    unknown = sample_and_score(build("baoab", "double_well", noise_estimate="zero"), 0.05, 3000)
+    known = sample_and_score(build("baoab", "double_well"), 0.05, 3000)
+    assert unknown.kl > 10 * known.kl, (unknown, known)
