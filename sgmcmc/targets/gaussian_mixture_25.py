@@ -16,8 +16,6 @@ modes found. Exact: E θ = 0, E θ_i² = σ² + (4² + 2² + 0 + 2² + 4²)/5 = 
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
-
 from sgmcmc.targets.base import SyntheticTarget
 
 VARIANCE = 0.03  # σ², the authors' rho
@@ -45,7 +43,10 @@ class GaussianMixture25(SyntheticTarget):
         return -np.log(len(CENTRES)) - np.log(2.0 * np.pi * VARIANCE) - 0.5 * squared / VARIANCE
 
     def log_density(self, theta):
-        return logsumexp(self._log_components(theta), axis=1)
+        """log Σ_k w N(θ; µ_k, σ²I) (log-sum-exp in numpy: scipy's costs 0.5 ms a call, which quadrature feels)."""
+        log_components = self._log_components(theta)
+        largest = log_components.max(axis=1)
+        return largest + np.log(np.exp(log_components - largest[:, None]).sum(axis=1))
 
     def potential(self, theta):
         return -self.log_density(theta)
