@@ -43,7 +43,7 @@ GRID = (0.5, 0.2, 0.1, 0.05, 0.02, 0.01, 0.005, 0.002, 0.001, 0.0005, 0.0002, 0.
 SEEDS = (0, 1)
 # Samplers that are wrong on purpose (SPEC §0): no step size makes them pass the check; theirs is the largest that
 # completes without divergence (and without refusal) at both seeds.
-INCORRECT = ("naive_sghmc", "naive_sgrhmc")
+INCORRECT = ("naive_sghmc", "naive_sgrhmc", "psgld_no_gamma")
 # the mark of a pair file this script wrote (others are kept as they are)
 WRITTEN_BY = "written by `python scripts/tune_defaults.py"
 

@@ -33,6 +33,14 @@ def test_sghmc_without_noise_correction_is_flagged():
     assert "verdict: NOT stationary" in result.stdout
 
 
+@pytest.mark.parametrize("sampler, verdict", [("psgld", "verdict: stationary"), ("psgld_no_gamma", "verdict: NOT stationary")])
+def test_psgld_with_and_without_gamma(sampler, verdict):
+    """pSGLD's stationary preconditioner D(θ) = 1/(λ + √(U′² + V)) with its Γ, and without it (Li et al. 2016)."""
+    result = run_check(f"sampler={sampler}", "target=double_well")
+    assert result.returncode == 0, result.stderr
+    assert verdict + " " in result.stdout, result.stdout
+
+
 @pytest.mark.parametrize("args", [("sampler=nope",), ("sampler=sghmc", "sampler.friction=-1"), ("--grid", "2"), ("target=sgld",)])
 def test_bad_input_is_one_line_and_exit_code_2(args):
     result = run_check(*args)
@@ -56,9 +64,9 @@ def test_all_lists_every_sampler_with_a_verdict_and_its_kernel_stein_discrepancy
     stationarity, _, ksd_table = result.stdout.partition("Kernel Stein discrepancy on gaussian_2d_cov")
     rows = _table_rows(stationarity)
     assert set(rows) == set(SAMPLERS)
-    for name in ("naive_sghmc", "naive_sgrhmc"):
+    for name in ("naive_sghmc", "naive_sgrhmc", "psgld_no_gamma"):
         assert rows[name].rstrip().endswith("NOT stationary")
-    for name in ("sgld", "sgrld", "hmc", "sghmc", "sgnht", "sgrhmc"):
+    for name in ("sgld", "sgrld", "hmc", "sghmc", "sgnht", "sgrhmc", "psgld"):
         assert rows[name].rstrip().endswith(" stationary") and "NOT" not in rows[name]
     # the KSD table: every sampler; the exact draws' KSD near the level sqrt(E k0(X, X)/n) of an exact sample (0.112 for
     # Σ = [[1, .9], [.9, 1]], n = 1000: sqrt((tr Σ⁻¹ + 2)/1000)); the correct samplers at their default step sizes within

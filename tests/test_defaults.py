@@ -36,7 +36,7 @@ TARGET_CONFIGS = sorted(path.stem for path in (CONFIG_DIR / "target").glob("*.ya
 EXAMPLE_MODEL = "examples/breast_cancer_logistic.py:BreastCancerLogistic"
 WALK_STEPS = ["run.n_steps=10", "run.burn_in=0", "run.thin=1", "run.progress=false", "run.figures=false"]
 # The samplers that are wrong on purpose (SPEC §0): they must run at their defaults, not pass the check.
-INCORRECT = ("naive_sghmc", "naive_sgrhmc")
+INCORRECT = ("naive_sghmc", "naive_sgrhmc", "psgld_no_gamma")
 # tests/samplers/test_sampling_accuracy.py's KL(p‖q) bound by dimension
 KL_MAX = {1: 0.005, 2: 0.01}
 
