@@ -16,13 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Callable
 
+from sgmcmc.gradient_estimators import ESTIMATOR_KEYS
 from sgmcmc.samplers import SAMPLERS
 from sgmcmc.schedules import SCHEDULES
 from sgmcmc.schema import (Check, ConfigError, Key, boolean, check_fields, choice, describe, integer, optional, real,
                            string)
 from sgmcmc.targets import TARGETS
 
-__all__ = ["ConfigError", "Check", "Key", "SAMPLER_FIELDS", "TARGET_FIELDS", "SCHEDULE_FIELDS", "RUN_FIELDS",
+__all__ = ["ConfigError", "Check", "Key", "SAMPLER_FIELDS", "TARGET_FIELDS", "SCHEDULE_FIELDS", "GRADIENT_FIELDS", "RUN_FIELDS",
            "CONFIG_FIELDS", "GROUPS", "validate_config", "resume_free_keys", "key_list"]
 
 
@@ -48,7 +49,10 @@ class _ByName(Mapping):
 SAMPLER_FIELDS: Mapping[str, dict[str, Key]] = _ByName(SAMPLERS, lambda name: SAMPLERS[name].config_keys())
 TARGET_FIELDS: Mapping[str, dict[str, Key]] = _ByName(TARGETS, TARGETS.config_keys)
 SCHEDULE_FIELDS: Mapping[str, dict[str, Key]] = _ByName(SCHEDULES, lambda name: SCHEDULES[name].keys)
-GROUPS = {"sampler": SAMPLER_FIELDS, "target": TARGET_FIELDS, "schedule": SCHEDULE_FIELDS}
+GRADIENT_FIELDS: Mapping[str, dict[str, Key]] = ESTIMATOR_KEYS
+GROUPS = {"sampler": SAMPLER_FIELDS, "target": TARGET_FIELDS, "schedule": SCHEDULE_FIELDS, "gradient": GRADIENT_FIELDS}
+# groups a config may leave out, and the section they then get (configs written before the group existed)
+OPTIONAL_GROUPS = {"gradient": {"name": "minibatch"}}
 
 # run.*: the required ones are sgmcmc.runner.RunSettings' fields (sgmcmc.experiment passes them to it); defaults in
 # configs/config.yaml, and in the code for the others
@@ -113,6 +117,7 @@ def validate_config(config: dict) -> dict:
     for key in config:
         if key not in known:
             raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(known))}")
+    config = {**{group: dict(section) for group, section in OPTIONAL_GROUPS.items() if group not in config}, **config}
     for key in (*GROUPS, "run", *(key for key, declared in CONFIG_FIELDS.items() if declared.required)):
         if key not in config:
             raise ConfigError(f"{key} is missing")
@@ -168,7 +173,7 @@ def key_list() -> str:
     """Every config key as markdown tables, from the declarations (the README's "Config keys" section)."""
     out = []
     for group, registry in GROUPS.items():
-        plural = {"sampler": "samplers", "target": "targets", "schedule": "schedules"}[group]
+        plural = {"sampler": "samplers", "target": "targets", "schedule": "schedules", "gradient": "estimators"}[group]
         out += [f"`{group}.<key>` (besides `{group}.name`, one of {', '.join(f'`{n}`' for n in registry)}):", "",
                 f"| key | {plural} | allowed values | meaning |", "|---|---|---|---|", *_group_rows(registry), ""]
     for title, fields, prefix in (("`run.<key>`:", RUN_FIELDS, "run."), ("Top level:", CONFIG_FIELDS, "")):

@@ -37,6 +37,7 @@ from sgmcmc import checkpoint as checkpoints
 from sgmcmc.config import RUN_FIELDS, ConfigError, validate_config
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
+from sgmcmc.gradient_estimators import EstimatorError, make_estimator
 from sgmcmc.memory import check_run_fits
 from sgmcmc.observers import PathStatistics, Snapshots
 from sgmcmc.recipe import RecipeError, psd_square_root
@@ -104,6 +105,12 @@ def _build(config: dict) -> Built:
         raise ConfigError(f"target: {error}") from None
     except DataError as error:  # missing, corrupt or unreachable data: one line, exit 2, like a bad value
         raise ConfigError(f"data_dir: {error}") from None
+    gradient = config["gradient"]
+    try:
+        target = make_estimator(gradient["name"], target, seed=config["seed"],
+                                **{k: v for k, v in gradient.items() if k != "name"})
+    except EstimatorError as error:  # names its gradient key
+        raise ConfigError(str(error)) from None
     sampler_params = {k: v for k, v in config["sampler"].items() if k not in ("name", "step_size")}
     if "metric" in sampler_params:
         metric = _metric(sampler_params.pop("metric"))
@@ -441,7 +448,15 @@ def _metrics(built: Built, outcome: RunOutcome, final: dict, figures: list[str],
         "final": final,
         "figures": figures,
         "artifacts": artifacts,
+        **_estimator_cost(built.target),
     }
+
+
+def _estimator_cost(target) -> dict:
+    """``gradient_estimator``: a gradient estimator's cost so far (:meth:`CentredGradients.cost`); {} for minibatch."""
+    from sgmcmc.gradient_estimators import CentredGradients
+
+    return {"gradient_estimator": target.cost()} if isinstance(target, CentredGradients) else {}
 
 
 def _failed_metrics(built: Built, error: str, outcome: RunOutcome | None, wall_time: float) -> dict:
