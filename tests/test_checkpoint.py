@@ -180,6 +180,9 @@ CASES = {
     "ccadl-diagonal-clip-normal_gamma": lambda: build("ccadl", "normal_gamma", noise_estimate="running",
                                                       running_form="diagonal", noise_clip=True),
     "sgld-welling_teh": lambda: build("sgld", "welling_teh_mixture", noise_estimate="zero"),
+    # pSGLD's running RMSProp average (SamplerState.preconditioner) must be checkpointed for the resume to be exact
+    "psgld-running-double_well": lambda: build("psgld_no_gamma", "double_well", preconditioner="running",
+                                               noise_estimate="zero"),
     "sgrld-lda": lambda: _lda_sampler(),
     # Gibbs steps of the hyperparameters every 6 steps and the averaged predictive every 4 (SGHMC paper T11/T12);
     # noisy gradients, so that every generator's stream matters
@@ -189,7 +192,7 @@ CASES = {
         noise_variance=0.5, gibbs_every=6, predict_every=4)),
 }
 STEP_SIZES = {"ccadl-running-normal_gamma": 0.001, "ccadl-diagonal-clip-normal_gamma": 0.001, "sgrld-lda": 0.01,
-              "sgld-welling_teh": 0.001}
+              "sgld-welling_teh": 0.001, "psgld-running-double_well": 0.01}
 
 
 def _lda_sampler():
