@@ -1,7 +1,7 @@
 """Step-size schedules ε_t, t = 0, 1, 2, … (the step count), each a pure function of t.
 
 - ``constant``: ε_t = ε₀.
-- ``polynomial``: ε_t = ε₀ (1 + t/b)^{−γ}, which is Welling & Teh's a(b + t)^{−γ} with a = ε₀ b^γ and
+- ``polynomial``: ε_t = ε₀ (1 + t/b)^{−γ} (after ``delay`` steps at ε₀: t − delay in place of t), which is Welling & Teh's a(b + t)^{−γ} with a = ε₀ b^γ and
   Patterson & Teh's a(1 + t/b)^{−c} with a = ε₀ (SPEC §1, T10, T13); γ ∈ (0.5, 1] for SGLD's conditions.
 - ``cyclical``: cosine cycles of Zhang et al. (2020, Eq. 1): ε_t = ε₀/2 [cos(π mod(t, L)/L) + 1],
   L = ⌈n_steps / n_cycles⌉. With ``exploration`` β > 0, step t (the paper's k = t + 1) of a cycle is an exploration
@@ -62,16 +62,19 @@ class Polynomial:
     step_size: float
     b: float = 1000.0
     gamma: float = 0.55
+    delay: int = 0
 
     keys: ClassVar[dict[str, Key]] = {"b": Key(real(0.0, strict=True), "b in ε₀(1 + t/b)^−γ"),
-                                      "gamma": Key(real(0.0, strict=True, maximum=1.0), "γ in ε₀(1 + t/b)^−γ")}
+                                      "gamma": Key(real(0.0, strict=True, maximum=1.0), "γ in ε₀(1 + t/b)^−γ"),
+                                      "delay": Key(integer(0), "ε₀ for the first delay steps, then ε₀(1 + (t − delay)/b)^−γ "
+                                                               "(Zhang et al.'s SGLD: 500 steps, b = 1)")}
 
     @classmethod
     def from_config(cls, step_size: float, n_steps: int, **params):
         return cls(step_size, **params)
 
     def __call__(self, t: int) -> float:
-        return self.step_size * (1.0 + t / self.b) ** (-self.gamma)
+        return self.step_size * (1.0 + max(0, t - self.delay) / self.b) ** (-self.gamma)
 
 
 @dataclass(frozen=True)
