@@ -21,6 +21,16 @@ def test_polynomial_matches_welling_teh_form():
     assert schedule(10**6 - 1) == pytest.approx(1e-4, rel=0.01)
 
 
+def test_polynomial_delay_is_the_sgld_schedule_of_zhang_et_al():
+    """sgld.m of ruqizhang/csgmcmc: η = a for t ≤ 500 (1-based), then a(t − 500)^−0.55 (b = 0 there, 1 here, 0-based)."""
+    schedule = make_schedule("polynomial", 0.043, 50_000, b=1.0, gamma=0.55, delay=500)
+    for k in (1, 250, 500, 501, 502, 1000, 50_000):  # the authors' 1-based t; our step t = k − 1
+        expected = 0.043 if k < 501 else 0.043 * (k - 500) ** -0.55
+        assert schedule(k - 1) == pytest.approx(expected, rel=1e-12)
+    assert make_schedule("polynomial", 0.1, 10, b=5.0, gamma=0.5)(7) == make_schedule(
+        "polynomial", 0.1, 10, b=5.0, gamma=0.5, delay=0)(7)
+
+
 def test_cyclical_restarts_each_cycle():
     schedule = make_schedule("cyclical", 0.2, 100, n_cycles=4)
     assert schedule(0) == schedule(25) == schedule(50) == pytest.approx(0.2)
