@@ -520,7 +520,7 @@ class PredictiveObserver:
         if block.status is not None or t <= block.start or t % self.every:
             return
         prediction = self.target.predict(block.state.theta)
-        if self.average and t > self.burn_in:
+        if self.average and t > self.burn_in and not block.exploring:  # an exploration state is no sample
             self.count += 1
             if self.mean is None:
                 self.mean = np.array(prediction, dtype=float)

@@ -147,3 +147,17 @@ def test_a_sampler_that_cannot_explore_refuses_the_key_in_one_line():
               "schedule": {"name": "cyclical", "n_cycles": 2, "exploration": 1.5}}
     with pytest.raises(ConfigError, match="schedule.exploration"):
         build_config(config)
+
+
+def test_the_averaged_predictive_leaves_out_the_exploration_states():
+    """A target's test-set predictive (SGHMC paper T11/T12) averages only sampling-phase states: here every 4th step
+    after burn-in 5, in cycles of 20 whose first 10 steps explore, so steps 12, 16, 20, 32, 36, 40 (of 40)."""
+    from sgmcmc.samplers import make_sampler
+    from tests.helpers import HierarchicalGaussian
+
+    sampler = make_sampler("sghmc", HierarchicalGaussian(noise_variance=0.5, gibbs_every=0, predict_every=4),
+                           noise_estimate="zero")
+    schedule = make_schedule("cyclical", 0.05, 40, n_cycles=2, exploration=0.5)
+    settings = RunSettings(n_steps=40, n_chains=2, burn_in=5, eval_every=10, progress=False)
+    outcome = run_chains(sampler, schedule, settings, np.random.default_rng(0))
+    assert outcome.predictive["predictions_averaged"] == 6
