@@ -70,7 +70,8 @@ class GaussianMixture25(SyntheticTarget):
 
     def histogram_edges(self):
         """Bins 0.2 × 0.2 on [−6, 6]² (the modes' σ = 0.17; all but 10⁻⁹ of the mass inside): about 25 × 25 bins
-        hold the mass, so 10⁶ correlated kept samples resolve it; twice the injected noise still gives KL ≈ 0.1."""
+        hold the mass, so 10⁶ correlated kept samples resolve it, and twice the temperature is far past the KL bound
+        (tests/targets/test_gaussian_mixture_25.py)."""
         edges = np.linspace(-6.0, 6.0, 61)
         return edges, edges
 

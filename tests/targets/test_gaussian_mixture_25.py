@@ -64,3 +64,16 @@ def test_starts(target):
     assert uniform.min() >= -10 and uniform.max() <= 10 and abs(uniform.mean()) < 0.1 and uniform.std() > 5.6
     with pytest.raises(ValueError, match="start"):
         make_target("gaussian_mixture_25", start="corners")
+
+
+def test_the_kl_grid_tells_twice_the_temperature_from_the_target(target):
+    """On the 0.2 × 0.2 grid, 10⁶ exact draws score KL(p‖q) well below the defaults' bound 0.01, and draws whose modes
+    have twice the variance (a factor 2 in the noise: twice the temperature) far above it."""
+    from sgmcmc.evaluation import Evaluator
+
+    evaluator, rng = Evaluator(target), np.random.default_rng(4)
+    assert evaluator.score(target.exact_sample(10**6, rng))["kl_pq"] < 0.004
+    hot = target.centres[rng.integers(25, size=10**6)] + np.sqrt(2 * 0.03) * rng.standard_normal((10**6, 2))
+    assert evaluator.score(hot)["kl_pq"] > 0.1
+
+
