@@ -17,7 +17,9 @@
 5. online LDA: seconds per 100 documents of SGLD, SGHMC, SGRLD, SGRHMC and the peak memory after 2,000 and
    10,000 documents (``benchmarks.lda``, one process each);
 6. the SGHMC paper's real-data targets, the BNN on MNIST and BPMF (MovieLens-1M, or the full-size synthetic set):
-   steps per second and peak memory of SGD, SGD with momentum, SGLD and SGHMC (``benchmarks.sghmc_real``).
+   steps per second and peak memory of SGD, SGD with momentum, SGLD and SGHMC (``benchmarks.sghmc_real``);
+7. the gradient estimators (minibatch, control variates, SVRG) with SGLD and SGHMC, and pSGLD, BAOAB, BADODAB: seconds
+   per step against plain minibatch SGLD in the same run (``benchmarks.estimators``).
 
 Each measurement runs ``--steps`` steps through :func:`sgmcmc.runner.run_chains` (the same path as a
 real run: minibatch draw, per-example gradients, running covariance, clipping, reflection, sample
@@ -25,7 +27,7 @@ storage) after a short warm-up, and scales the wall time to 10⁶ steps.
 
     python -m benchmarks.run [--steps 20000] [--output results/bench/<run-id>.json] [--only PART ...]
 
-``--only`` runs a subset of the parts (``table1``, ``logistic``, ``drbm``, ``lda``, ``toy``, ``sghmc``; default all): the
+``--only`` runs a subset of the parts (``table1``, ``logistic``, ``drbm``, ``lda``, ``toy``, ``sghmc``, ``estimators``; default all): the
 report then holds only their keys, and ``parts`` lists what ran. The report goes to
 ``results/bench/<UTC time>-<hex>.json`` (``results/bench/LATEST`` names the newest).
 """
@@ -58,7 +60,7 @@ TABLE1_SAMPLERS = {
     "ccadl": dict(diffusion=1.0, noise_estimate="running", finite_population=False, integrator="theta_first"),
 }
 STEP_SIZE = 0.001
-PARTS = ("table1", "logistic", "drbm", "lda", "toy", "sghmc")
+PARTS = ("table1", "logistic", "drbm", "lda", "toy", "sghmc", "estimators")
 
 
 def seconds_per_million_steps(name: str, n_chains: int, n_steps: int) -> dict:
@@ -248,6 +250,14 @@ def main(argv=None) -> None:
                                   f"{row['target']:14s} {row['sampler']:12s}: {row['steps_per_second']:7.1f} steps/s, "
                                   f"{row['ratio_to_bare_gradient']:.2f}x the bare minibatch gradient, peak numpy "
                                   f"{row['peak_numpy_mb']:.0f} MB")
+    if "estimators" in parts:
+        from benchmarks.estimators import run_all as estimators
+
+        _measure_part(report, "estimators", "estimators", lambda: estimators(max(200, args.steps // 10)),
+                      lambda row: f"estimators {row['label']:30s} skipped: {row['skipped']}" if "skipped" in row else
+                                  f"estimators {row['label']:30s}: {row['seconds_per_step'] * 1e6:8.1f} us/step, "
+                                  f"{row['ratio_to_sgld']:.2f}x SGLD (numpy), {row['ratio_to_compiled_sgld']:.2f}x "
+                                  "compiled SGLD")
     report["blas_threads"] = {key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     path = Path(args.output) if args.output else new_report_path(Path("results/bench"))
     path.parent.mkdir(parents=True, exist_ok=True)
