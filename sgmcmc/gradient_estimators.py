@@ -30,7 +30,9 @@ minibatches) come from a generator of its own, seeded from the run's seed: the r
 minibatch run's. Its cost is counted in per-example gradient evaluations (:meth:`cost`): 2n per minibatch gradient
 (g_i at θ and at θ̂) against n, plus N per full-data gradient (the centring's, and every renewal's per chain).
 
-The estimators run on the samplers' numpy steps (a wrapped target declares no compiled data kernel).
+On a target with a compiled data kernel (Normal-Gamma, logistic regression: ``DataTarget.compiled_data``), the
+samplers that have one run the estimators there too (:mod:`sgmcmc.engine.data_kernels`: g_i(θ̂) beside g_i(θ) in the
+kernel, SVRG's renewals inside it), pinned to these numpy steps by ``tests/engine/test_data_blocks.py``.
 """
 
 from __future__ import annotations
@@ -139,6 +141,26 @@ class CentredGradients(DataTarget):
 
     def minibatch(self, rng, n_chains):
         return self.base.minibatch(rng, n_chains)
+
+    # -- the compiled data kernels (sgmcmc.engine.data_kernels) -----------------------------------------------------
+    def _compiled_data(self):
+        """The base's compiled minibatch gradient with this estimator's h_i (:class:`~sgmcmc.engine.data_blocks.CompiledData`
+        with ``centred``), when the base declares one in its own class body (else None: the numpy steps). Declared
+        in the body of each concrete estimator (``compiled_data = CentredGradients._compiled_data``), as the
+        samplers' kernel check asks."""
+        base = self.base
+        if "compiled_data" not in type(base).__dict__ or any(callable(value) for value in vars(base).values()):
+            return None
+        compiled = base.compiled_data()
+        return None if compiled is None else compiled._replace(centred=self)
+
+    def compiled_estimator(self, n_chains: int) -> tuple:
+        """(code, θ̂ (1 or c, d), ḡ(θ̂), update_every, minibatch gradients so far) for the data kernel."""
+        raise NotImplementedError
+
+    def compiled_advanced(self, centre: np.ndarray, centre_mean: np.ndarray, calls: int) -> None:
+        """The kernel's steps taken: its final θ̂, ḡ(θ̂) and count of minibatch gradients (:meth:`compiled_estimator`)."""
+        raise NotImplementedError
 
     def cost(self) -> dict:
         """What the estimator has cost so far: per-example gradient evaluations per chain."""
@@ -302,6 +324,16 @@ class ControlVariates(CentredGradients):
         return {**super().cost(), "centring_gradient_evaluations": int(self.centring_evaluations),
                 "optimiser": self.optimiser}
 
+    compiled_data = CentredGradients._compiled_data
+
+    def compiled_estimator(self, n_chains):
+        from sgmcmc.engine.data_blocks import CONTROL_VARIATES
+
+        return CONTROL_VARIATES, self.centre, self.centre_mean, 1, 0
+
+    def compiled_advanced(self, centre, centre_mean, calls):
+        self.evaluations += 2 * self.batch_size * calls  # the kernel counted its steps from 0
+
     def reset_estimator(self) -> None:
         """θ̂ stays (found once, deterministically); the count restarts after the centring."""
         self.evaluations = self.centring_evaluations
@@ -352,6 +384,27 @@ class SVRG(CentredGradients):
 
     def cost(self) -> dict:
         return {**super().cost(), "update_every": self.update_every}
+
+    compiled_data = CentredGradients._compiled_data
+
+    def compiled_estimator(self, n_chains):
+        from sgmcmc.engine.data_blocks import SVRG as SVRG_CODE
+
+        if self.centre is None or self.centre.shape[0] != n_chains:
+            if self.calls % self.update_every:
+                raise ValueError(f"svrg: no centring values for {n_chains} chains between two renewals")
+            centre, centre_mean = np.zeros((n_chains, self.dim)), np.zeros((n_chains, self.dim))
+        else:
+            centre, centre_mean = self.centre.copy(), self.centre_mean.copy()
+        return SVRG_CODE, centre, centre_mean, self.update_every, self.calls
+
+    def compiled_advanced(self, centre, centre_mean, calls):
+        if calls == self.calls:
+            return
+        first = -(-self.calls // self.update_every) * self.update_every  # the first renewal at or after the block's start
+        renewals = len(range(first, calls, self.update_every))
+        self.evaluations += 2 * self.batch_size * (calls - self.calls) + self.n_data * renewals
+        self.centre, self.centre_mean, self.calls = centre, centre_mean, calls
 
 
 class ControlVariatesUnknownNoise(ControlVariates):

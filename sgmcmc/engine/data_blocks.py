@@ -40,6 +40,9 @@ NORMAL_GAMMA, LOGISTIC = 0, 1
 # The sampler families: θ' = θ − ε∇Ũ + noise (SGLD); the (θ, r) recipe with S = I, F = C (SGHMC); the thermostat
 # (SGNHT, and CCAdL with its covariance-controlled friction).
 LANGEVIN, MOMENTUM, THERMOSTAT = 0, 1, 2
+# The gradient estimators the data kernels know (sgmcmc.gradient_estimators): the plain minibatch, control variates
+# around one centre, SVRG's per-chain centres renewed every update_every gradients.
+PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
 # The most minibatch keys (steps × chains × N float64) held at once: 2^21 = 16 MB.
 KEY_ELEMENTS = 2**21
 # The integrators of each family the data kernel reproduces.
@@ -62,6 +65,9 @@ class CompiledData(NamedTuple):
     batch_size: int
     prior: np.ndarray
     reflected: int = -1
+    # the gradient estimator whose h_i replace the g_i (a sgmcmc.gradient_estimators.CentredGradients with
+    # compiled_estimator()), or None for the plain minibatch
+    centred: object = None
 
 
 def compiled_data(kind: int, target, data, prior=(0.0,), reflected: int = -1) -> CompiledData:
@@ -128,6 +134,7 @@ class DataKernel:
                  "xi": np.empty((n_chains, n_steps if self.has_xi else 0)), "clipped": np.zeros((n_chains, n_steps), dtype=np.int64),
                  "reflected": np.zeros((n_chains, n_steps), dtype=np.int64)}
         counters = np.zeros(2, dtype=np.int64)  # clipped draws with a full covariance, and their eigendecompositions
+        estimator, centre, centre_mean, update_every, calls = self._estimator(n_chains, dim)
         report = np.zeros(3)  # status code, chains with a non-finite θ, r or ξ, smallest variance (diagonal V̂)
         data, chunk = self.data, self.chunk_steps(n_chains)
         done = 0
@@ -138,13 +145,25 @@ class DataKernel:
                 data.kind, data.data, data.n_data, data.batch_size, data.prior, data.reflected, self.family,
                 self.integrator, self.coefficient, self.friction, self.subtract, self.running, self.scale, self.clip,
                 theta, momentum, xi, noise, count, index, normals, step_sizes[done:done + size], done, paths["theta"],
-                paths["momentum"], paths["xi"], paths["clipped"], paths["reflected"], counters, report)
+                paths["momentum"], paths["xi"], paths["clipped"], paths["reflected"], counters, report, estimator, centre,
+                centre_mean, update_every, calls)
             done += steps
             if steps < size:
                 break
+        if data.centred is not None:
+            data.centred.compiled_advanced(centre, centre_mean, int(calls[0]))
         clip_counters.draws += int(counters[0])
         clip_counters.fallbacks += int(counters[1])
         return self._block(state, paths, done, step_sizes, start, theta, momentum, xi, noise, int(count[0]), report)
+
+    def _estimator(self, n_chains: int, dim: int):
+        """(code, θ̂, ḡ(θ̂), update_every, calls) for the kernel: the plain minibatch's placeholders, or the estimator's
+        state (``CentredGradients.compiled_estimator``), arrays the kernel updates in place."""
+        if self.data.centred is None:
+            return PLAIN, np.zeros((1, dim)), np.zeros((1, dim)), 1, np.zeros(1, dtype=np.int64)
+        code, centre, centre_mean, update_every, calls = self.data.centred.compiled_estimator(n_chains)
+        return (code, np.ascontiguousarray(centre, dtype=float), np.ascontiguousarray(centre_mean, dtype=float),
+                int(update_every), np.array([calls], dtype=np.int64))
 
     def _block(self, state, paths, done, step_sizes, start, theta, momentum, xi, noise, count, report) -> Block:
         """The :class:`Block` of the first ``done`` steps, with the numpy path's status and message."""

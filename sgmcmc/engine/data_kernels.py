@@ -46,12 +46,12 @@ from numba.extending import get_cython_function_address
 
 from sgmcmc.engine import codes, data_blocks
 from sgmcmc.engine.codes import EULER, NON_FINITE, NOT_PSD, OK, SPLITTING, THETA_FIRST
-from sgmcmc.engine.data_blocks import LANGEVIN, MOMENTUM, NORMAL_GAMMA, THERMOSTAT
+from sgmcmc.engine.data_blocks import CONTROL_VARIATES, LANGEVIN, MOMENTUM, NORMAL_GAMMA, PLAIN, SVRG, THERMOSTAT
 
 # numba freezes these constants into the compiled code, and its cache is keyed on this file alone: their values are
 # written here too, and a mismatch stops the import (change both files together, which renews the cache).
 _FROZEN = {"OK": 0, "NON_FINITE": 1, "NOT_PSD": 2, "SPLITTING": 0, "EULER": 1, "THETA_FIRST": 2, "NORMAL_GAMMA": 0,
-           "LANGEVIN": 0, "MOMENTUM": 1, "THERMOSTAT": 2}
+           "LANGEVIN": 0, "MOMENTUM": 1, "THERMOSTAT": 2, "PLAIN": 0, "CONTROL_VARIATES": 1, "SVRG": 2}
 _CHANGED = [name for name, value in _FROZEN.items() if getattr(codes, name, getattr(data_blocks, name, None)) != value]
 if _CHANGED:
     raise RuntimeError(f"sgmcmc.engine.data_kernels: the codes {', '.join(_CHANGED)} differ from the values this file "
@@ -81,29 +81,65 @@ def scatter_product(centred, out):
 
 
 @numba.njit(cache=True, inline="always")
-def minibatch_gradient(kind, data, n_data, batch, prior, theta, index, step, chain, per_example, total, out):
-    """∇Ũ(θ) = −(N/n) Σ_{i∈S̃} g_i − ∇log p(θ) of one chain into ``out`` (``DataTarget.minibatch_gradient``), the
-    g_i into ``per_example`` (n, d) and Σ g_i into ``total`` (summed in minibatch order, as numpy's sum over axis 1):
-
-    - NORMAL_GAMMA (T7): g_i = (γ(x_i − µ), 1/(2γ) − (x_i − µ)²/2), ∇log p(θ) = (−γµ, 1/(2γ) − 1 − µ²/2);
-    - LOGISTIC (T8): g_i = σ(−y_i θᵀx_i) y_i x_i with σ(−m) = 1/(1 + e^m) (scipy's ``expit``), ∇log p = −θ/s².
-    """
+def example_gradients(kind, data, n_data, batch, theta, index, step, chain, out):
+    """The per-example g_i of one chain's minibatch at θ into ``out`` (n, d) (SPEC T7, T8; see
+    :func:`minibatch_gradient`)."""
     d = theta.shape[0]
-    for j in range(d):
-        total[j] = 0.0
     for b in range(batch):
         row = b if batch == n_data else index[step, chain, b]
         if kind == NORMAL_GAMMA:
             residual = data[row, 0] - theta[0]
-            per_example[b, 0] = theta[1] * residual
-            per_example[b, 1] = 0.5 / theta[1] - 0.5 * residual**2
+            out[b, 0] = theta[1] * residual
+            out[b, 1] = 0.5 / theta[1] - 0.5 * residual**2
         else:
             margin = 0.0
             for j in range(d):
                 margin += data[row, j] * theta[j]
             weight = 1.0 / (1.0 + math.exp(margin))
             for j in range(d):
-                per_example[b, j] = weight * data[row, j]
+                out[b, j] = weight * data[row, j]
+
+
+@numba.njit(cache=True)
+def full_mean_gradient(kind, data, n_data, theta, example, out):
+    """ḡ(θ) = (1/N) Σ_{i=1}^N g_i(θ) of one θ (d,) into ``out`` (an SVRG renewal, ``CentredGradients.full_mean_gradient``),
+    over the rows in order, ``example`` (1, d) a work row."""
+    d = theta.shape[0]
+    for j in range(d):
+        out[j] = 0.0
+    rows = np.empty((1, 1, 1), dtype=np.int64)
+    for row in range(n_data):
+        rows[0, 0, 0] = row  # a minibatch of one (batch 1 of "N + 1": the row is read from ``rows``)
+        example_gradients(kind, data, n_data + 1, 1, theta, rows, 0, 0, example)
+        for j in range(d):
+            out[j] += example[0, j]
+    for j in range(d):
+        out[j] /= n_data
+
+
+@numba.njit(cache=True, inline="always")
+def minibatch_gradient(kind, data, n_data, batch, prior, estimator, centre, centre_mean, theta, index, step, chain,
+                       per_example, at_centre, total, out):
+    """∇Ũ(θ) = −(N/n) Σ_{i∈S̃} g_i − ∇log p(θ) of one chain into ``out`` (``DataTarget.minibatch_gradient``), the
+    g_i into ``per_example`` (n, d) and Σ g_i into ``total`` (summed in minibatch order, as numpy's sum over axis 1):
+
+    - NORMAL_GAMMA (T7): g_i = (γ(x_i − µ), 1/(2γ) − (x_i − µ)²/2), ∇log p(θ) = (−γµ, 1/(2γ) − 1 − µ²/2);
+    - LOGISTIC (T8): g_i = σ(−y_i θᵀx_i) y_i x_i with σ(−m) = 1/(1 + e^m) (scipy's ``expit``), ∇log p = −θ/s².
+
+    With a gradient estimator (``estimator`` not :data:`~sgmcmc.engine.data_blocks.PLAIN`) the g_i are the control
+    variates' h_i = g_i(θ) − g_i(θ̂) + ḡ(θ̂) (``sgmcmc.gradient_estimators.CentredGradients``) with θ̂ = ``centre`` and
+    ḡ(θ̂) = ``centre_mean`` (d,), g_i(θ̂) into ``at_centre`` (n, d).
+    """
+    d = theta.shape[0]
+    example_gradients(kind, data, n_data, batch, theta, index, step, chain, per_example)
+    if estimator != PLAIN:
+        example_gradients(kind, data, n_data, batch, centre, index, step, chain, at_centre)
+        for b in range(batch):
+            for j in range(d):
+                per_example[b, j] = per_example[b, j] - at_centre[b, j] + centre_mean[j]
+    for j in range(d):
+        total[j] = 0.0
+    for b in range(batch):
         for j in range(d):
             total[j] += per_example[b, j]
     scale = n_data / batch
@@ -224,13 +260,21 @@ def eigen_draw(covariance, normal, out):
 @numba.njit(cache=True)
 def data_block(kind, data, n_data, batch, prior, reflected, family, integrator, coefficient, friction, subtract,
                running, scale, clip, theta, momentum, xi, noise, count, index, normals, step_sizes, offset,
-               theta_path, momentum_path, xi_path, clipped_path, reflected_path, counters, report):
+               theta_path, momentum_path, xi_path, clipped_path, reflected_path, counters, report,
+               estimator, centre, centre_mean, update_every, calls):
     """K steps of every chain (module docstring) from the state ``theta``, ``momentum``, ``xi``, ``noise`` (Î, c×d×d)
     and ``count[0]`` (t), updated in place; step k's paths go to index ``offset + k``. ``coefficient`` is SGHMC's C,
     the thermostat's A or SGLD's 1. ``counters`` += (clipped draws with a full covariance, their eigendecompositions).
     Returns the steps done; at a stop ``report`` = (code, chains with a non-finite θ, r or ξ, smallest variance of a
-    refused diagonal covariance or NaN for a refused full one)."""
+    refused diagonal covariance or NaN for a refused full one).
+
+    ``estimator``: :data:`~sgmcmc.engine.data_blocks.PLAIN`, ``CONTROL_VARIATES`` (one θ̂ for every chain: ``centre``
+    and ``centre_mean`` (1, d)) or ``SVRG`` (each chain's θ̂ (c, d), renewed at its current position with a full-data
+    ḡ before the step's gradient whenever ``calls[0]`` (minibatch gradients so far) is a multiple of
+    ``update_every``); ``calls[0]`` += 1 per step whose gradient was taken, the failed one included (the numpy
+    path's count)."""
     n_chains, d = theta.shape
+    at_centre, example = np.empty((batch, d)), np.empty((1, d))
     at, current, gradient = np.empty((n_chains, d)), np.empty((n_chains, d)), np.empty((n_chains, d))
     new_theta, new_momentum, drawn, new_xi = np.empty((n_chains, d)), np.empty((n_chains, d)), np.empty((n_chains, d)), np.empty(n_chains)
     new_noise, sigma = np.zeros((n_chains, d, d)), np.zeros((n_chains, d, d))
@@ -248,7 +292,16 @@ def data_block(kind, data, n_data, batch, prior, reflected, family, integrator, 
             moved[i] = 0
             if family != LANGEVIN and integrator == THETA_FIRST:
                 moved[i] = reflect(reflected, at[i], current[i], True)
-            minibatch_gradient(kind, data, n_data, batch, prior, at[i], index, k, i, per_example, total, gradient[i])
+        if estimator == SVRG and calls[0] % update_every == 0:
+            for i in range(n_chains):
+                for j in range(d):
+                    centre[i, j] = at[i, j]
+                full_mean_gradient(kind, data, n_data, centre[i], example, centre_mean[i])
+        calls[0] += 1
+        for i in range(n_chains):
+            shared = 0 if estimator == CONTROL_VARIATES else i
+            minibatch_gradient(kind, data, n_data, batch, prior, estimator, centre[shared], centre_mean[shared], at[i],
+                               index, k, i, per_example, at_centre, total, gradient[i])
             if running:
                 running_estimate(per_example, total, noise[i], t + 1, new_noise[i], centred, product)
                 for a in range(d):
