@@ -1,6 +1,6 @@
 """The gradient estimators on the compiled data kernels (sgmcmc.engine.data_kernels with ``estimator``) against the
 numpy steps (sgmcmc/gradient_estimators.py, the reference): for control variates and SVRG (renewals inside the
-block and across two blocks), with SGLD, SGHMC (running estimate, clipped) and SGNHT on Normal-Gamma and logistic
+block and across two blocks), with SGLD, SGHMC (running estimate, clipped), SGNHT and CCAdL on Normal-Gamma and logistic
 regression, the θ, r, ξ paths agree to rounding (1e-12), and so do the estimator's state and cost afterwards. Each
 path has its own estimator from the same start, so a kernel that renews at another step, reads the centre of another
 chain or drops ḡ(θ̂) is off by far more (the last test breaks one on purpose)."""
@@ -20,7 +20,8 @@ from tests.engine.test_data_blocks import _assert_close, _assert_same_block, log
 TARGETS = {"normal_gamma": (lambda: make_target("normal_gamma", data_seed=1), 0.001), "logistic": (logistic, 0.002)}
 SAMPLERS = {"sgld": dict(noise_estimate="zero"),
             "sghmc": dict(friction=1.0, noise_estimate="running", noise_clip=True, integrator="theta_first"),
-            "sgnht": dict(noise_estimate="zero", integrator="splitting")}
+            "sgnht": dict(noise_estimate="zero", integrator="splitting"),
+            "ccadl": dict(noise_estimate="running", integrator="theta_first")}
 ESTIMATORS = {"control_variates": {}, "svrg": {"update_every": 7}}
 
 
