@@ -143,8 +143,12 @@ CORRECT = sorted(name for name, cls in SAMPLERS.items()
                  if name not in INCORRECT and name in SAMPLER_CONFIGS and cls.kind == "sampler")
 # Pairs whose default run does not pass yet (strict expected failures, listed in README; a pair that starts passing
 # fails here until it leaves this table). `python scripts/tune_defaults.py --target T --sampler S --dry-run` prints
-# each grid value's scores. None at present.
-NOT_YET: dict[tuple[str, str], str] = {}
+# each grid value's scores.
+NOT_YET: dict[tuple[str, str], str] = {
+    ("gaussian_mixture_25", "psgld"): "no step size of tune_defaults.py's grid passes (best KL(p‖q) 0.034 at 0.002, "
+                                      "smaller ones mix less in the run): `python scripts/tune_defaults.py --target "
+                                      "gaussian_mixture_25 --sampler psgld --dry-run`",
+}
 
 
 @pytest.mark.parametrize("sampler", CORRECT)
@@ -162,6 +166,7 @@ def test_default_run_of_every_correct_sampler_passes_the_kl_check(target, sample
 
 
 def test_the_toy_targets_are_the_ones_with_an_exact_density():
-    """The check above covers what it should: the six synthetic targets, Normal-Gamma and Welling–Teh's mixture."""
+    """The check above covers what it should: the six synthetic targets, Normal-Gamma, Welling–Teh's mixture and
+    Zhang et al.'s 25 Gaussians."""
     assert set(toy_targets()) == {"gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov",
-                                  "gaussian_2d_prec", "normal_gamma", "welling_teh_mixture"}
+                                  "gaussian_2d_prec", "normal_gamma", "welling_teh_mixture", "gaussian_mixture_25"}
