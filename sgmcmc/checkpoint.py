@@ -67,7 +67,12 @@ def comparable(config: dict) -> dict:
     """The flattened config without the keys that may differ between a run and its resume (those declared
     ``resume_free``, :func:`sgmcmc.config.resume_free_keys`: they change neither the samples nor the files; a cache
     folder holds only what is derived again, by key, when it is missing): what must agree between the two."""
+    from sgmcmc.config import OPTIONAL_GROUPS
+
     free = resume_free_keys()
+    # a group a config may leave out counts as absent when it has its default section (a run folder written before
+    # the group existed resumes with today's config, and its hash is the same)
+    config = {key: value for key, value in config.items() if not (key in OPTIONAL_GROUPS and value == OPTIONAL_GROUPS[key])}
     return {key: value for key, value in flatten(config).items() if key not in free}
 
 

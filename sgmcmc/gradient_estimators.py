@@ -32,7 +32,7 @@ minibatch run's. Its cost is counted in per-example gradient evaluations (:meth:
 
 On a target with a compiled data kernel (Normal-Gamma, logistic regression: ``DataTarget.compiled_data``), the
 samplers that have one run the estimators there too (:mod:`sgmcmc.engine.data_kernels`: g_i(θ̂) beside g_i(θ) in the
-kernel, SVRG's renewals inside it), pinned to these numpy steps by ``tests/engine/test_data_blocks.py``.
+kernel, SVRG's renewals inside it), pinned to these numpy steps by ``tests/engine/test_estimator_kernels.py``.
 """
 
 from __future__ import annotations
@@ -313,7 +313,7 @@ class ControlVariates(CentredGradients):
             theta, _ = self.base.reflect(theta)
             if not np.all(np.isfinite(theta)):
                 return theta
-            if 2 * step >= self.centre_steps:
+            if 2 * (step + 1) > self.centre_steps:  # the last ⌈steps/2⌉ iterates (the last one at least)
                 total += theta
                 kept += 1
         self.evaluations += self.centre_steps * self.batch_size
@@ -322,7 +322,7 @@ class ControlVariates(CentredGradients):
 
     def cost(self) -> dict:
         return {**super().cost(), "centring_gradient_evaluations": int(self.centring_evaluations),
-                "optimiser": self.optimiser}
+                "optimiser": self.optimiser, "optimiser_message": self.optimiser_message}
 
     compiled_data = CentredGradients._compiled_data
 

@@ -115,8 +115,10 @@ def run_shape(config: dict, sampler, settings) -> RunShape:
     run, dim = config["run"], sampler.target.dim
     running_full = sampler.noise_estimate == "running" and sampler.running_form == "full" and _keeps_full_estimate(sampler)
     # the d×d V(θ) of DataTarget.noise_covariance (a target that keeps it unknown, d in the hundreds of thousands, has none)
+    from sgmcmc.gradient_estimators import SVRG
+
     known_data_noise = (sampler.noise_estimate == "known" and isinstance(sampler.target, DataTarget)
-                        and type(sampler.target).noise_covariance is DataTarget.noise_covariance)
+                        and type(sampler.target).noise_covariance in (DataTarget.noise_covariance, SVRG.noise_covariance))
     snapshots = snapshot_count(settings.n_steps, run.get("snapshot_every") or 0, run.get("snapshot_until"))
     return RunShape(settings.n_chains, dim, settings.n_kept, snapshots, dim <= MOMENT_COVARIANCE_MAX_DIM,
                     running_full, known_data_noise, isinstance(kernel_of(sampler), DataKernel))

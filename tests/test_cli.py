@@ -74,7 +74,7 @@ def test_two_dimensional_target_draws_the_contour(tmp_path):
 @pytest.mark.parametrize(
     "override, needle",
     [
-        ("sampler=nope", "sampler='nope' is invalid: allowed values are ccadl, ccadl_shang2015, hmc, naive_sghmc"),
+        ("sampler=nope", "sampler='nope' is invalid: allowed values are badodab, baoab, ccadl, ccadl_shang2015, hmc, naive_sghmc"),
         ("target=nope", "target='nope' is invalid: allowed values are"),
         ("schedule=nope", "schedule='nope' is invalid: allowed values are constant, cyclical, polynomial"),
         ("sampler.step_size=-1", "sampler.step_size=-1.0 is invalid: allowed values are numbers > 0.0"),

@@ -294,3 +294,45 @@ def test_at_the_same_step_the_plain_minibatch_inflates_the_variance_and_control_
     _, variance, _ = posterior_moments(make_sampler("sgld", target, noise_estimate="zero"), 1e-3)
     _, exact_variance = exact_moments(target)
     assert variance[0] / exact_variance[0] > 1.3, variance / exact_variance
+
+
+def test_a_run_folder_from_before_the_gradient_group_resumes():
+    """A config without ``gradient`` (written before the group existed) has the same hash and no difference from
+    today's config with the default minibatch section, so ``run.resume`` accepts its folder."""
+    from sgmcmc.checkpoint import config_differences, config_hash
+    from sgmcmc.config import validate_config
+
+    today = validate_config(config(Path("."), {"name": "minibatch"}))
+    old = {key: value for key, value in today.items() if key != "gradient"}
+    assert config_hash(old) == config_hash(today) and config_differences(today, old) == []
+    other = validate_config(config(Path("."), {"name": "svrg"}))
+    assert config_hash(other) != config_hash(today) and config_differences(other, old)
+
+
+def test_svrg_noise_covariance_matches_its_draws_and_the_memory_check_counts_it():
+    """The exact covariance of SVRG's estimate at each chain's position (given its centre) against 4,000 draws; the
+    memory check knows that svrg with noise_estimate=known forms the d × d V(θ) per chain."""
+    from sgmcmc.memory import run_shape
+    from sgmcmc.runner import RunSettings as Settings
+
+    target = logistic(n_data=2000, batch_size=50)
+    estimator = make_estimator("svrg", target, update_every=10**6)
+    centres = np.array([[0.3, -0.2, 0.1], [1.0, 0.5, -0.5]])
+    estimator.minibatch_gradient(centres, np.random.default_rng(0))  # the renewal: centres at these positions
+    theta = centres + np.array([[0.2, 0.1, -0.1], [-0.3, 0.2, 0.1]])
+    exact = estimator.noise_covariance(theta)
+    centre_means = estimator.centre_mean.copy()
+    for chain in range(2):  # 4,000 draws at one chain's θ, every row with that chain's centre (no renewal: 10⁶)
+        estimator.centre = np.repeat(centres[chain:chain + 1], 4000, axis=0)
+        estimator.centre_mean = np.repeat(centre_means[chain:chain + 1], 4000, axis=0)
+        sample = estimator.minibatch_gradient(np.repeat(theta[chain:chain + 1], 4000, axis=0), np.random.default_rng(9))[0]
+        assert abs(np.trace(np.cov(sample.T)) / np.trace(exact[chain]) - 1) < 0.1
+    sampler = make_sampler("sgld", make_estimator("svrg", target), noise_estimate="known")
+    assert run_shape({"run": {"snapshot_every": 0}}, sampler, Settings(n_steps=10, n_chains=2, burn_in=0)).known_data_noise
+
+
+def test_sgd_centring_with_one_step_is_its_last_iterate():
+    target = normal_gamma()
+    one = make_estimator("control_variates", target, optimiser="sgd", centre_steps=1, centre_step_size=1e-4)
+    start = target.initial_position(1, np.random.default_rng([0, 0x6376]))
+    assert np.all(np.isfinite(one.centre)) and not np.allclose(one.centre, start)

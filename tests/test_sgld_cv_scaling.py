@@ -22,7 +22,9 @@ def test_smoke_run_writes_the_figure_and_the_summaries(tmp_path, monkeypatch):
     assert set(table["method"]) == {"SGLD", "SGLD-CV"} and (table["status"] == "completed").all()
     assert np.all(np.isfinite(table["error"]))
     cv = table[table["method"] == "SGLD-CV"]
-    assert (cv["sampling_evaluations"] == table[table["method"] == "SGLD"]["sampling_evaluations"].values).all()
+    # the same budget: SGLD-CV's own count (metrics.json, 2n per step) equals SGLD's n per step, the smoke's 20,000
+    assert (cv["sampling_evaluations"] == 20_000).all()
+    assert (table[table["method"] == "SGLD"]["sampling_evaluations"] == 20_000).all()
     assert (cv["centring_evaluations"] > 0).all()
     summary = (folder / "summary.md").read_text()
     assert "One seed: no spread over seeds, so no verdict" in summary and "Baker et al." in summary
@@ -64,7 +66,19 @@ def test_the_verdicts_need_two_combined_standard_errors():
 
     assert "**grows**" in sgld_cv_scaling.verdicts(best(0.1, 0.2, 0.02))[0]
     assert "**flat (tie)**" in sgld_cv_scaling.verdicts(best(0.1, 0.15, 0.02))[0]  # 0.05 < 2·√2·0.02
-    assert "**flat (tie)**" in sgld_cv_scaling.verdicts(best(0.1, 0.2, 0.02))[1]
+    assert "**falls**" in sgld_cv_scaling.verdicts(best(0.2, 0.1, 0.02))[0]
+    lines = sgld_cv_scaling.verdicts(best(0.1, 0.2, 0.02))
+    assert "**flat (tie)**" in lines[1]
+    assert lines[2].startswith("- N = 10: tie") and lines[3].startswith("- N = 100: SGLD-CV below SGLD")
+
+
+def test_a_diverged_seed_rules_its_step_size_out_and_an_edge_is_flagged():
+    rows = [{"n_data": 10, "method": "SGLD", "c": c, "seed": seed, "status": status, "error": error}
+            for c, seed, status, error in ((0.1, 0, "completed", 0.3), (0.1, 1, "completed", 0.3),
+                                           (1.0, 0, "completed", 0.1), (1.0, 1, "diverged", float("nan")),
+                                           (3.0, 0, "completed", 0.2), (3.0, 1, "completed", 0.2))]
+    best = sgld_cv_scaling.best_per_size(pd.DataFrame(rows))
+    assert best["c"].tolist() == [3.0] and best["at_grid_edge"].tolist() == [True]
 
 
 def test_the_synthetic_target_draws_its_labels_from_the_stated_model():

@@ -106,10 +106,21 @@ def test_divergence_stops_at_the_same_step(name):
     _assert_close(compiled.state.theta, reference.state.theta)
 
 
+# Samplers that run on their numpy steps everywhere, not yet in the engine's form (issue 21): each is listed with
+# what its kernel needs. A sampler in this table that gets a kernel, or one outside it without one, fails the test below.
+NO_KERNEL_YET = {
+    "baoab": "the gradient kept from the last B step in the state (SamplerState.gradient) carried through the blocks",
+    "badodab": "the same kept gradient, and the D steps' thermostat half-updates",
+    "psgld": "the RMSProp average in the state, and the stationary preconditioner's Hessian diagonal on the formulas",
+    "psgld_no_gamma": "as psgld",
+}
+
+
 def test_every_sampler_and_integrator_has_a_kernel_on_the_formula_targets():
     """No registered sampler × integrator silently falls back to the numpy steps on a formula target (the generic
-    recipe step, the reference itself, excepted). The optimisers are not samplers and have no kernel: their targets
-    (the BNN's BLAS, BPMF's sparse numba gradient) are not formula targets."""
+    recipe step, the reference itself, excepted), except the samplers of :data:`NO_KERNEL_YET`, which have no kernel
+    at all (every one of their integrators and noise estimates is missing, exactly). The optimisers are not samplers
+    and have no kernel: their targets (the BNN's BLAS, BPMF's sparse numba gradient) are not formula targets."""
     target = make_target("double_well")
     missing = []
     for name, cls in SAMPLERS.items():
@@ -123,7 +134,9 @@ def test_every_sampler_and_integrator_has_a_kernel_on_the_formula_targets():
                     continue
                 if make_sampler(name, target, integrator=integrator, noise_estimate=noise).compiled_kernel() is None:
                     missing.append((name, integrator, noise))
-    assert missing == []
+    expected = [(name, integrator, noise) for name in NO_KERNEL_YET for integrator in SAMPLERS[name].integrators
+                if integrator != "generic" for noise in ("known", "zero")]
+    assert sorted(missing) == sorted(expected)
 
 
 @pytest.mark.parametrize("target_name", FORMULA_TARGETS)

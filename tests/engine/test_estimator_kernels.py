@@ -3,7 +3,7 @@ numpy steps (sgmcmc/gradient_estimators.py, the reference): for control variates
 block and across two blocks), with SGLD, SGHMC (running estimate, clipped), SGNHT and CCAdL on Normal-Gamma and logistic
 regression, the θ, r, ξ paths agree to rounding (1e-12), and so do the estimator's state and cost afterwards. Each
 path has its own estimator from the same start, so a kernel that renews at another step, reads the centre of another
-chain or drops ḡ(θ̂) is off by far more (the last test breaks one on purpose)."""
+chain is off by far more (the last test breaks the kernel's inputs so, and the comparison fails)."""
 
 from __future__ import annotations
 
@@ -62,12 +62,23 @@ def test_the_kernel_equals_the_numpy_steps(target, sampler, estimator):
         _assert_close(compiled_estimator.centre_mean, numpy_estimator.centre_mean)
 
 
-def test_a_kernel_that_renews_at_the_wrong_step_is_caught():
-    """The same comparison with the compiled path's SVRG renewing every 8 gradients instead of 7."""
-    reference, _, _, _ = both_paths("logistic", "sgld", "svrg", 0.002)
-    wrapped = make_estimator("svrg", logistic(), update_every=8)
-    sampler = make_sampler("sgld", wrapped, **SAMPLERS["sgld"])
-    rng = np.random.default_rng(5)
-    state = sampler.init(sampler.target.initial_position(4, rng), rng)
-    wrong = sampler.compiled_kernel()(np.random.default_rng(6), state, np.full(50, 0.002), 0)
-    assert np.max(np.abs(wrong.theta - reference[0].theta)) > 1e-6
+@pytest.mark.parametrize("fault", ["renewal one gradient late", "one centre for every chain"])
+def test_the_comparison_catches_a_broken_kernel(fault, monkeypatch):
+    """The same comparison with the compiled path's estimator state broken on purpose fails it."""
+    from sgmcmc.gradient_estimators import SVRG
+
+    original = SVRG.compiled_estimator
+
+    def broken(self, n_chains):
+        code, centre, centre_mean, update_every, calls = original(self, n_chains)
+        if fault == "renewal one gradient late":
+            update_every += 1
+        else:  # the control variates' code: the kernel reads row 0 of the centres for every chain and never renews
+            code = 1
+        return code, centre, centre_mean, update_every, calls
+
+    monkeypatch.setattr(SVRG, "compiled_estimator", broken)
+    reference, compiled, _, _ = both_paths("logistic", "sgld", "svrg", 0.002, blocks=2)
+    with pytest.raises(AssertionError):
+        for expected, actual in zip(reference, compiled):
+            _assert_same_block(expected, actual)
