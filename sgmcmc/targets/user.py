@@ -528,7 +528,7 @@ def _check_compiled(target, theta: np.ndarray) -> None:
     if compiled is None:
         return
     if isinstance(target, UserDataTarget):
-        from sgmcmc.engine.data_blocks import CompiledData
+        from sgmcmc.engine.data_blocks import PLAIN, CompiledData
         from sgmcmc.engine.data_kernels import minibatch_gradient
 
         if not isinstance(compiled, CompiledData) or compiled.n_data != target.n_data or compiled.data.shape[0] != target.n_data:
@@ -537,9 +537,9 @@ def _check_compiled(target, theta: np.ndarray) -> None:
         values = np.empty_like(theta)
         work = np.empty((target.n_data, target.dim))
         for chain in range(theta.shape[0]):
-            minibatch_gradient(compiled.kind, compiled.data, compiled.n_data, compiled.n_data, compiled.prior,
-                               np.ascontiguousarray(theta[chain]), np.zeros((1, 1, 1), dtype=np.int64), 0, 0,
-                               work, np.empty(target.dim), values[chain])
+            minibatch_gradient(compiled.kind, compiled.data, compiled.n_data, compiled.n_data, compiled.prior, PLAIN,
+                               np.zeros(target.dim), np.zeros(target.dim), np.ascontiguousarray(theta[chain]),
+                               np.zeros((1, 1, 1), dtype=np.int64), 0, 0, work, work, np.empty(target.dim), values[chain])
         reference = target.gradient(theta)
     else:
         from sgmcmc.engine.gradients import CompiledGradient
