@@ -171,7 +171,7 @@ def test_target_config_sets_what_a_streaming_run_needs(sampler, step_size, integ
 
     config = compose([f"sampler={sampler}", "target=lda"])
     assert config["sampler"]["step_size"] == step_size and config["sampler"]["integrator"] == integrator
-    assert config["schedule"] == {"name": "polynomial", "b": 1000.0, "gamma": 0.55}
+    assert config["schedule"] == {"name": "polynomial", "b": 1000.0, "gamma": 0.55, "delay": 0}
     assert config["run"]["n_chains"] == 1 and config["run"]["n_steps"] * config["target"]["batch_size"] == 10_000
     override = compose([f"sampler={sampler}", "target=lda", "sampler.step_size=0.5", "run.n_steps=3"])
     assert override["sampler"]["step_size"] == 0.5 and override["run"]["n_steps"] == 3
