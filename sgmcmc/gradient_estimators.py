@@ -38,6 +38,7 @@ kernel, SVRG's renewals inside it), pinned to these numpy steps by ``tests/engin
 from __future__ import annotations
 
 import math
+from abc import abstractmethod
 from typing import Optional
 
 import numpy as np
@@ -154,13 +155,13 @@ class CentredGradients(DataTarget):
         compiled = base.compiled_data()
         return None if compiled is None else compiled._replace(centred=self)
 
+    @abstractmethod
     def compiled_estimator(self, n_chains: int) -> tuple:
         """(code, θ̂ (1 or c, d), ḡ(θ̂), update_every, minibatch gradients so far) for the data kernel."""
-        raise NotImplementedError
 
+    @abstractmethod
     def compiled_advanced(self, centre: np.ndarray, centre_mean: np.ndarray, calls: int) -> None:
         """The kernel's steps taken: its final θ̂, ḡ(θ̂) and count of minibatch gradients (:meth:`compiled_estimator`)."""
-        raise NotImplementedError
 
     def cost(self) -> dict:
         """What the estimator has cost so far: per-example gradient evaluations per chain."""
