@@ -124,7 +124,12 @@ class CompiledKernel:
     ``paths`` a dict of (c, K, …) arrays (``theta``, optionally ``momentum``, ``xi``, ``clipped``,
     ``accept_probability``), and the state fields it carries (``momentum``, ``xi``). ``clip`` says whether the clipped
     counts are reported. Each step draws ``normal_slots`` standard normal arrays (c, d) and, with ``uniforms``, then
-    one uniform per chain (the Metropolis–Hastings test): the numpy steps' order."""
+    one uniform per chain (the Metropolis–Hastings test): the numpy steps' order.
+
+    ``state_paths`` names further :class:`~sgmcmc.state.SamplerState` fields the kernel carries from step to step
+    (BAOAB's kept ``gradient``, pSGLD's RMSProp ``preconditioner``): the kernel writes each one's per-step values
+    (c, K, …) under that name in ``paths``, and the block's final state takes the value at its last good step. They
+    are the state, not samples: the :class:`Block` does not expose them."""
 
     run: Callable
     has_momentum: bool
@@ -132,6 +137,7 @@ class CompiledKernel:
     clip: bool
     normal_slots: int = 2
     uniforms: bool = False
+    state_paths: tuple = ()
 
 
 class CompiledBlocks:
@@ -171,7 +177,8 @@ class CompiledBlocks:
             new_state = state._replace(
                 theta=paths["theta"][:, -1].copy(),
                 momentum=paths["momentum"][:, -1].copy() if self.kernel.has_momentum else state.momentum,
-                xi=paths["xi"][:, -1].copy() if self.kernel.has_xi else state.xi)
+                xi=paths["xi"][:, -1].copy() if self.kernel.has_xi else state.xi,
+                **{name: paths[name][:, -1].copy() for name in self.kernel.state_paths})
         return Block(start, start + first, step_sizes[:first], paths["theta"], new_state,
                      momentum=paths.get("momentum"), xi=paths.get("xi"), accept_probability=paths.get("accept_probability"),
                      clipped=paths["clipped"] if self.kernel.clip else None, status=status, error=error)
