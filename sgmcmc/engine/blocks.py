@@ -129,7 +129,11 @@ class CompiledKernel:
     ``state_paths`` names further :class:`~sgmcmc.state.SamplerState` fields the kernel carries from step to step
     (BAOAB's kept ``gradient``, pSGLD's RMSProp ``preconditioner``): the kernel writes each one's per-step values
     (c, K, …) under that name in ``paths``, and the block's final state takes the value at its last good step. They
-    are the state, not samples: the :class:`Block` does not expose them."""
+    are the state, not samples: the :class:`Block` does not expose them.
+
+    ``prepare(rng, state) -> state``, when given, runs before a block's normals are drawn and fills a carried field
+    the state lacks, drawing from the run's Generator as the numpy step draws it first (BAOAB's gradient at θ₀ on
+    a run's first step); a block that fails at its first step returns the state as it was given."""
 
     run: Callable
     has_momentum: bool
@@ -138,6 +142,7 @@ class CompiledKernel:
     normal_slots: int = 2
     uniforms: bool = False
     state_paths: tuple = ()
+    prepare: Optional[Callable] = None
 
 
 class CompiledBlocks:
@@ -149,6 +154,9 @@ class CompiledBlocks:
     def __call__(self, rng: np.random.Generator, state: SamplerState, step_sizes: np.ndarray, start: int) -> Block:
         n_chains, dim = state.theta.shape
         step_sizes = np.ascontiguousarray(step_sizes, dtype=float)
+        given = state
+        if self.kernel.prepare is not None and step_sizes.size:
+            state = self.kernel.prepare(rng, state)
         shape = (self.kernel.normal_slots, n_chains, dim)
         if not self.kernel.uniforms:  # normals only: one call is the same stream as one call per step
             normals = rng.standard_normal((step_sizes.size, *shape))
@@ -172,7 +180,7 @@ class CompiledBlocks:
                 error = f"non-finite state at step {start + first + 1} in {int(failing.sum())} of {n_chains} chains"
         paths = {name: np.ascontiguousarray(path[:, :first]) for name, path in paths.items()}
         if first == 0:
-            new_state = state
+            new_state = given
         else:
             new_state = state._replace(
                 theta=paths["theta"][:, -1].copy(),
