@@ -44,18 +44,26 @@ recipe (``check.py``, ``integrator: generic``) is the stationary D, the dynamics
 generic integrator is therefore refused with ``preconditioner: running``.
 
 Config keys: ``alpha`` (α, the running average's decay per step, Li et al.'s 0.99), ``damping`` (λ > 0, Li et al.'s
-10⁻⁵), ``preconditioner`` (``stationary`` | ``running``). Numpy steps only (no compiled kernel: the engine falls back
-to :meth:`step`).
+10⁻⁵), ``preconditioner`` (``stationary`` | ``running``).
+
+Compiled kernel (:func:`psgld_kernel`, :func:`sgmcmc.engine.preconditioned_kernels.psgld_block`): on the formula
+targets (``compiled_gradient``), both preconditioners, with the known or no noise estimate, integrator ``euler``; the
+stationary preconditioner needs the target's exact ``hessian_diagonal`` in its own class and its constant V
+(``SyntheticTarget``). Elsewhere (the data targets, a full V with ``noise_clip``, ``integrator: generic``) the engine
+runs the numpy :meth:`step`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine import codes, gradients
+from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, diagonal_matrices
 from sgmcmc.schema import Key, choice, real
 from sgmcmc.state import SamplerState, StepInfo
+from sgmcmc.targets.base import SyntheticTarget
 
 PRECONDITIONERS = ("stationary", "running")
 PSGLD_KEYS = {
@@ -67,6 +75,8 @@ PSGLD_KEYS = {
                                                     "running average of the minibatch gradients (running: Γ = 0)"),
 }
 _SPACING = 1e-5  # relative spacing of the central differences of the noise covariance
+# the formulas whose gradient and Hessian diagonal sgmcmc.engine.preconditioned_kernels knows
+KERNEL_FORMULAS = (gradients.QUADRATIC, gradients.DOUBLE_WELL, gradients.LECTURE_QUARTIC, gradients.CORRELATED_2D)
 
 
 # -- pure functions over (n_chains, dim) arrays ---------------------------------------------------------------------
@@ -102,6 +112,7 @@ class PSGLD(Sampler):
     integrators = ("euler", "generic")
     parameters = {**Sampler.parameters, **PSGLD_KEYS}
     with_gamma = True
+    exact_kernel = True
 
     def __init__(self, target, alpha: float = 0.99, damping: float = 1e-5, preconditioner: str = "stationary",
                  **kwargs):
@@ -177,6 +188,10 @@ class PSGLD(Sampler):
                                  preconditioner=average)
         return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
+    def compiled_kernel(self):
+        """:func:`sgmcmc.engine.preconditioned_kernels.psgld_block` on the formula targets (:func:`psgld_kernel`)."""
+        return psgld_kernel(self)
+
     def recipe(self):
         return Recipe(
             energy_gradient=lambda z, rng: self.target.stochastic_gradient(z, rng),
@@ -194,3 +209,45 @@ class PSGLDNoGamma(PSGLD):
 
     name = "psgld_no_gamma"
     with_gamma = False
+    exact_kernel = True  # its numpy step is PSGLD's with Γ = 0, which the kernel takes as with_gamma
+
+
+def psgld_kernel(sampler: PSGLD) -> "CompiledKernel | None":
+    """pSGLD's compiled block on a formula target, or None for the numpy steps: where the target gives no compiled
+    gradient (or the integrator is generic, :meth:`~Sampler.compiled_target`), reflects, has a formula the kernel does
+    not know, or, for the stationary preconditioner, has no exact Hessian diagonal of its own or a V other than
+    SyntheticTarget's constant one; and with a full V̂ and ``noise_clip`` (the clipped eigendecomposition stays on the
+    numpy path, as for SGLD). The running average V_t is carried from block to block in ``state.preconditioner``."""
+    compiled = sampler.compiled_target()
+    target = sampler.target
+    if compiled is None or target.bounded or compiled.kind not in KERNEL_FORMULAS:
+        return None
+    running = sampler.preconditioner == "running"
+    if not running and ("hessian_diagonal" not in type(target).__dict__
+                        or type(target).noise_covariance is not SyntheticTarget.noise_covariance):
+        return None
+    mode, variance_diagonal, variance = gradient_noise_mode(sampler.known_noise(compiled))
+    if mode == codes.FULL_ESTIMATE and sampler.noise_clip:
+        return None
+    noise_diagonal = np.ascontiguousarray(np.diagonal(compiled.noise_covariance), dtype=float)  # diag V in v(θ)
+    with_gamma = bool(sampler.with_gamma) and not running
+
+    def run(state, normals, step_sizes):
+        from sgmcmc.engine import preconditioned_kernels
+
+        n_chains, dim = state.theta.shape
+        paths, bad_step, bad_code = paths_for(n_chains, step_sizes.size, dim)
+        if running:
+            average = np.ascontiguousarray(state.preconditioner, dtype=float)
+            average_path = paths["preconditioner"] = np.empty((n_chains, step_sizes.size, dim))
+        else:
+            average, average_path = np.zeros((n_chains, dim)), np.empty((0, 0, 0))
+        preconditioned_kernels.psgld_block(compiled.kind, compiled.parameters, compiled.noise_factor, noise_diagonal,
+                                           running, with_gamma, float(sampler.alpha), float(sampler.damping), mode,
+                                           variance_diagonal, variance, sampler.noise_clip,
+                                           np.ascontiguousarray(state.theta), average, normals, step_sizes,
+                                           paths["theta"], average_path, paths["clipped"], bad_step, bad_code)
+        return paths, bad_step, bad_code
+
+    return CompiledKernel(run, has_momentum=False, has_xi=False, clip=sampler.noise_clip,
+                          state_paths=("preconditioner",) if running else ())

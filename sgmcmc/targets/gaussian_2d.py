@@ -41,6 +41,10 @@ class Gaussian2D(SyntheticTarget):
     def gradient(self, theta):
         return theta @ self.precision.T
 
+    def hessian_diagonal(self, theta):
+        """∂²U/∂θ_i² = P_ii (exact; pSGLD's stationary preconditioner and its compiled kernel)."""
+        return np.array(np.broadcast_to(np.diag(self.precision), np.shape(theta)), dtype=float)
+
     def compiled_gradient(self):
         return gradients.quadratic(np.zeros(2), self.precision, self)
 

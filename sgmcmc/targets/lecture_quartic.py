@@ -22,5 +22,9 @@ class LectureQuartic(OneDimensionalTarget):
     def gradient_1d(self, x):
         return (4.0 * x**3 + 3.0 * x**2 - 26.0 * x - 1.0) / 14.0
 
+    def hessian_diagonal(self, theta):
+        """U″(θ) = (12θ² + 6θ − 26)/14 (exact; pSGLD's stationary preconditioner and its compiled kernel)."""
+        return (12.0 * theta**2 + 6.0 * theta - 26.0) / 14.0
+
     def compiled_gradient(self):
         return gradients.formula(gradients.LECTURE_QUARTIC, self)
