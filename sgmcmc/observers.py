@@ -467,7 +467,11 @@ class GibbsObserver:
     ``every``-th step, with θ of that step (the SGHMC paper's Gamma precisions, SPEC T11/T12): a hook of the run loop,
     which ends a block at each such step (:func:`sgmcmc.runner.next_stop`). ``mode``: the conditional's mode instead of
     a draw (the authors' MAP update: an optimiser's run on a target whose ``optimiser_hyperparameters`` is "mode"). Draws from its own generator ``rng``; its state (the generator, the number of updates
-    and the hyperparameters' values) goes into the checkpoints, so a resumed run continues bit for bit."""
+    and the hyperparameters' values) goes into the checkpoints, so a resumed run continues bit for bit.
+
+    A Gibbs step changes U, so the gradient a splitting sampler keeps for its next first half kick (BAOAB, BADODAB:
+    ``SamplerState.gradient``) belongs to the old hyperparameters: the observer drops it from the block's final state
+    (the state the run continues from and checkpoints), and the next step draws ∇Ũ at the new values."""
 
     name = "gibbs"
 
@@ -484,6 +488,8 @@ class GibbsObserver:
                 and block.stop != self.last):
             self.target.gibbs_update(block.state.theta, self.rng, mode=self.mode)
             self.updates += 1
+            if block.state.gradient is not None:
+                block.state = block.state._replace(gradient=None)
 
     def state_dict(self) -> dict:
         from sgmcmc.checkpoint import generator_state

@@ -258,6 +258,32 @@ def test_gibbs_steps_come_every_k_steps_and_enter_the_trace():
     assert outcome.hyperparameters == {name: float(np.mean(v)) for name, v in target.hyperparameters().items()}
 
 
+@pytest.mark.parametrize("name", ["baoab", "badodab"])
+def test_a_gibbs_step_drops_the_kept_gradient_of_the_old_hyperparameters(name):
+    """BAOAB and BADODAB reuse the last step's ∇Ũ(θ) for their next first half kick. After a Gibbs step of λ (every 7
+    steps) that gradient is λ_old·θ: the run continues from a state without it, and the gradient kept at the end of the
+    next step is the exact one at the new λ (noise-free gradients), λ_new·θ. Without the drop, step 7's state would
+    still carry λ_old·θ and step 8 would kick with it."""
+    from sgmcmc.observers import PathObserver
+    from sgmcmc.samplers import make_sampler
+    from tests.helpers import HierarchicalGaussian
+
+    target = HierarchicalGaussian(gibbs_every=7)
+    seen = PathObserver(lambda block: (block.stop, block.state.gradient, block.state.theta,
+                                       {key: value.copy() for key, value in target.hyperparameters().items()}))
+    settings = RunSettings(n_steps=8, n_chains=3, burn_in=0, eval_every=8, progress=False)
+    outcome = run_chains(make_sampler(name, target, noise_estimate="zero"), Constant(0.05), settings,
+                         np.random.default_rng(3), observers=[seen])
+    assert outcome.status == "completed"
+    records = {stop: (gradient, theta, values) for stop, gradient, theta, values in seen.values}
+    assert set(records) == {7, 8}
+    gradient, theta, values = records[7]
+    assert gradient is None
+    gradient, theta, values = records[8]
+    precision = np.repeat(np.stack([values["precision_a"], values["precision_b"]], axis=1), 2, axis=1)
+    np.testing.assert_allclose(gradient, precision * theta, rtol=1e-12)
+
+
 @pytest.mark.parametrize("name, averaged", [("sghmc", True), ("sgd_momentum", False)])
 def test_the_predictive_averages_one_prediction_per_interval_after_burn_in(name, averaged):
     """A sampler's predictive metric is that of the mean of the predictions at steps 25, 30, …, 60 (burn-in 20,
