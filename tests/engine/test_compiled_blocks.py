@@ -109,8 +109,6 @@ def test_divergence_stops_at_the_same_step(name):
 # Samplers that run on their numpy steps everywhere, not yet in the engine's form (issue 21): each is listed with
 # what its kernel needs. A sampler in this table that gets a kernel, or one outside it without one, fails the test below.
 NO_KERNEL_YET = {
-    "baoab": "the gradient kept from the last B step in the state (SamplerState.gradient) carried through the blocks",
-    "badodab": "the same kept gradient, and the D steps' thermostat half-updates",
     "psgld": "the RMSProp average in the state, and the stationary preconditioner's Hessian diagonal on the formulas",
     "psgld_no_gamma": "as psgld",
 }
