@@ -11,6 +11,10 @@ these by ``tests/engine/test_compiled_blocks.py`` on identical random numbers):
 - :func:`trajectory_block`: HMC, naive SGHMC (leapfrog, Eq. 10-11) and SGHMC + MH (Chen et al. 2014 Alg. 2), with
   the Metropolis–Hastings test on the exact H (its uniforms drawn after each step's normals, as the numpy step does).
 
+BAOAB and BADODAB (one gradient per step, kept from block to block) are in :mod:`sgmcmc.engine.splitting_kernels`,
+which compiles ``gradient_into``, ``_inject`` and ``_finite`` from here (a change of them: update its
+``HELPERS_DIGEST``, which ``tests/engine/test_splitting_kernels.py`` checks).
+
 Random numbers: ``normals`` has shape (K, 2, c, d); step k of chain i uses ``normals[k, 0, i]`` for the gradient
 noise ∇Ũ − ∇U = L z (L the target's noise factor) and ``normals[k, 1, i]`` for the injected noise (the
 Ornstein–Uhlenbeck draw in ``aboba``): the order in which the numpy steps draw them, so a block drawn in one
