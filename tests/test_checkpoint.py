@@ -183,6 +183,9 @@ CASES = {
     # pSGLD's running RMSProp average (SamplerState.preconditioner) must be checkpointed for the resume to be exact
     "psgld-running-double_well": lambda: build("psgld_no_gamma", "double_well", preconditioner="running",
                                                noise_estimate="zero"),
+    # BAOAB's, BADODAB's kept gradient (SamplerState.gradient), carried by the compiled kernel from block to block
+    "baoab-double_well": lambda: build("baoab", "double_well"),
+    "badodab-gaussian_2d_cov": lambda: build("badodab", "gaussian_2d_cov"),
     "sgrld-lda": lambda: _lda_sampler(),
     # Gibbs steps of the hyperparameters every 6 steps and the averaged predictive every 4 (SGHMC paper T11/T12);
     # noisy gradients, so that every generator's stream matters
