@@ -235,3 +235,18 @@ def test_the_imported_helpers_are_the_ones_cached():
     assert digest == splitting_kernels.HELPERS_DIGEST, (
         f"sgmcmc.engine.kernels' helpers changed: set HELPERS_DIGEST = {digest!r} in sgmcmc/engine/splitting_kernels.py")
     assert splitting_kernels.CACHE
+
+
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_exploration_steps_are_refused(name):
+    """The cyclical schedule's exploration steps run on the numpy steps without inject's noise and move θ between
+    compiled blocks; BAOAB and BADODAB cannot take them (their O step's noise is theirs alone: ``can_explore``), so
+    no kept gradient is left behind a θ that moved. A sampler of theirs that could would need that looked at."""
+    from sgmcmc.runner import check_exploration
+    from sgmcmc.schedules import Cyclical
+    from sgmcmc.schema import ConfigError
+
+    sampler = make_sampler(name, _target("double_well"))
+    assert not sampler.can_explore()
+    with pytest.raises(ConfigError, match="cannot take its step without the injected noise"):
+        check_exploration(sampler, Cyclical(0.1, 100, 2, 0.5))
