@@ -1,0 +1,226 @@
+"""pSGLD's compiled block (sgmcmc/engine/preconditioned_kernels.py) against its numpy steps (the reference,
+sgmcmc/samplers/psgld.py) on identical random numbers.
+
+1. The kernel's formulas: its Hessian diagonal equals each formula target's ``hessian_diagonal`` (1e-12), which
+   equals central differences of the target's exact gradient (1e-6: the exact values are the right ones); its
+   gradient (a copy of kernels.py's) equals the target's ``gradient``.
+2. Two consecutive blocks, compiled and numpy, on every formula target, for psgld and psgld_no_gamma, both
+   preconditioners, known and zero noise estimates: the same paths and final states (θ, and the running average V_t
+   handed from the first block to the second) at 1e-12; with ``noise_clip``, the same clipped counts.
+3. A failure mid-block ends both at the same step: the injected covariance refused (NOT_PSD, a step size too large
+   for the known V) and a non-finite state.
+4. The pin can fail: psgld's numpy steps against the kernel without Γ (psgld_no_gamma's), and a kernel that does not
+   carry V_t to the next block (the second block restarts from the first block's initial V_t), differ by far more
+   than 1e-12.
+5. Where the kernel does not apply, ``compiled_kernel()`` is None (the engine takes the numpy steps).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from sgmcmc.engine import gradients, preconditioned_kernels
+from sgmcmc.engine.blocks import DIVERGED, FAILED, CompiledBlocks, numpy_block
+from sgmcmc.samplers import make_sampler
+from sgmcmc.targets import make_target
+from sgmcmc.targets.base import SyntheticTarget
+
+FORMULA_TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec")
+SAMPLERS = ("psgld", "psgld_no_gamma")
+PRECONDITIONERS = ("stationary", "running")
+FULL_V = [[1.0, 0.3], [0.3, 0.5]]  # a full gradient-noise covariance on the 2D Gaussians (FULL_ESTIMATE)
+
+
+def _target(name, noise_variance=None):
+    if noise_variance is None:
+        noise_variance = FULL_V if name.startswith("gaussian_2d") else 1.0
+    return make_target(name, noise_variance=noise_variance)
+
+
+def _assert_close(actual, expected):
+    np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-12)
+
+
+def _initial_state(sampler, n_chains, seed, average=None):
+    """The sampler's initial state; for the running preconditioner, V_0 = ``average`` when given (a resumed run's
+    settled average) instead of init's 0."""
+    rng = np.random.default_rng(seed)
+    state = sampler.init(sampler.target.initial_position(n_chains, rng), rng)
+    if average is not None and sampler.preconditioner == "running":
+        state = state._replace(preconditioner=np.full_like(state.theta, average))
+    return state
+
+
+def _blocks(sampler, state, step_sizes, split, seed, kernel=None):
+    """Blocks [0, split) and [split, K) run numpy and compiled, each engine drawing from its own Generator seeded
+    alike and carrying its own state from the first block to the second: ([numpy blocks], [compiled blocks])."""
+    kernel = sampler.compiled_kernel() if kernel is None else kernel
+    assert kernel is not None
+    out = []
+    for run in (lambda rng, s, steps, start: numpy_block(sampler, rng, s, steps, start),
+                lambda rng, s, steps, start: CompiledBlocks(kernel)(rng, s, steps, start)):
+        rng = np.random.default_rng(seed)
+        first = run(rng, state, step_sizes[:split], 0)
+        second = run(rng, first.state, step_sizes[split:], first.stop)
+        out.append([first, second])
+    return out
+
+
+# -- 1. the formulas ------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("target_name", FORMULA_TARGETS)
+def test_kernel_formulas_equal_the_targets(target_name):
+    target = _target(target_name)
+    compiled = target.compiled_gradient()
+    theta = np.random.default_rng(3).normal(scale=1.5, size=(7, target.dim))
+    hessian, gradient = np.empty_like(theta), np.empty_like(theta)
+    for i, row in enumerate(theta):
+        preconditioned_kernels.hessian_diagonal_into(compiled.kind, compiled.parameters, row, hessian[i])
+        preconditioned_kernels.gradient_into(compiled.kind, compiled.parameters, row, gradient[i])
+    _assert_close(hessian, target.hessian_diagonal(theta))
+    _assert_close(gradient, target.gradient(theta))
+    differences = np.empty_like(theta)
+    for i in range(target.dim):
+        shift = np.zeros_like(theta)
+        shift[:, i] = 1e-5
+        differences[:, i] = (target.gradient(theta + shift)[:, i] - target.gradient(theta - shift)[:, i]) / 2e-5
+    np.testing.assert_allclose(target.hessian_diagonal(theta), differences, rtol=1e-6, atol=1e-6)
+
+
+# -- 2. the blocks equal the numpy steps ----------------------------------------------------------------------------
+@pytest.mark.parametrize("noise", ["known", "zero"])
+@pytest.mark.parametrize("preconditioner", PRECONDITIONERS)
+@pytest.mark.parametrize("name", SAMPLERS)
+@pytest.mark.parametrize("target_name", FORMULA_TARGETS)
+def test_two_blocks_equal_the_numpy_steps(target_name, name, preconditioner, noise):
+    sampler = make_sampler(name, _target(target_name), preconditioner=preconditioner, noise_estimate=noise)
+    # known noise with V_0 = 0 would refuse the first step (D = 1/√((1 − α)ĝ²) is large): start from a settled V_t
+    state = _initial_state(sampler, n_chains=3, seed=5, average=4.0 if noise == "known" else None)
+    (numpy_first, numpy_second), (compiled_first, compiled_second) = _blocks(
+        sampler, state, np.linspace(0.02, 0.005, 40), split=17, seed=6)
+    for reference, compiled in ((numpy_first, compiled_first), (numpy_second, compiled_second)):
+        assert reference.status is None and compiled.status is None
+        assert (compiled.start, compiled.stop) == (reference.start, reference.stop)
+        _assert_close(compiled.theta, reference.theta)
+        _assert_close(compiled.state.theta, reference.state.theta)
+        if preconditioner == "running":
+            _assert_close(compiled.state.preconditioner, reference.state.preconditioner)
+        else:
+            assert compiled.state.preconditioner is None and reference.state.preconditioner is None
+    assert numpy_second.stop == 40
+
+
+@pytest.mark.parametrize("preconditioner", PRECONDITIONERS)
+def test_clipped_counts_equal(preconditioner):
+    """V = 400 against D ≈ 1/20: ε(2D − εD²V) < 0 for ε > 0.1, clipped to 0 and counted by both."""
+    sampler = make_sampler("psgld", _target("gaussian_1d", 400.0), preconditioner=preconditioner,
+                           noise_estimate="known", noise_clip=True)
+    state = _initial_state(sampler, n_chains=4, seed=1, average=400.0)
+    steps = np.tile([0.05, 0.3], 15)
+    (numpy_first, numpy_second), (compiled_first, compiled_second) = _blocks(sampler, state, steps, split=11, seed=2)
+    for reference, compiled in ((numpy_first, compiled_first), (numpy_second, compiled_second)):
+        assert reference.status is None and compiled.status is None
+        assert reference.clipped.sum() > 0
+        np.testing.assert_array_equal(compiled.clipped, reference.clipped)
+        _assert_close(compiled.theta, reference.theta)
+
+
+# -- 3. a failure mid-block -----------------------------------------------------------------------------------------
+@pytest.mark.parametrize("preconditioner", PRECONDITIONERS)
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_not_psd_stops_at_the_same_step(name, preconditioner):
+    """ε = 0.5 against V = 400 after seven steps of 0.01: the covariance is refused at step 8 by both (status failed),
+    in the second block, and the running V_t handed to it is the first block's."""
+    sampler = make_sampler(name, _target("gaussian_1d", 400.0), preconditioner=preconditioner, noise_estimate="known")
+    state = _initial_state(sampler, n_chains=3, seed=4, average=400.0)
+    steps = np.concatenate([np.full(7, 0.01), np.full(5, 0.5)])
+    (_, reference), (_, compiled) = _blocks(sampler, state, steps, split=4, seed=8)
+    assert reference.status == compiled.status == FAILED
+    assert reference.stop == compiled.stop == 7
+    assert reference.error.split(":")[0] == compiled.error.split(":")[0] == "step 8"
+    _assert_close(compiled.theta, reference.theta)
+    _assert_close(compiled.state.theta, reference.state.theta)
+    if preconditioner == "running":
+        _assert_close(compiled.state.preconditioner, reference.state.preconditioner)
+
+
+@pytest.mark.parametrize("preconditioner", PRECONDITIONERS)
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_divergence_stops_at_the_same_step(name, preconditioner):
+    """A step of 10^300 throws θ to about 10^300 (D∇Ũ is bounded); the next gradient 4θ³ overflows and the state is
+    not finite: both stop there with the same message and keep the same last finite state."""
+    sampler = make_sampler(name, _target("double_well"), preconditioner=preconditioner, noise_estimate="zero")
+    state = _initial_state(sampler, n_chains=4, seed=2)
+    steps = np.concatenate([np.full(5, 0.01), [1e300], np.full(6, 0.01)])
+    (numpy_first, reference), (compiled_first, compiled) = _blocks(sampler, state, steps, split=3, seed=3)
+    assert numpy_first.status is None and compiled_first.status is None
+    assert reference.status == compiled.status == DIVERGED
+    assert 3 < reference.stop == compiled.stop < 12
+    assert reference.error == compiled.error
+    _assert_close(compiled.theta, reference.theta)
+    _assert_close(compiled.state.theta, reference.state.theta)
+    if preconditioner == "running":
+        _assert_close(compiled.state.preconditioner, reference.state.preconditioner)
+
+
+# -- 4. the pin can fail ----------------------------------------------------------------------------------------------
+def _largest_difference(reference_blocks, compiled_blocks):
+    return max(np.max(np.abs(compiled.theta - reference.theta))
+               for reference, compiled in zip(reference_blocks, compiled_blocks))
+
+
+@pytest.mark.parametrize("target_name", ["double_well", "correlated_2d"])
+def test_a_kernel_without_gamma_fails_the_pin_for_psgld(target_name):
+    target = _target(target_name)
+    sampler = make_sampler("psgld", target, noise_estimate="zero")
+    without_gamma = make_sampler("psgld_no_gamma", target, noise_estimate="zero").compiled_kernel()
+    state = _initial_state(sampler, n_chains=3, seed=5)
+    steps = np.linspace(0.02, 0.005, 40)
+    right = _blocks(sampler, state, steps, split=17, seed=6)
+    assert _largest_difference(*right) < 1e-12
+    wrong = _blocks(sampler, state, steps, split=17, seed=6, kernel=without_gamma)
+    assert _largest_difference(*wrong) > 1e-4
+
+
+def test_a_kernel_that_drops_the_average_between_blocks_fails_the_pin():
+    """Without ``state_paths`` the block's final state keeps the V_t it started from: the first block still agrees,
+    the second does not."""
+    sampler = make_sampler("psgld", _target("double_well"), preconditioner="running", noise_estimate="zero")
+    state = _initial_state(sampler, n_chains=3, seed=5)
+    forgetful = dataclasses.replace(sampler.compiled_kernel(), state_paths=())
+    steps = np.full(40, 0.01)
+    (numpy_first, numpy_second), (compiled_first, compiled_second) = _blocks(sampler, state, steps, split=17, seed=6,
+                                                                           kernel=forgetful)
+    _assert_close(compiled_first.theta, numpy_first.theta)
+    assert np.max(np.abs(compiled_second.theta - numpy_second.theta)) > 1e-4
+
+
+# -- 5. where there is no kernel ---------------------------------------------------------------------------------------
+class _NoOwnHessian(SyntheticTarget):
+    """A formula target whose Hessian diagonal is the base class's central differences."""
+
+    name, dim = "no_own_hessian", 1
+
+    def potential(self, theta):
+        return 0.5 * theta[:, 0] ** 2
+
+    def gradient(self, theta):
+        return np.array(theta, dtype=float)
+
+    def compiled_gradient(self):
+        return gradients.quadratic([0.0], [[1.0]], self)
+
+
+def test_no_kernel_where_it_does_not_apply():
+    assert make_sampler("psgld", make_target("double_well")).compiled_kernel() is not None
+    # the stationary preconditioner with central-difference Hessians: numpy (the running one needs no Hessian)
+    assert make_sampler("psgld", _NoOwnHessian()).compiled_kernel() is None
+    assert make_sampler("psgld", _NoOwnHessian(), preconditioner="running").compiled_kernel() is not None
+    # a full V̂ with clipping (its eigendecomposition), the generic recipe step, a target without a compiled gradient
+    full = make_target("gaussian_2d_cov", noise_variance=FULL_V)
+    assert make_sampler("psgld", full, noise_clip=True).compiled_kernel() is None
+    assert make_sampler("psgld", full, noise_clip=True, noise_estimate="zero").compiled_kernel() is not None
+    assert make_sampler("psgld", make_target("double_well"), integrator="generic").compiled_kernel() is None
+    assert make_sampler("psgld", make_target("gaussian_mixture_25")).compiled_kernel() is None
