@@ -108,10 +108,7 @@ def test_divergence_stops_at_the_same_step(name):
 
 # Samplers that run on their numpy steps everywhere, not yet in the engine's form (issue 21): each is listed with
 # what its kernel needs. A sampler in this table that gets a kernel, or one outside it without one, fails the test below.
-NO_KERNEL_YET = {
-    "psgld": "the RMSProp average in the state, and the stationary preconditioner's Hessian diagonal on the formulas",
-    "psgld_no_gamma": "as psgld",
-}
+NO_KERNEL_YET: dict[str, str] = {}
 
 
 def test_every_sampler_and_integrator_has_a_kernel_on_the_formula_targets():
