@@ -16,6 +16,8 @@ CASES = [
     ("sgrhmc", "lecture_quartic", {}, {"integrator": "aboba", "noise_estimate": "zero"}),
     ("ccadl", "gaussian_2d_cov", {}, {"noise_estimate": "known"}),
     ("sghmc_mh", "double_well", {}, {"n_leapfrog": 3}),
+    ("psgld", "correlated_2d", {}, {"noise_estimate": "known"}),
+    ("psgld", "double_well", {}, {"preconditioner": "running", "noise_estimate": "zero"}),
 ]
 
 
