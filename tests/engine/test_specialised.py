@@ -18,6 +18,8 @@ CASES = [
     ("sghmc_mh", "double_well", {}, {"n_leapfrog": 3}),
     ("psgld", "correlated_2d", {}, {"noise_estimate": "known"}),
     ("psgld", "double_well", {}, {"preconditioner": "running", "noise_estimate": "zero"}),
+    ("baoab", "gaussian_2d_cov", {}, {"noise_estimate": "known"}),
+    ("badodab", "double_well", {}, {"noise_estimate": "known", "noise_clip": True}),
 ]
 
 
