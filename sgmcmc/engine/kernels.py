@@ -35,6 +35,7 @@ chain; many-chain experiments already run two processes side by side.
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import math
 import os
@@ -58,6 +59,17 @@ _CHANGED = [name for name, value in _FROZEN.items() if getattr(codes, name, geta
 if _CHANGED:
     raise RuntimeError(f"sgmcmc.engine.kernels: the codes {', '.join(_CHANGED)} differ from the values this file was "
                        "compiled with; update _FROZEN here (which also renews numba's cache)")
+
+
+def helpers_digest(*helpers) -> str:
+    """The digest of compiled helpers of this file that another file compiles into its own kernels (their source and
+    the codes frozen here). numba's on-disk cache of that file does not see a change of them: the file records this
+    digest as it was written and compiles without its cache where the imported helpers' digest differs
+    (:mod:`sgmcmc.engine.splitting_kernels`, :mod:`sgmcmc.engine.preconditioned_kernels`; their tests fail until the
+    recorded digest is updated, which renews the cache)."""
+    source = "".join(inspect.getsource(helper.py_func) for helper in helpers)
+    source += repr(sorted(_FROZEN.items()))
+    return hashlib.sha256(source.encode()).hexdigest()[:16]
 
 
 @numba.njit(cache=True, inline="always")

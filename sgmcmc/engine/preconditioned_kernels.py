@@ -17,10 +17,11 @@ Random numbers: ``normals`` (K, 2, c, d); step k of chain i uses ``normals[k, 0,
 then ``inject``). Outputs and failures as in :mod:`sgmcmc.engine.kernels`: a chain stops at its first step whose
 injected covariance is not PSD (:data:`NOT_PSD`) or whose θ or V_t is not finite (:data:`NON_FINITE`).
 
-The formulas (``gradient_into``) and the injected noise (``_inject``) are copies of :mod:`sgmcmc.engine.kernels`'s,
-not imports: numba's on-disk cache is keyed on the file of the compiled function alone, so a change there would not
-renew this file's cache (as in :mod:`sgmcmc.engine.data_kernels`). The tests pin this file's block to the numpy
-steps on every formula target, which pins the copies too.
+The formulas (``gradient_into``), the injected noise (``_inject``) and ``_finite`` are imported from
+:mod:`sgmcmc.engine.kernels` and compiled into this file's kernel. numba's on-disk cache is keyed on this file alone,
+so :data:`HELPERS_DIGEST` records their digest (:func:`sgmcmc.engine.kernels.helpers_digest`) as this file was
+written: where the imported helpers differ, the kernel is compiled without the disk cache (correct, compiled in every
+process) and ``tests/engine/test_preconditioned_kernels.py`` fails until the digest here is updated.
 """
 
 from __future__ import annotations
@@ -30,48 +31,31 @@ import math
 import numba
 import numpy as np
 
-from sgmcmc.engine import codes, gradients
-from sgmcmc.engine.codes import DIAGONAL_ESTIMATE, NO_ESTIMATE, NON_FINITE, NOT_PSD, OK
+from sgmcmc.engine import codes, gradients, kernels
+from sgmcmc.engine.codes import NON_FINITE, OK
 from sgmcmc.engine.gradients import CORRELATED_2D, DOUBLE_WELL, LECTURE_QUARTIC, QUADRATIC
-from sgmcmc.engine.kernels import Specialised
+from sgmcmc.engine.kernels import Specialised, _finite, _inject, gradient_into
 
 # numba freezes these constants into the compiled code, and its cache is keyed on this file alone: their values are
 # written here too, and a mismatch stops the import (change both files together, which renews the cache).
-_FROZEN = {"OK": 0, "NON_FINITE": 1, "NOT_PSD": 2, "NO_ESTIMATE": 0, "DIAGONAL_ESTIMATE": 1, "FULL_ESTIMATE": 2,
-           "QUADRATIC": 0, "DOUBLE_WELL": 1, "LECTURE_QUARTIC": 2, "CORRELATED_2D": 3}
+_FROZEN = {"OK": 0, "NON_FINITE": 1, "QUADRATIC": 0, "DOUBLE_WELL": 1, "LECTURE_QUARTIC": 2, "CORRELATED_2D": 3}
 _CHANGED = [name for name, value in _FROZEN.items() if getattr(codes, name, getattr(gradients, name, None)) != value]
 if _CHANGED:
     raise RuntimeError(f"sgmcmc.engine.preconditioned_kernels: the codes {', '.join(_CHANGED)} differ from the values "
                        "this file was compiled with; update _FROZEN here (which also renews numba's cache)")
 
 
-@numba.njit(cache=True, inline="always")
-def gradient_into(kind, parameters, theta, out):
-    """∇U(θ) of one chain's θ (d,) into ``out`` (d,): the formula ``kind`` of :mod:`sgmcmc.engine.gradients` (a copy
-    of :func:`sgmcmc.engine.kernels.gradient_into`)."""
-    d = theta.shape[0]
-    if kind == QUADRATIC:
-        for i in range(d):
-            total = 0.0
-            for j in range(d):
-                total += parameters[d + i * d + j] * (theta[j] - parameters[j])
-            out[i] = total
-    elif kind == DOUBLE_WELL:
-        for i in range(d):
-            x = theta[i]
-            out[i] = 4.0 * x**3 - 4.0 * x
-    elif kind == LECTURE_QUARTIC:
-        for i in range(d):
-            x = theta[i]
-            out[i] = (4.0 * x**3 + 3.0 * x**2 - 26.0 * x - 1.0) / 14.0
-    elif kind == CORRELATED_2D:
-        x, y = theta[0], theta[1]
-        residual = 4.0 * (y + 1.2) - x**2
-        out[0] = 0.4 * x**3 - 2.0 * x * residual
-        out[1] = 4.0 * residual
+def helpers_digest() -> str:
+    """The digest of what this file compiles from :mod:`sgmcmc.engine.kernels` (:func:`~sgmcmc.engine.kernels.
+    helpers_digest`)."""
+    return kernels.helpers_digest(gradient_into, _inject, _finite)
 
 
-@numba.njit(cache=True, inline="always")
+HELPERS_DIGEST = "d6c26bcc193c8475"
+CACHE = helpers_digest() == HELPERS_DIGEST
+
+
+@numba.njit(cache=CACHE, inline="always")
 def hessian_diagonal_into(kind, parameters, theta, out):
     """∂²U/∂θ_i² of one chain's θ (d,) into ``out`` (d,), for the formula ``kind`` (the targets' exact
     ``hessian_diagonal``): QUADRATIC P_ii; DOUBLE_WELL 12θ² − 4; LECTURE_QUARTIC (12θ² + 6θ − 26)/14;
@@ -93,61 +77,7 @@ def hessian_diagonal_into(kind, parameters, theta, out):
         out[1] = 16.0
 
 
-@numba.njit(cache=True, inline="always")
-def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip, normals, step, slot, chain, out, work):
-    """N(0, ε(2D − ε T V̂ T)) into ``out`` (``sgmcmc.noise.injected_noise``) with z = ``normals[step, slot, chain]``:
-    returns (status, clipped count). A copy of :func:`sgmcmc.engine.kernels._inject`."""
-    d = diffusion.shape[0]
-    if mode == NO_ESTIMATE:
-        for j in range(d):
-            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[step, slot, chain, j]
-        return OK, 0
-    if mode == DIAGONAL_ESTIMATE:
-        clipped = 0
-        for j in range(d):
-            value = step_size * (2.0 * diffusion[j] - step_size * scale[j] ** 2 * variance_diagonal[j])
-            if value < 0:
-                if not clip:
-                    return NOT_PSD, 0
-                value = 0.0
-                clipped += 1
-            out[j] = math.sqrt(value) * normals[step, slot, chain, j]
-        return OK, clipped
-    # full V̂: ε(2D − ε T V̂ T) = L Lᵀ, noise L z
-    for i in range(d):
-        for j in range(d):
-            work[i, j] = -(step_size**2) * scale[i] * variance[i, j] * scale[j]
-        work[i, i] += 2.0 * step_size * diffusion[i]
-    for j in range(d):
-        pivot = work[j, j]
-        for k in range(j):
-            pivot -= work[j, k] * work[j, k]
-        if not pivot > 0:
-            return NOT_PSD, 0
-        pivot = math.sqrt(pivot)
-        work[j, j] = pivot
-        for i in range(j + 1, d):
-            value = work[i, j]
-            for k in range(j):
-                value -= work[i, k] * work[j, k]
-            work[i, j] = value / pivot
-    for i in range(d):
-        total = 0.0
-        for k in range(i + 1):
-            total += work[i, k] * normals[step, slot, chain, k]
-        out[i] = total
-    return OK, 0
-
-
-@numba.njit(cache=True, inline="always")
-def _finite(values):
-    for value in values:
-        if not math.isfinite(value):
-            return False
-    return True
-
-
-@numba.njit(cache=True)
+@numba.njit(cache=CACHE)
 def _psgld_block(kind, parameters, factor, noise_diagonal, running, with_gamma, alpha, damping, mode,
                  variance_diagonal, variance, clip, theta0, average0, normals, step_sizes, theta_path, average_path,
                  clipped_path, bad_step, bad_code):

@@ -32,8 +32,6 @@ compiled in every process) and ``tests/engine/test_splitting_kernels.py`` fails 
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 import math
 
 import numba
@@ -52,11 +50,9 @@ if _CHANGED:
 
 
 def helpers_digest() -> str:
-    """The digest of what this file compiles from :mod:`sgmcmc.engine.kernels`: the helpers' source and the codes
-    frozen there."""
-    source = "".join(inspect.getsource(helper.py_func) for helper in (gradient_into, _inject, _finite))
-    source += repr(sorted(kernels._FROZEN.items()))
-    return hashlib.sha256(source.encode()).hexdigest()[:16]
+    """The digest of what this file compiles from :mod:`sgmcmc.engine.kernels` (:func:`~sgmcmc.engine.kernels.
+    helpers_digest`)."""
+    return kernels.helpers_digest(gradient_into, _inject, _finite)
 
 
 HELPERS_DIGEST = "d6c26bcc193c8475"

@@ -224,3 +224,13 @@ def test_no_kernel_where_it_does_not_apply():
     assert make_sampler("psgld", full, noise_clip=True, noise_estimate="zero").compiled_kernel() is not None
     assert make_sampler("psgld", make_target("double_well"), integrator="generic").compiled_kernel() is None
     assert make_sampler("psgld", make_target("gaussian_mixture_25")).compiled_kernel() is None
+
+
+def test_the_imported_helpers_are_the_ones_cached():
+    """numba's cache of preconditioned_kernels.py does not see a change of the helpers it compiles from kernels.py:
+    their digest is written in preconditioned_kernels.py (a mismatch compiles without the cache and fails here)."""
+    digest = preconditioned_kernels.helpers_digest()
+    assert digest == preconditioned_kernels.HELPERS_DIGEST, (
+        f"sgmcmc.engine.kernels' helpers changed: set HELPERS_DIGEST = {digest!r} in "
+        "sgmcmc/engine/preconditioned_kernels.py")
+    assert preconditioned_kernels.CACHE
