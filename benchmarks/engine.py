@@ -1,9 +1,11 @@
 """The engine's speed (``make bench``; issue 17's goals), in one JSON report:
 
 1. ``normals_per_second``: numpy's standard-normal draws per second (the random-number limit);
-2. ``chain_steps``: chain-steps per second of SGLD, SGHMC and SGNHT on the double well with V = 4 through
-   :func:`sgmcmc.runner.run_chains` (the run loop itself, samples kept after half the steps, no trace rows), at 1
-   and 1,000 chains, and as a fraction of the normal draws (each step draws 2 normals per chain and dimension);
+2. ``chain_steps``: chain-steps per second of SGLD, SGHMC and SGNHT, and of issue 21's pSGLD (its stationary
+   preconditioner, with Γ), BAOAB and BADODAB, on the double well with V = 4 through :func:`sgmcmc.runner.run_chains`
+   (the run loop itself, samples kept after half the steps, no trace rows), at 1 and 1,000 chains, as a fraction of
+   the normal draws (each step draws 2 normals per chain and dimension) and as the ratio of SGLD's rate at the same
+   chains in the same run to the sampler's (``cost_vs_sgld``: the cost per chain step against plain SGLD);
 3. ``linear_cost``: wall time of ``run.py`` at its default settings (trace rows every 100 steps) for 10⁴ and 10⁵
    steps, 1 and 1,000 chains, minus the start-up (a 1-step run): the ratio should be about 10 (goal ≤ 10.5);
 4. ``startup``: wall time of ``python run.py run.n_steps=100 run.burn_in=0 run.n_chains=10`` (median of 5, kernels
@@ -32,7 +34,7 @@ from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLERS = ("sgld", "sghmc", "sgnht")
+SAMPLERS = ("sgld", "sghmc", "sgnht", "psgld", "baoab", "badodab")  # sgld first: the others' cost_vs_sgld
 STEP_SIZE = 0.01
 
 
@@ -102,9 +104,12 @@ def main(argv=None) -> None:
         for n_chains, n_steps in ((1, one_chain_steps), (1000, many_chain_steps)):
             row = chain_steps_per_second(name, n_chains, n_steps)
             row["fraction_of_normal_draws"] = row["chain_steps_per_second"] * 2 / normals
+            sgld = next(r for r in report["chain_steps"] + [row] if r["sampler"] == "sgld" and r["n_chains"] == n_chains)
+            row["cost_vs_sgld"] = sgld["chain_steps_per_second"] / row["chain_steps_per_second"]
             report["chain_steps"].append(row)
-            print(f"{name:6s} {n_chains:5d} chains: {row['chain_steps_per_second'] / 1e6:7.2f} M chain-steps/s "
-                  f"({row['fraction_of_normal_draws']:.2f} of the normal draws)", flush=True)
+            print(f"{name:7s} {n_chains:5d} chains: {row['chain_steps_per_second'] / 1e6:7.2f} M chain-steps/s "
+                  f"({row['fraction_of_normal_draws']:.2f} of the normal draws, {row['cost_vs_sgld']:.2f}x SGLD's cost)",
+                  flush=True)
     with tempfile.TemporaryDirectory() as folder:
         for n_chains in (1, 1000):
             row = linear_cost(n_chains, short, long, Path(folder))
