@@ -55,10 +55,18 @@ from sgmcmc.engine.gradients import CORRELATED_2D, DOUBLE_WELL, LECTURE_QUARTIC,
 _FROZEN = {"OK": 0, "NON_FINITE": 1, "NOT_PSD": 2, "CONSTANT_METRIC": 0, "RATIONAL_METRIC": 1, "SPLITTING": 0, "EULER": 1,
            "THETA_FIRST": 2, "ABOBA": 3, "LEAPFROG": 0, "ALGORITHM_2": 1, "NO_ESTIMATE": 0, "DIAGONAL_ESTIMATE": 1,
            "FULL_ESTIMATE": 2, "QUADRATIC": 0, "DOUBLE_WELL": 1, "LECTURE_QUARTIC": 2, "CORRELATED_2D": 3}
-_CHANGED = [name for name, value in _FROZEN.items() if getattr(codes, name, getattr(gradients, name, None)) != value]
-if _CHANGED:
-    raise RuntimeError(f"sgmcmc.engine.kernels: the codes {', '.join(_CHANGED)} differ from the values this file was "
-                       "compiled with; update _FROZEN here (which also renews numba's cache)")
+
+
+def check_frozen(module: str, frozen: dict) -> None:
+    """Stop the import of kernel file ``module`` when a code it froze into its compiled code (``frozen``: name →
+    value, from :mod:`~sgmcmc.engine.codes` or :mod:`~sgmcmc.engine.gradients`) has another value now."""
+    changed = [name for name, value in frozen.items() if getattr(codes, name, getattr(gradients, name, None)) != value]
+    if changed:
+        raise RuntimeError(f"{module}: the codes {', '.join(changed)} differ from the values this file was compiled "
+                           "with; update _FROZEN there (which also renews numba's cache)")
+
+
+check_frozen(__name__, _FROZEN)
 
 
 def helpers_digest(*helpers) -> str:

@@ -31,7 +31,7 @@ import math
 import numba
 import numpy as np
 
-from sgmcmc.engine import codes, gradients, kernels
+from sgmcmc.engine import kernels
 from sgmcmc.engine.codes import NON_FINITE, OK
 from sgmcmc.engine.gradients import CORRELATED_2D, DOUBLE_WELL, LECTURE_QUARTIC, QUADRATIC
 from sgmcmc.engine.kernels import Specialised, _finite, _inject, gradient_into
@@ -39,10 +39,7 @@ from sgmcmc.engine.kernels import Specialised, _finite, _inject, gradient_into
 # numba freezes these constants into the compiled code, and its cache is keyed on this file alone: their values are
 # written here too, and a mismatch stops the import (change both files together, which renews the cache).
 _FROZEN = {"OK": 0, "NON_FINITE": 1, "QUADRATIC": 0, "DOUBLE_WELL": 1, "LECTURE_QUARTIC": 2, "CORRELATED_2D": 3}
-_CHANGED = [name for name, value in _FROZEN.items() if getattr(codes, name, getattr(gradients, name, None)) != value]
-if _CHANGED:
-    raise RuntimeError(f"sgmcmc.engine.preconditioned_kernels: the codes {', '.join(_CHANGED)} differ from the values "
-                       "this file was compiled with; update _FROZEN here (which also renews numba's cache)")
+kernels.check_frozen(__name__, _FROZEN)
 
 
 def helpers_digest() -> str:

@@ -37,16 +37,13 @@ import math
 import numba
 import numpy as np
 
-from sgmcmc.engine import codes, kernels
+from sgmcmc.engine import kernels
 from sgmcmc.engine.codes import NON_FINITE, NOT_PSD, OK
 from sgmcmc.engine.kernels import Specialised, _finite, _inject, gradient_into
 
 # The codes used here: frozen into the compiled code (as in kernels.py), checked at import.
 _FROZEN = {"OK": 0, "NON_FINITE": 1, "NOT_PSD": 2}
-_CHANGED = [name for name, value in _FROZEN.items() if getattr(codes, name) != value]
-if _CHANGED:
-    raise RuntimeError(f"sgmcmc.engine.splitting_kernels: the codes {', '.join(_CHANGED)} differ from the values this "
-                       "file was compiled with; update _FROZEN here (which also renews numba's cache)")
+kernels.check_frozen(__name__, _FROZEN)
 
 
 def helpers_digest() -> str:
