@@ -98,6 +98,21 @@ def noise_estimate_override(target: str, base: dict) -> list[str]:
     return ["sampler.noise_estimate=" + ("zero" if built.noise_covariance(theta) is None else "known")]
 
 
+def preconditioner_override(target: str, base: dict) -> list[str]:
+    """pSGLD's preconditioner on ``target``: Li et al.'s running RMSProp average where the stationary one would need a
+    full-data pass per step (a data target's minibatch covariance, or, where the toy does not tell V, its exact
+    minibatch covariance over the data: Welling–Teh's mixture), else the sampler's own (stationary)."""
+    from sgmcmc.targets.data import DataTarget
+
+    if "preconditioner" not in base["sampler"]:
+        return []
+    built = build_target(target)
+    theta = built.initial_position(1, np.random.default_rng(0))
+    if isinstance(built, DataTarget) or built.noise_covariance(theta) is None:
+        return ["sampler.preconditioner=running"]
+    return []
+
+
 def noise_comment(settings: dict, data_target: bool = False) -> list[str]:
     estimate = settings.get("sampler.noise_estimate")
     if estimate == "zero" and data_target:
@@ -112,6 +127,13 @@ def noise_comment(settings: dict, data_target: bool = False) -> list[str]:
         return [f"# The gradient noise is estimated from the minibatches (noise_estimate: running{form})"
                 + ("; the injected noise clipped to stay PSD (noise_clip)." if "sampler.noise_clip" in settings else ".")]
     return []
+
+
+def preconditioner_comment(settings: dict) -> list[str]:
+    if settings.get("sampler.preconditioner") != "running":
+        return []
+    return ["# preconditioner: running (Li et al.'s RMSProp average), since the stationary one's V(theta) here needs a pass",
+            "# over the data at every step."]
 
 
 def compose(overrides: list[str]) -> dict:
@@ -186,7 +208,8 @@ def tune(target: str, sampler: str, log=print) -> tuple[float | None, float, lis
 
 def tune_step_size(target: str, sampler: str, base: dict, run_length: list[str], log=print) -> tuple[float | None, float, list[dict], bool]:
     """:func:`tune`'s search over the step sizes for one run length."""
-    pair = [f"target={target}", f"sampler={sampler}", "~by_target"] + noise_estimate_override(target, base) + run_length
+    pair = ([f"target={target}", f"sampler={sampler}", "~by_target"] + noise_estimate_override(target, base)
+            + preconditioner_override(target, base) + run_length)
     own = float(base["sampler"]["step_size"])
     completes = None
     for step_size in (own,) + tuple(h for h in GRID if h != own):
@@ -231,7 +254,7 @@ def write_pair(target: str, sampler: str, step_size: float, own: float, results:
 
     path = BY_TARGET / target / f"{sampler}.yaml"
     base = compose([f"target={target}", f"sampler={sampler}", "~by_target"])
-    noise = noise_estimate_override(target, base)
+    noise = noise_estimate_override(target, base) + preconditioner_override(target, base)
     if step_size == own and not noise and not run_length:
         if path.exists():
             path.unlink()
@@ -260,6 +283,7 @@ def write_pair(target: str, sampler: str, step_size: float, own: float, results:
              f"# Step size: {rule}", f"# ({scores})."]
     settings = dict(override.lstrip("+").split("=", 1) for override in noise)
     lines += noise_comment(settings, data_target=isinstance(build_target(target), DataTarget))
+    lines += preconditioner_comment(settings)
     lines += ["sampler:", f"  step_size: {step_size:g}"] + [f"  {key.split('.', 1)[1]}: {value}" for key, value in settings.items()]
     if run_overrides(base) and not run_length:
         lines += ["# The target's run: at configs/config.yaml's shorter one no step size of the grid passes."]

@@ -151,22 +151,9 @@ NOT_YET: dict[tuple[str, str], str] = {
 }
 
 
-# Pairs whose default run is not measured in the suite, with why (listed in README): pSGLD's stationary preconditioner
-# forms the full-data noise covariance and Hessian diagonal every step (about ten full-data passes), and on the two
-# minibatch toy targets its default run (1,000 chains × 41,000 / 20,000 steps on the numpy steps) took over 15 min in
-# the fresh-clone run of session 6, beyond the suite's budget. Its correctness is checked on gaussian_1d, double_well and
-# correlated_2d (tests/samplers/test_psgld.py) and by this test on the other toy targets.
-NOT_MEASURED: dict[tuple[str, str], str] = {
-    ("normal_gamma", "psgld"): "the stationary preconditioner's default run takes over 15 min here (no compiled kernel)",
-    ("welling_teh_mixture", "psgld"): "the stationary preconditioner's default run is as slow as normal_gamma's",
-}
-
-
 @pytest.mark.parametrize("sampler", CORRECT)
 @pytest.mark.parametrize("target", toy_targets())
 def test_default_run_of_every_correct_sampler_passes_the_kl_check(target, sampler, request):
-    if (target, sampler) in NOT_MEASURED:
-        pytest.skip(f"not measured: {NOT_MEASURED[(target, sampler)]}")
     if (target, sampler) in NOT_YET:
         request.applymarker(pytest.mark.xfail(strict=True, reason=NOT_YET[(target, sampler)]))
     config = composed(f"target={target}", f"sampler={sampler}", "run.progress=false")
