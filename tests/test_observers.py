@@ -261,27 +261,35 @@ def test_gibbs_steps_come_every_k_steps_and_enter_the_trace():
 @pytest.mark.parametrize("name", ["baoab", "badodab"])
 def test_a_gibbs_step_drops_the_kept_gradient_of_the_old_hyperparameters(name):
     """BAOAB and BADODAB reuse the last step's ∇Ũ(θ) for their next first half kick. After a Gibbs step of λ (every 7
-    steps) that gradient is λ_old·θ: the run continues from a state without it, and the gradient kept at the end of the
-    next step is the exact one at the new λ (noise-free gradients), λ_new·θ. Without the drop, step 7's state would
-    still carry λ_old·θ and step 8 would kick with it."""
+    steps) that gradient is λ_old·θ₇ (λ_old = 1, the initial precisions): the run continues from a state without it,
+    and step 8 kicks with the gradient at the new λ. Checked from the states at steps 7 and 8 alone (noise-free
+    gradients, h = 0.05): both samplers start a step with B then A and end it with A then B, so
+    r₂ = r₈ + (h/2)λ_new θ₈, θ₁ = θ₈ − (h/2)r₂, r₁ = (θ₁ − θ₇)/(h/2), and the kick's gradient is (r₇ − r₁)/(h/2),
+    which must be λ_new θ₇ (with the stale gradient it is θ₇)."""
     from sgmcmc.observers import PathObserver
     from sgmcmc.samplers import make_sampler
     from tests.helpers import HierarchicalGaussian
 
+    half = 0.025
     target = HierarchicalGaussian(gibbs_every=7)
-    seen = PathObserver(lambda block: (block.stop, block.state.gradient, block.state.theta,
+    seen = PathObserver(lambda block: (block.stop, block.state.gradient, block.state.theta, block.state.momentum,
                                        {key: value.copy() for key, value in target.hyperparameters().items()}))
     settings = RunSettings(n_steps=8, n_chains=3, burn_in=0, eval_every=8, progress=False)
-    outcome = run_chains(make_sampler(name, target, noise_estimate="zero"), Constant(0.05), settings,
+    outcome = run_chains(make_sampler(name, target, noise_estimate="zero"), Constant(2 * half), settings,
                          np.random.default_rng(3), observers=[seen])
     assert outcome.status == "completed"
-    records = {stop: (gradient, theta, values) for stop, gradient, theta, values in seen.values}
+    records = {stop: rest for stop, *rest in seen.values}
     assert set(records) == {7, 8}
-    gradient, theta, values = records[7]
-    assert gradient is None
-    gradient, theta, values = records[8]
+    kept, theta7, momentum7, values = records[7]
+    assert kept is None
     precision = np.repeat(np.stack([values["precision_a"], values["precision_b"]], axis=1), 2, axis=1)
-    np.testing.assert_allclose(gradient, precision * theta, rtol=1e-12)
+    assert np.max(np.abs(precision - 1.0)) > 0.05  # the Gibbs step moved λ: the old and new gradients differ
+    kept, theta8, momentum8, _ = records[8]
+    np.testing.assert_allclose(kept, precision * theta8, rtol=1e-12)
+    momentum2 = momentum8 + half * precision * theta8
+    momentum1 = ((theta8 - half * momentum2) - theta7) / half
+    kicked_with = (momentum7 - momentum1) / half
+    np.testing.assert_allclose(kicked_with, precision * theta7, rtol=1e-7, atol=1e-9)
 
 
 @pytest.mark.parametrize("name, averaged", [("sghmc", True), ("sgd_momentum", False)])

@@ -66,9 +66,10 @@ def _finite(state: SamplerState) -> bool:
 
 
 def _non_finite_chains(state: SamplerState) -> np.ndarray:
-    """Which chains have a non-finite θ, r or ξ (n,)."""
+    """Which chains have a non-finite θ, r, ξ, pSGLD's running average or BAOAB's kept gradient (n,): the fields the
+    compiled kernels check."""
     bad = np.zeros(state.theta.shape[0], dtype=bool)
-    for part in (state.theta, state.momentum, state.xi):
+    for part in (state.theta, state.momentum, state.xi, state.preconditioner, state.gradient):
         if part is not None:
             bad |= ~np.isfinite(part.reshape(part.shape[0], -1)).all(axis=1)
     return bad

@@ -12,10 +12,11 @@ these by ``tests/engine/test_compiled_blocks.py`` on identical random numbers):
   the Metropolis–Hastings test on the exact H (its uniforms drawn after each step's normals, as the numpy step does).
 
 BAOAB and BADODAB (one gradient per step, kept from block to block) are in :mod:`sgmcmc.engine.splitting_kernels`,
-which compiles ``gradient_into``, ``_inject`` and ``_finite`` from here (a change of them: update its
-``HELPERS_DIGEST``, which ``tests/engine/test_splitting_kernels.py`` checks). pSGLD (``psgld``, ``psgld_no_gamma``:
-the RMSProp average kept from block to block, or the stationary preconditioner with its Hessian diagonal) is in
-:mod:`sgmcmc.engine.preconditioned_kernels`, with its own copies of ``gradient_into`` and ``_inject``.
+and pSGLD (``psgld``, ``psgld_no_gamma``: the RMSProp average kept from block to block, or the stationary
+preconditioner with its Hessian diagonal) in :mod:`sgmcmc.engine.preconditioned_kernels`. Both compile
+``gradient_into``, ``_inject`` and ``_finite`` from here: a change of them changes :func:`helpers_digest`, and their
+``HELPERS_DIGEST`` must be updated (``tests/engine/test_splitting_kernels.py`` and ``test_preconditioned_kernels.py``
+check it).
 
 Random numbers: ``normals`` has shape (K, 2, c, d); step k of chain i uses ``normals[k, 0, i]`` for the gradient
 noise ∇Ũ − ∇U = L z (L the target's noise factor) and ``normals[k, 1, i]`` for the injected noise (the

@@ -3,7 +3,7 @@ sgmcmc/samplers/psgld.py) on identical random numbers.
 
 1. The kernel's formulas: its Hessian diagonal equals each formula target's ``hessian_diagonal`` (1e-12), which
    equals central differences of the target's exact gradient (1e-6: the exact values are the right ones); its
-   gradient (a copy of kernels.py's) equals the target's ``gradient``.
+   gradient (kernels.py's ``gradient_into``) equals the target's ``gradient``.
 2. Two consecutive blocks, compiled and numpy, on every formula target, for psgld and psgld_no_gamma, both
    preconditioners, known and zero noise estimates: the same paths and final states (θ, and the running average V_t
    handed from the first block to the second) at 1e-12; with ``noise_clip``, the same clipped counts.
@@ -163,6 +163,18 @@ def test_divergence_stops_at_the_same_step(name, preconditioner):
     _assert_close(compiled.state.theta, reference.state.theta)
     if preconditioner == "running":
         _assert_close(compiled.state.preconditioner, reference.state.preconditioner)
+
+
+def test_an_overflowing_running_average_counts_its_chain_in_both_messages():
+    """θ₀ = 10⁵² in one chain of three: its gradient² overflows V_t (θ stays finite, D = 0), and both paths stop at
+    step 1 naming that one chain (the numpy path once counted only θ, r and ξ: "in 0 of 3 chains")."""
+    sampler = make_sampler("psgld", _target("double_well"), preconditioner="running", noise_estimate="zero")
+    state = sampler.init(np.array([[0.5], [1e52], [0.3]]), np.random.default_rng(0))
+    steps = np.full(3, 0.01)
+    reference = numpy_block(sampler, np.random.default_rng(1), state, steps, 0)
+    compiled = CompiledBlocks(sampler.compiled_kernel())(np.random.default_rng(1), state, steps, 0)
+    assert reference.status == compiled.status == DIVERGED
+    assert reference.error == compiled.error == "non-finite state at step 1 in 1 of 3 chains"
 
 
 # -- 4. the pin can fail ----------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@ reference, sgmcmc/samplers/baoab.py, itself pinned to the papers' update in test
 Every case runs two consecutive blocks from a fresh state (no kept gradient) twice with the same seed: ``numpy_block``
 (``sampler.step`` per step) and ``CompiledBlocks``. The first block checks the first gradient F(θ₀), drawn before the
 block's normals (``CompiledKernel.prepare``); the second the kept gradient's hand-over from block to block. Paths,
-final states (the kept gradient included) and the generators' positions after the blocks agree to 1e-12.
+final states (the kept gradient included) agree to 1e-12, and so do the generators' positions after blocks that
+complete (after a failure the run ends: the numpy path stops drawing at the failed step, the compiled one has drawn
+the block's normals).
 Deliberately broken kernels (F recomputed instead of reused, the hand-over dropped, the normals' slots swapped) are
 shown to fail the same comparison.
 """
