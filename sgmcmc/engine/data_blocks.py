@@ -19,9 +19,9 @@ and the target's reflection (Normal-Gamma's γ ≤ 0 → −γ with the momentum
 
 Random numbers: each step of the numpy path draws the minibatch keys ``rng.random((c, N))`` (none when n = N) and
 then the injected noise's ``rng.standard_normal((c, d))``. :class:`DataKernel` makes the same calls in the same
-order, step after step, into preallocated arrays, takes every step's n smallest keys with one vectorised
-``np.argpartition`` (the same indices in the same order as the per-step call), and runs the kernel once per chunk of
-steps: a chunk holds at most :data:`KEY_ELEMENTS` keys, so memory stays bounded for N = 12,214 (logistic).
+order, step after step, into preallocated arrays, takes every step's n smallest keys in one compiled pass
+(:func:`sgmcmc.engine.data_kernels.smallest_keys`: the same indices in the same, ascending, order as the per-step
+call), and runs the kernel once per chunk of steps: a chunk holds at most :data:`KEY_ELEMENTS` keys, so memory stays bounded for N = 12,214 (logistic).
 The stream is the numpy steps' one, so a seed gives the same samples on both paths (to rounding).
 """
 
@@ -114,8 +114,11 @@ class DataKernel:
         for k in range(n_steps):
             rng.random(out=keys[k])
             rng.standard_normal(out=normals[k])
-        index = np.argpartition(keys, batch - 1, axis=2)[:, :, :batch]  # DataTarget.minibatch, every step at once
-        return np.ascontiguousarray(index, dtype=np.int64), normals
+        from sgmcmc.engine import data_kernels
+
+        index = np.empty((n_steps, n_chains, batch), dtype=np.int64)
+        data_kernels.smallest_keys(keys, batch, index)  # DataTarget.minibatch, every step at once
+        return index, normals
 
     def __call__(self, rng: np.random.Generator, state, step_sizes: np.ndarray, start: int) -> Block:
         from sgmcmc.engine import data_kernels

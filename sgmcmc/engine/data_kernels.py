@@ -64,6 +64,57 @@ llvmlite.binding.add_symbol("sgmcmc_data_kernels_dsyrk", get_cython_function_add
 _dsyrk = types.ExternalFunction("sgmcmc_data_kernels_dsyrk", types.void(*([types.voidptr] * 10)))
 
 
+# Candidate lists up to this long are sorted by insertion; from a longer one numba's np.partition takes the threshold.
+_INSERTION_SORT_MAX = 64
+
+
+@numba.njit(cache=True)
+def smallest_keys(keys, batch, out):
+    """``out[k, c]`` = the indices of the ``batch`` smallest of ``keys[k, c]`` (K, c, N), in ascending order: each step's
+    minibatch, the set :meth:`sgmcmc.targets.data.DataTarget.minibatch` takes (``np.argpartition``, then sorted).
+
+    One pass keeps the candidates below t₀ = (n + 3√n + 3)/N (branch-free), which for uniform keys holds the n smallest
+    but for a chance of about 1e-3 (else every key is a candidate); the n-th smallest candidate is the threshold, and
+    the candidates below it, with as many equal to it (lowest index first) as fill n, are written in index order.
+    Whether the keys are uniform changes the speed only, not the set."""
+    n_steps, n_chains, n_data = keys.shape
+    cutoff = min(1.0, (batch + 3.0 * math.sqrt(batch) + 3.0) / n_data)
+    candidates = np.empty(n_data + 1)
+    where = np.empty(n_data + 1, dtype=np.int64)
+    ordered = np.empty(n_data + 1)
+    for k in range(n_steps):
+        for c in range(n_chains):
+            found = 0
+            for i in range(n_data):
+                candidates[found] = keys[k, c, i]
+                where[found] = i
+                found += keys[k, c, i] < cutoff
+            if found < batch:
+                for i in range(n_data):
+                    candidates[i] = keys[k, c, i]
+                    where[i] = i
+                found = n_data
+            if found <= _INSERTION_SORT_MAX:
+                for j in range(found):
+                    value, m = candidates[j], j - 1
+                    while m >= 0 and ordered[m] > value:
+                        ordered[m + 1] = ordered[m]
+                        m -= 1
+                    ordered[m + 1] = value
+                threshold = ordered[batch - 1]
+            else:
+                threshold = np.partition(candidates[:found], batch - 1)[batch - 1]
+            ties = batch  # the keys equal to the threshold that go in: n less those below it
+            for j in range(found):
+                ties -= candidates[j] < threshold
+            written = 0
+            for j in range(found):
+                if candidates[j] < threshold or (candidates[j] == threshold and ties > 0):
+                    ties -= candidates[j] == threshold
+                    out[k, c, written] = where[j]
+                    written += 1
+
+
 @numba.njit(cache=True)
 def scatter_product(centred, out):
     """``out`` = centredᵀ centred (d, d) for ``centred`` (n, d), C order: BLAS dsyrk (uplo U, no transpose, k = n on

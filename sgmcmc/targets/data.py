@@ -115,15 +115,21 @@ class DataTarget(Target):
         """n distinct indices of range(N) per chain (without replacement within a step), shape (n_chains, n).
 
         The draw: ``keys = rng.random((n_chains, N))``, one uniform key per data point and chain; a chain's
-        minibatch is the set of its n smallest keys (``np.argpartition(keys, n − 1, axis=1)[:, :n]``), a uniformly
-        random n-subset. The order of the indices within a row is not random (only the set matters). When
-        n = N every chain gets ``range(N)`` and nothing is drawn from ``rng``.
+        minibatch is the indices of its n smallest keys, a uniformly random n-subset, in ascending order (only the set
+        is random): ``np.sort(np.argpartition(keys, n − 1, axis=1)[:, :n], axis=1)``, taken in one compiled pass by
+        :func:`sgmcmc.engine.data_kernels.smallest_keys` (the data kernels' selection; ``tests/engine/
+        test_data_kernels.py`` checks it against a stable sort). When n = N every chain gets ``range(N)`` and nothing
+        is drawn from ``rng``.
         """
+        from sgmcmc.engine.data_kernels import smallest_keys  # (numba: loaded on the first minibatch)
+
         n_chains = int(n_chains)
         if self.batch_size == self.n_data:
             return np.tile(np.arange(self.n_data), (n_chains, 1))
-        keys = rng.random((n_chains, self.n_data))
-        return np.argpartition(keys, self.batch_size - 1, axis=1)[:, : self.batch_size]
+        keys = rng.random((1, n_chains, self.n_data))
+        index = np.empty((1, n_chains, self.batch_size), dtype=np.int64)
+        smallest_keys(keys, self.batch_size, index)
+        return index[0]
 
     def minibatch_gradient(self, theta: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(∇Ũ(θ), per-example gradients of the minibatch), shapes (c, d) and (c, n, d).
