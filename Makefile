@@ -1,4 +1,5 @@
-# Two commands: `make run` (set up + default experiment) and `make test` (set up + tests).
+# Two commands: `make run` (set up + default experiment) and `make test` (set up + every correctness check, <= 10 min);
+# `make validate` runs the long checks (<= 25 min). CI (.ci/run) runs both, `make test` first.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -13,7 +14,7 @@ PAPER_ROOT ?= results/paper
 SMOKE_ROOT ?= results/smoke
 PAPER_EXPERIMENTS := recipe_fig2 sghmc_slides lecture_toys ccadl_table1 ccadl_fig2 ccadl_fig2_posterior ccadl_fig3 recipe_fig3 sghmc_bnn sghmc_bpmf csgmcmc_mixture sgld_cv_scaling
 
-.PHONY: setup run test clean figures smoke check-samplers recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic ccadl-fig2 ccadl-fig2-posterior ccadl-fig3 recipe-fig3 sghmc-bnn sghmc-bpmf sghmc-bpmf-synthetic csgmcmc-mixture sgld-cv-scaling bench bench-peers
+.PHONY: setup run test validate clean figures smoke check-samplers recipe-fig2 sghmc-slides lecture-toys ccadl-table1 reference-logistic ccadl-fig2 ccadl-fig2-posterior ccadl-fig3 recipe-fig3 sghmc-bnn sghmc-bpmf sghmc-bpmf-synthetic csgmcmc-mixture sgld-cv-scaling bench bench-peers
 
 setup: $(STAMP)
 
@@ -26,8 +27,17 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python run.py $(ARGS)
 
+# Both tiers on pytest-xdist's workers (one per core; they share numba's on-disk cache, warmed once by the first
+# process, tests/conftest.py), one BLAS thread each, and print the 25 slowest tests.
+TEST_WORKERS ?= auto
+PYTEST_TIERS := $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25
 test: $(STAMP)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PYTEST_TIERS) -m "not validate" $(PYTEST_ARGS)
+
+# the long checks: every sampler x toy target default run at its full length, every sampler's walk over the real-data
+# targets, every paper experiment's smoke run
+validate: $(STAMP)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PYTEST_TIERS) -m validate $(PYTEST_ARGS)
 
 # --- paper figures and tables (each regenerates its folder under results/paper/<figure-id>/) -------
 recipe-fig2: $(STAMP)
@@ -101,7 +111,7 @@ bench-peers: $(STAMP)
 		|| { echo 'bench-peers needs jax and blackjax, which did not install (see $(VENV)/peers-install.log): pip install -e ".[peers]"'; exit 1; }
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.peers $(ARGS)
 
-# every experiment with tiny settings, in seconds (also part of `make test`: each tests/test_<experiment>.py has a test_smoke_run_*)
+# every experiment with tiny settings, in seconds (also part of `make validate`: each tests/test_<experiment>.py has a test_smoke_run_*)
 smoke: $(STAMP)
 	for experiment in $(PAPER_EXPERIMENTS); do \
 		$(BIN)/python -m experiments.$$experiment --smoke --root $(SMOKE_ROOT) --jobs 1 || exit 1; \

@@ -1,5 +1,5 @@
 """Shang et al. Fig. 2 (SPEC E5, §4.9) on the real MNIST 7 vs 9 (skipped without ../shared/data or SGMCMC_DATA):
-the smoke run of the four Hydra multiruns (part of `make test`), and a run of the Fig. 2 setting long enough to
+the smoke run of the four Hydra multiruns (part of `make validate`), and a run of the Fig. 2 setting long enough to
 compare its test log-likelihood with an independent truth.
 
 Reference values, computed here on the same 2,037 test points, independently of the samplers and of the
@@ -75,6 +75,7 @@ def test_truths_are_where_expected(truth):
     assert truth.map_accuracy == pytest.approx(0.946, abs=0.002)
 
 
+@pytest.mark.validate
 @needs_mnist
 def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch, truth):
     """Four passes (the smoke budget) from θ₀ ≈ 0 are far from converged, so the summary's numbers are checked

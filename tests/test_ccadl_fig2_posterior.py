@@ -1,4 +1,4 @@
-"""Smoke run of the long-chain Fig. 2 bottom row (part of `make test`; needs the MNIST files and the
+"""Smoke run of the long-chain Fig. 2 bottom row (part of `make validate`; needs the MNIST files and the
 committed HMC reference)."""
 
 import pytest
@@ -8,6 +8,7 @@ from tests.helpers import one_thread, smoke_run
 from tests.test_ccadl_fig2 import DATA
 
 
+@pytest.mark.validate
 @pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="needs the MNIST files (../shared/data or SGMCMC_DATA)")
 def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch):
     with one_thread(monkeypatch):  # SGHMC's clipped 100×100 draws in the sweep

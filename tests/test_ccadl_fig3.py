@@ -1,4 +1,4 @@
-"""Shang et al. Fig. 3: the seed summary on a made-up table (always), and a smoke run (part of `make test`) on
+"""Shang et al. Fig. 3: the seed summary on a made-up table (always), and a smoke run (part of `make validate`) on
 the real letter files (skipped without them): Hydra multiruns with 2 passes write the figure and the summary,
 and ``--into`` adds the extra-seed sweeps to that folder."""
 
@@ -64,6 +64,7 @@ def test_bad_options_exit_2_with_one_line(args, key, capsys):
     assert stop.value.code == 2 and error.startswith(f"error: {key}") and "\n" not in error
 
 
+@pytest.mark.validate
 @pytest.mark.skipif(not (DATA / "libsvm").is_dir(), reason="needs the LIBSVM files (../shared/data or SGMCMC_DATA)")
 def test_smoke_run_writes_figure_and_summary_and_into_adds_seeds(tmp_path, monkeypatch):
     with one_thread(monkeypatch):  # the sweeps, and the test-set passes over the collected samples

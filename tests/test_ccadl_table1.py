@@ -1,4 +1,4 @@
-"""Smoke run of Shang et al. Table 1 / Fig. 1 (part of `make test`): three Hydra multirun sweeps with
+"""Smoke run of Shang et al. Table 1 / Fig. 1 (part of `make validate`): three Hydra multirun sweeps with
 tiny settings write the table, the thermostat table and the figure. The i.i.d. floor of the density RMSE that the
 summary reports is checked against its multinomial expectation, sqrt(mean_i p_i(1 − p_i)/(m w²)) per coordinate,
 from the exact marginals' bin probabilities p_i (independent of the sampler and of the histogram code)."""
@@ -7,12 +7,14 @@ import re
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from sgmcmc.targets import make_target
 
 from experiments import ccadl_table1
 
 
+@pytest.mark.validate
 def test_smoke_run_writes_table_and_figure(tmp_path):
     ccadl_table1.main(["--smoke", "--root", str(tmp_path), "--jobs", "1"])
     (folder,) = (tmp_path / "ccadl-table1").glob("2*")

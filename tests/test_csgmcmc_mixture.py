@@ -15,6 +15,7 @@ from tests.helpers import smoke_run
 from tests.test_recipe_fig3 import expected_verdict
 
 
+@pytest.mark.validate
 def test_smoke_run_writes_figures_and_summary(tmp_path, monkeypatch):
     folder, table = smoke_run(experiment, "csgmcmc-mixture", tmp_path, monkeypatch, tmp_path / "data", (),
                               ["fig_mixture.png", "fig_mode_counts.png"])

@@ -57,6 +57,7 @@ def test_discrete_stationary_covariance_of_sgld_matches_the_closed_form():
     np.testing.assert_allclose(small, np.linalg.inv(precision), rtol=2e-3)
 
 
+@pytest.mark.validate
 def test_smoke_run_writes_summary_and_figures(tmp_path):
     lecture_toys.main(["--smoke", "--root", str(tmp_path), "--jobs", "1"])
     folders = list((tmp_path / "lecture-toys").glob("*/summary.csv"))

@@ -1,12 +1,14 @@
-"""Smoke run of the recipe Fig. 2 reproduction (part of `make test`), and its KL-against-steps helper."""
+"""Smoke run of the recipe Fig. 2 reproduction (part of `make validate`), and its KL-against-steps helper."""
 
 import numpy as np
 import pandas as pd
+import pytest
 
 from experiments import recipe_fig2
 from sgmcmc.targets import make_target
 
 
+@pytest.mark.validate
 def test_smoke_run_writes_figures_and_summaries(tmp_path):
     recipe_fig2.main(["--smoke", "--root", str(tmp_path), "--jobs", "1"])
     (folder,) = (tmp_path / "recipe-fig2").glob("2*")

@@ -1,4 +1,4 @@
-"""Smoke run of the recipe paper's Fig. 3 (online LDA; part of `make test`; needs the Wikipedia sample and the
+"""Smoke run of the recipe paper's Fig. 3 (online LDA; part of `make validate`; needs the Wikipedia sample and the
 vocabulary of ../shared/data or SGMCMC_DATA): tuning, the four samplers over seeds, the online-VB baseline.
 
 Independent truths: a predictor that has learnt nothing (uniform over the vocabulary) has a perplexity of exactly
@@ -30,6 +30,7 @@ def vocabulary_size() -> int:
     return sum(1 for line in path.read_text().splitlines() if line.strip())
 
 
+@pytest.mark.validate
 @pytest.mark.skipif(not (DATA / "wikipedia").is_dir(), reason="needs the Wikipedia sample (../shared/data or SGMCMC_DATA)")
 def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch):
     folder, table = smoke_run(recipe_fig3, "recipe-fig3", tmp_path, monkeypatch, DATA, ["--seeds", "1,2"], ["fig3_lda.png"])

@@ -10,6 +10,7 @@ from sgmcmc.reference import ReferenceMissing, load_reference
 from tests.helpers import fake_mnist_source
 
 
+@pytest.mark.validate
 def test_smoke_run_writes_a_loadable_reference(monkeypatch, tmp_path):
     monkeypatch.setattr(mnist_module, "load_mnist", lambda data_dir=None, digits=None: fake_mnist_source(n_train=600))
     monkeypatch.setenv("SGMCMC_CACHE", str(tmp_path / "cache"))

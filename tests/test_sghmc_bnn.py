@@ -11,6 +11,7 @@ from tests.test_ccadl_fig2 import DATA
 from tests.test_recipe_fig3 import expected_verdict
 
 
+@pytest.mark.validate
 @pytest.mark.skipif(not (DATA / "mnist").is_dir(), reason="needs MNIST (../shared/data or SGMCMC_DATA)")
 def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch):
     folder, table = smoke_run(sghmc_bnn, "sghmc-bnn", tmp_path, monkeypatch, DATA, ["--seeds", "0,1"],

@@ -14,6 +14,7 @@ from sgmcmc.data.synthetic_ratings import SIZES, draw_ratings, expected_rating
 from tests.helpers import smoke_run
 
 
+@pytest.mark.validate
 def test_smoke_run_on_the_synthetic_set(tmp_path, monkeypatch):
     monkeypatch.setenv("SGMCMC_CACHE", str(tmp_path / "cache"))
     folder, table = smoke_run(sghmc_bpmf, "sghmc-bpmf", tmp_path / "out", monkeypatch, tmp_path / "data",

@@ -189,6 +189,7 @@ def test_experiment_configs_compose_and_validate(path):
         assert validate_config(compose([f"+experiment={path.stem}", f"sampler={sampler}"]))["sampler"]["name"] == sampler
 
 
+@pytest.mark.validate
 def test_smoke_run_writes_summary_and_figures(tmp_path):
     from experiments import sghmc_slides
 

@@ -17,6 +17,7 @@ from sgmcmc.targets import make_target
 from tests.helpers import smoke_run
 
 
+@pytest.mark.validate
 def test_smoke_run_writes_the_figure_and_the_summaries(tmp_path, monkeypatch):
     folder, table = smoke_run(sgld_cv_scaling, "sgld-cv-scaling", tmp_path, monkeypatch, tmp_path, files=("scaling.png",))
     assert set(table["method"]) == {"SGLD", "SGLD-CV"} and (table["status"] == "completed").all()
