@@ -59,6 +59,10 @@ def _table_rows(text):
 
 
 def test_all_lists_every_sampler_with_a_verdict_and_its_kernel_stein_discrepancy():
+    """``make check-samplers`` as it runs: about 25 s, and it cannot be cheaper, because the KSD table's claims are
+    about each sampler's run at its default length (1,000 chains, the last state of each; the compiled kernels): a
+    shorter run would check other numbers than the ones the command prints. The stationarity half alone is
+    :func:`test_all_without_the_ksd_table`."""
     result = run_check("--all")
     assert result.returncode == 0, result.stderr
     stationarity, _, ksd_table = result.stdout.partition("Kernel Stein discrepancy on gaussian_2d_cov")

@@ -16,7 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -66,21 +66,24 @@ def _default_sigint():
 
 
 def start_and_pause(args, stop_after: int) -> subprocess.Popen:
-    """Start ``run.py args`` and wait until it has stopped itself after its ``stop_after``-th checkpoint."""
+    """Start ``run.py args`` and wait until it has stopped itself after its ``stop_after``-th checkpoint: the wait is
+    ``waitpid(WUNTRACED)``, which returns when the kernel reports the child stopped (or ended), not a poll on the clock."""
     command = [sys.executable, str(ROOT / "tests" / "seams" / "run_paused.py"), str(stop_after), *args]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=_env(),
                                preexec_fn=_default_sigint)
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            out, err = process.communicate()
-            pytest.fail(f"run.py ended ({process.returncode}) before its checkpoint {stop_after}:\n{out}\n{err}")
-        state = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        if state == "T":
-            return process
-        time.sleep(0.05)
-    process.kill()
-    pytest.fail("run.py did not reach its checkpoint in time")
+    status = []
+    waiter = threading.Thread(target=lambda: status.append(os.waitpid(process.pid, os.WUNTRACED)[1]), daemon=True)
+    waiter.start()
+    waiter.join(timeout=300)
+    if not status:
+        process.kill()
+        waiter.join()
+        pytest.fail("run.py did not reach its checkpoint in time")
+    if not os.WIFSTOPPED(status[0]):  # it ended: waitpid has reaped it, so its exit code is known here only
+        process.returncode = os.waitstatus_to_exitcode(status[0])
+        out, err = process.communicate()
+        pytest.fail(f"run.py ended ({process.returncode}) before its checkpoint {stop_after}:\n{out}\n{err}")
+    return process
 
 
 def only_folder(results_dir: Path) -> Path:
@@ -287,7 +290,9 @@ def test_a_finished_or_unknown_folder_cannot_be_resumed(double_well, tmp_path):
 
 
 def test_second_signal_stops_at_once():
-    """In process: the first SIGINT only asks the run to stop after its step; the second raises KeyboardInterrupt."""
+    """In process: the first SIGINT only asks the run to stop after its step; the second raises KeyboardInterrupt.
+    ``signal.raise_signal`` returns only after the handler has run (CPython checks for signals before it returns), so
+    nothing waits on the clock."""
     from sgmcmc.experiment import _signals_stop_the_run
 
     previous = signal.getsignal(signal.SIGINT)
@@ -295,12 +300,10 @@ def test_second_signal_stops_at_once():
     try:
         with _signals_stop_the_run() as stop_requested:
             assert not stop_requested()
-            os.kill(os.getpid(), signal.SIGINT)
-            time.sleep(0.01)
+            signal.raise_signal(signal.SIGINT)
             assert stop_requested()
             with pytest.raises(KeyboardInterrupt):
-                os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(0.5)
+                signal.raise_signal(signal.SIGINT)
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGINT, previous)
