@@ -12,6 +12,7 @@ runs are ``make validate``'s (marked ``validate``).
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -51,6 +52,7 @@ def composed(*overrides: str) -> dict:
     return config
 
 
+@functools.cache  # asked at collection and by every pair of the walk: one composition per target
 def reads_data(target: str) -> bool:
     return "data_dir" in composed(f"target={target}")["target"]
 
@@ -132,6 +134,7 @@ def test_every_sampler_on_the_example_user_model_completes_or_refuses_in_one_lin
     assert status == "completed", (folder / "metrics.json").read_text()
 
 
+@functools.cache  # a list of the parametrisation and of the test below: each target's exact density built once
 def toy_targets() -> list[str]:
     """The targets that read no data and have an exact density on the KL grid."""
     out = []
