@@ -27,10 +27,11 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python run.py $(ARGS)
 
-# Both tiers on pytest-xdist's workers (one per core; they share numba's on-disk cache, warmed once by the first
-# process, tests/conftest.py), one BLAS thread each, and print the 25 slowest tests.
+# Both tiers on pytest-xdist's workers, one per core, one BLAS thread each; they share numba's on-disk cache and compile
+# each function once (tests/conftest.py); a module marked xdist_group runs on one worker, so its module fixture is built
+# once. Both print the 25 slowest tests.
 TEST_WORKERS ?= auto
-PYTEST_TIERS := $(BIN)/python -m pytest -n $(TEST_WORKERS) --durations=25
+PYTEST_TIERS := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25
 test: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(PYTEST_TIERS) -m "not validate" $(PYTEST_ARGS)
 

@@ -27,6 +27,10 @@ import pytest
 from experiments import ccadl_fig2
 from tests.helpers import one_thread
 
+# One worker takes the whole module (make's --dist loadgroup), so that its module fixture `truth` is built
+# once a run: MNIST 7 vs 9 loaded and scikit-learn's fits.
+pytestmark = pytest.mark.xdist_group("test_ccadl_fig2")
+
 DATA = Path(os.environ.get("SGMCMC_DATA", Path(__file__).resolve().parents[1].parent / "shared" / "data"))
 ROOT = Path(__file__).resolve().parents[1]
 N_TEST = 2037  # SPEC T8: all MNIST test 7s and 9s

@@ -28,6 +28,10 @@ from sgmcmc.experiment import without_timings
 from tests.targets.test_lda import N_TOPICS, _write_corpus
 from tests.test_checkpoint import _flip_byte
 
+# One worker takes the whole module (make's --dist loadgroup), so that its module fixture `double_well` is built
+# once a run: the uninterrupted reference run, 2.6 s.
+pytestmark = pytest.mark.xdist_group("test_fault_tolerance")
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 QUIET = ["run.progress=false"]

@@ -28,8 +28,11 @@ THREADS = {key: "1" for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_
 # every variable Ray reads to stay on the loopback, set here too, so that no test ever listens elsewhere
 # (test_ray_environment_callback checks that the launcher config alone sets them)
 RAY_LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
-# configs/hydra/launcher/ray.yaml replaces the plugin's "ray" config on purpose (run.py silences this too)
-pytestmark = pytest.mark.filterwarnings(r"ignore:\s*'hydra/launcher/ray' is validated against ConfigStore schema")
+# One worker takes the whole module (make's --dist loadgroup), so that its module fixture `basic_results` is built
+# once a run: the basic launcher's six jobs, 2.3 s.
+# configs/hydra/launcher/ray.yaml replaces the plugin's "ray" config on purpose (run.py silences this too).
+pytestmark = [pytest.mark.xdist_group("test_launchers"),
+              pytest.mark.filterwarnings(r"ignore:\s*'hydra/launcher/ray' is validated against ConfigStore schema")]
 PLUGINS = {"joblib": ["hydra_plugins.hydra_joblib_launcher"],
            "submitit_local": ["hydra_plugins.hydra_submitit_launcher", "submitit"],
            "ray": ["hydra_plugins.hydra_ray_launcher", "ray"]}

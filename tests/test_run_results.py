@@ -26,6 +26,10 @@ from tests.helpers import RequestStopAt
 from tests.targets.test_lda import N_TOPICS, WORDS
 from tests.targets.test_lda import _config as lda_config
 
+# One worker takes the whole module (make's --dist loadgroup), so that its module fixture `sweep_folder` is built
+# once a run: a sweep's folder, 1.7 s.
+pytestmark = pytest.mark.xdist_group("test_run_results")
+
 ROOT = Path(__file__).resolve().parents[1]
 THREADS = {key: "1" for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
 N_STEPS, N_CHAINS, BURN_IN, THIN, EVAL_EVERY = 60, 5, 15, 2, 10

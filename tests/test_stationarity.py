@@ -22,6 +22,10 @@ from sgmcmc.stationarity import (
 )
 from sgmcmc.targets import make_target
 
+# One worker takes the whole module (make's --dist loadgroup), so that its module fixture `double_well_results` is built
+# once a run: every sampler's residual on the double well, 1.2 s.
+pytestmark = pytest.mark.xdist_group("test_stationarity")
+
 # The config step sizes (configs/sampler/*.yaml) and the SPEC §4.3 noise V = 4.
 STEP = {"sgld": 0.02, "sgrld": 0.02, "hmc": 0.1, "naive_sghmc": 0.1, "sghmc": 0.1, "sgnht": 0.05,
         "naive_sgrhmc": 0.1, "sgrhmc": 0.1}

@@ -21,3 +21,4 @@ def test_report_lines_takes_the_slowest_block_and_the_summary():
 
 def test_report_lines_of_an_output_without_them():
     assert report_lines("error: no such file\n") == {"slowest": [], "summary": ""}
+

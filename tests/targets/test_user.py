@@ -27,6 +27,10 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.user import UserModelError, load_model_class, user_target
 
+# One worker takes the whole module (make's --dist loadgroup), so that its module fixture `reference_posterior` is built
+# once a run: HMC on the full data, 3 s.
+pytestmark = pytest.mark.xdist_group("test_user")
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = "examples/breast_cancer_logistic.py:BreastCancerLogistic"
 THREADS = {key: "1" for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")}
