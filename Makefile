@@ -27,8 +27,8 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/python run.py $(ARGS)
 
-# Both tiers on pytest-xdist's workers, one per core, one BLAS thread each; they share numba's on-disk cache and compile
-# each function once (tests/conftest.py); a module marked xdist_group runs on one worker, so its module fixture is built
+# Both tiers on pytest-xdist's workers, one per core, one BLAS thread each; they share numba's on-disk cache and none
+# compiles a function another has compiled (tests/conftest.py); a module marked xdist_group runs on one worker, so its module fixture is built
 # once. Both print the 25 slowest tests.
 TEST_WORKERS ?= auto
 PYTEST_TIERS := $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --durations=25

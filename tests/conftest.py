@@ -3,8 +3,8 @@
 import fcntl
 import hashlib
 import os
-import shutil
 import tempfile
+import threading
 from pathlib import Path
 
 import numba.core.dispatcher
@@ -21,40 +21,42 @@ class CompileOnceAcrossWorkers:
 
     numba looks in its on-disk cache (``cache=True``: the ``__pycache__`` folders every worker shares) before it
     compiles, so a worker that needs a kernel another worker is compiling waits for that one function and then loads
-    it from the cache: no worker compiles what another already has, and workers compiling different functions do not
-    wait for each other (a lock on the whole compiler made them: 350 s against 322 s for a cold `make test`)."""
+    it from the cache: no worker compiles what another has compiled (a function whose cache is off, and the runs that
+    tests start as subprocesses, compile on their own), and workers compiling different functions do not wait for
+    each other (a lock on the whole compiler made them: 350 s against 322 s for a cold `make test`)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
-        self.held: set[str] = set()  # this worker's locks (a function compiled inside its own compilation: no wait)
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.held = threading.local()  # the functions this thread is compiling (one compiled inside its own: no wait)
         self.compile = numba.core.dispatcher.Dispatcher.compile
 
     def __call__(self, dispatcher, signature):
         name = f"{dispatcher.py_func.__module__}.{dispatcher.py_func.__qualname__}"
-        if name in self.held:
+        held = self.held.__dict__.setdefault("names", set())
+        if name in held:
             return self.compile(dispatcher, signature)
-        self.folder.mkdir(exist_ok=True)  # (again after a worker that ended first removed it)
         with open(self.folder / hashlib.sha1(name.encode()).hexdigest(), "a") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
-            self.held.add(name)
+            held.add(name)
             try:
                 return self.compile(dispatcher, signature)
             finally:
-                self.held.discard(name)
+                held.discard(name)
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-# set in every worker of one `pytest -n` run; conftest is imported before any test module compiles anything
-LOCK_FOLDER = (Path(tempfile.gettempdir()) / f"sgmcmc-numba-compile-{os.environ['PYTEST_XDIST_TESTRUNUID']}"
-               if "PYTEST_XDIST_TESTRUNUID" in os.environ else None)
-if LOCK_FOLDER is not None:
-    compile_once = CompileOnceAcrossWorkers(LOCK_FOLDER)
+def pytest_configure(config):
+    """In each worker of one ``pytest -n`` run, before any test module is imported: the lock files live beside the
+    workers' temporary folders, in the run's own, which pytest removes with its old runs (nothing to delete here
+    while another worker may still compile)."""
+    if not hasattr(config, "workerinput"):
+        return
+    basetemp = config.option.basetemp  # <the run's temporary folder>/popen-gw<n>
+    folder = (Path(basetemp).parent if basetemp else Path(tempfile.gettempdir()) /
+              f"sgmcmc-{config.workerinput['testrunuid']}") / "numba-compile-locks"
+    compile_once = CompileOnceAcrossWorkers(folder)
     numba.core.dispatcher.Dispatcher.compile = lambda dispatcher, signature: compile_once(dispatcher, signature)
-
-
-def pytest_unconfigure(config):
-    if LOCK_FOLDER is not None:  # a worker still compiling holds its lock file open: removing the folder is harmless
-        shutil.rmtree(LOCK_FOLDER, ignore_errors=True)
 
 
 @pytest.fixture

@@ -81,8 +81,10 @@ def start_and_pause(args, stop_after: int) -> subprocess.Popen:
     waiter.join(timeout=300)
     if not status:
         process.kill()
-        waiter.join()
-        pytest.fail("run.py did not reach its checkpoint in time")
+        waiter.join()  # it reaps the killed run: its exit code is known here only
+        process.returncode = os.waitstatus_to_exitcode(status[0])
+        out, err = process.communicate()
+        pytest.fail(f"run.py did not reach its checkpoint {stop_after} in 300 s:\n{out}\n{err}")
     if not os.WIFSTOPPED(status[0]):  # it ended: waitpid has reaped it, so its exit code is known here only
         process.returncode = os.waitstatus_to_exitcode(status[0])
         out, err = process.communicate()
