@@ -23,7 +23,7 @@ class CompileOnceAcrossWorkers:
     compiles, so a worker that needs a kernel another worker is compiling waits for that one function and then loads
     it from the cache: no worker compiles what another has compiled (a function whose cache is off, and the runs that
     tests start as subprocesses, compile on their own), and workers compiling different functions do not wait for
-    each other (a lock on the whole compiler made them: 350 s against 322 s for a cold `make test`)."""
+    each other (a lock on the whole compiler made them: results/test-times/measurements-20261127.md, section 2)."""
 
     def __init__(self, folder: Path):
         self.folder = folder
