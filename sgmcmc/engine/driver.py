@@ -1,0 +1,146 @@
+"""One block driver for every integrator: each chain advanced from step ``start`` to ``stop`` with its whole path.
+
+:func:`run_block` loops over the chains and, within a chain, over the steps, calling the integrator's one-chain step
+(:mod:`sgmcmc.engine.integrators`) with the gradient source a target handed over (:mod:`sgmcmc.engine.estimators`).
+:class:`Blocks` is its Python side: it draws a block's random numbers from the run's Generator (the minibatches, then
+the standard normals, one call each) and returns a :class:`~sgmcmc.engine.blocks.Block`.
+
+The backend is explicit (:data:`COMPILED` or :data:`PYTHON`): the compiled block, or the very same driver, integrator
+and estimator source run as plain Python (the readable reference; the small shared helpers, the injected noise's
+factorisation and the finiteness test, stay compiled). Both give the same samples for the same random numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from sgmcmc.engine.blocks import DIVERGED, FAILED, Block
+from sgmcmc.engine.estimators import rows_for_block
+from sgmcmc.engine.injection import NON_FINITE, NOT_PSD, OK, finite
+from sgmcmc.engine.static import StaticFunction
+
+COMPILED, PYTHON = "compiled", "python"
+BACKENDS = (COMPILED, PYTHON)
+# the standard normal slots of a step: the gradient noise of a density model, the injected noise
+NORMAL_SLOTS = 2
+
+
+@numba.njit(cache=True)
+def run_block(step, source, parameters, options, variance, theta0, momentum0, xi0, normals, rows, step_sizes,
+              theta_path, momentum_path, xi_path, clipped_path, bad_step, bad_code):
+    """Advance every chain ``step_sizes.size`` steps from (θ₀, r₀, ξ₀) (c, ·): step k of chain i takes
+    ``normals[k, i]`` (slots, d) and the minibatch ``rows[k, i]`` (a block with one set of rows for every step and
+    chain has ``rows`` of shape (1, 1, n)). Writes the paths (c, K, ·) of θ, of r and ξ where those have room, and the
+    clipped counts (c, K); per chain the first failed step (K for none) and its status. A chain stops at its first
+    failure: a non-finite state, or an injected covariance that is not PSD."""
+    n_chains, d = theta0.shape
+    n_steps = step_sizes.shape[0]
+    keep_momentum, keep_xi = momentum_path.shape[1] > 0, xi_path.shape[1] > 0
+    work, square = np.empty((4, d)), np.empty((d, d))
+    for i in range(n_chains):
+        theta, momentum, xi = theta0[i].copy(), momentum0[i].copy(), xi0[i].copy()
+        bad_step[i], bad_code[i] = n_steps, OK
+        for k in range(n_steps):
+            batch = rows[min(k, rows.shape[0] - 1), min(i, rows.shape[1] - 1)]
+            status, clipped = step(source, parameters, options, variance, theta, momentum, xi, normals[k, i], batch,
+                                   step_sizes[k], work, square)
+            if status == OK and not (finite(theta) and finite(momentum) and finite(xi)):
+                status = NON_FINITE
+            if status != OK:
+                bad_step[i], bad_code[i] = k, status
+                break
+            theta_path[i, k] = theta
+            if keep_momentum:
+                momentum_path[i, k] = momentum
+            if keep_xi:
+                xi_path[i, k] = xi[0]
+            clipped_path[i, k] = clipped
+
+
+def python_source(source: tuple) -> tuple:
+    """A source with its functions' plain Python versions (the reference backend)."""
+    return tuple(part.python if isinstance(part, StaticFunction) else part for part in source)
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """A sampler's integrator on a target's gradient source, as a block runner ``blocks(rng, state, step_sizes, start)
+    -> Block``.
+
+    ``step`` is the integrator (a :class:`~sgmcmc.engine.static.StaticFunction` of
+    :mod:`sgmcmc.engine.integrators`), ``source`` the gradient source, ``parameters``, ``options`` and ``variance``
+    what the integrator takes; ``momentum`` and ``xi`` whether the state has them; ``n_data`` and ``batch_size`` the
+    minibatch (``n_data`` 0 for a density model: no rows); ``clip`` whether the clipped counts are reported."""
+
+    step: StaticFunction
+    source: tuple
+    parameters: np.ndarray
+    options: np.ndarray
+    variance: np.ndarray
+    momentum: bool = False
+    xi: bool = False
+    n_data: int = 0
+    batch_size: int = 0
+    clip: bool = False
+    backend: str = COMPILED
+
+    def __post_init__(self):
+        if self.backend not in BACKENDS:
+            raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+
+    def __call__(self, rng: np.random.Generator, state, step_sizes: np.ndarray, start: int) -> Block:
+        theta0 = np.ascontiguousarray(state.theta, dtype=float)
+        n_chains, dim = theta0.shape
+        step_sizes = np.ascontiguousarray(step_sizes, dtype=float)
+        n_steps = step_sizes.size
+        momentum0 = np.ascontiguousarray(state.momentum, dtype=float) if self.momentum else np.zeros((n_chains, 0))
+        xi0 = np.ascontiguousarray(state.xi, dtype=float).reshape(n_chains, 1) if self.xi else np.zeros((n_chains, 0))
+        if self.n_data:
+            rows = rows_for_block(rng, n_steps, n_chains, self.n_data, self.batch_size)
+            if self.batch_size >= self.n_data:
+                rows = np.arange(self.n_data).reshape(1, 1, -1)
+        else:
+            rows = np.zeros((1, 1, 0), dtype=np.int64)
+        normals = rng.standard_normal((n_steps, n_chains, NORMAL_SLOTS, dim))
+        theta_path = np.empty((n_chains, n_steps, dim))
+        momentum_path = np.empty((n_chains, n_steps if self.momentum else 0, dim))
+        xi_path = np.empty((n_chains, n_steps if self.xi else 0))
+        clipped_path = np.zeros((n_chains, n_steps), dtype=np.int64)
+        bad_step, bad_code = np.empty(n_chains, dtype=np.int64), np.empty(n_chains, dtype=np.int64)
+        arguments = (self.parameters, self.options, self.variance, theta0, momentum0, xi0, normals, rows, step_sizes,
+                     theta_path, momentum_path, xi_path, clipped_path, bad_step, bad_code)
+        if self.backend == COMPILED:
+            run_block(self.step, self.source, *arguments)
+        else:
+            run_block.py_func(self.step.python, python_source(self.source), *arguments)
+        return self._block(state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, bad_step,
+                           bad_code)
+
+    def _block(self, state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, bad_step,
+               bad_code) -> Block:
+        n_chains = theta_path.shape[0]
+        first = int(bad_step.min()) if n_chains else step_sizes.size
+        status = error = None
+        if first < step_sizes.size:
+            failing = bad_step == first
+            if np.any(bad_code[failing] == NOT_PSD):
+                status = FAILED
+                error = (f"step {start + first + 1}: injected noise covariance eps*(2D - eps*B) is not positive "
+                         "semidefinite; reduce the step size or the noise estimate")
+            else:
+                status = DIVERGED
+                error = f"non-finite state at step {start + first + 1} in {int(failing.sum())} of {n_chains} chains"
+        theta = np.ascontiguousarray(theta_path[:, :first])
+        momentum = np.ascontiguousarray(momentum_path[:, :first]) if self.momentum else None
+        xi = np.ascontiguousarray(xi_path[:, :first]) if self.xi else None
+        new_state = state
+        if first:
+            new_state = state._replace(theta=theta[:, -1].copy(),
+                                       momentum=momentum[:, -1].copy() if self.momentum else state.momentum,
+                                       xi=xi[:, -1].copy() if self.xi else state.xi)
+        return Block(start, start + first, step_sizes[:first], theta, new_state, momentum=momentum, xi=xi,
+                     clipped=np.ascontiguousarray(clipped_path[:, :first]) if self.clip else None, status=status,
+                     error=error)

@@ -1,0 +1,77 @@
+"""The gradient estimators of the engine, one chain at a time: ∇Ũ(θ) from the functions a target hands over.
+
+An estimator is called through its *source*, a tuple ``(estimate, first, second, data, numbers)``:
+``estimate(source, θ, normals, rows)`` returns ∇Ũ (d,) at θ (d,), where ``normals`` are the step's standard normal
+slots (slots, d) and ``rows`` the step's minibatch (indices into ``data``). The target's functions are
+:class:`~sgmcmc.engine.static.StaticFunction` values, so the block that calls them is compiled once per function
+and cached on disk.
+
+- :func:`density_gradient`: a density model's ∇U(θ) plus Gaussian gradient noise L z, z = ``normals[0]``
+  (SPEC §4.3's ∇Ũ = ∇U + N(0, V), V = LLᵀ). ``first(θ)`` is −∇log π (``numbers[0]`` = −1) or ∇U (+1);
+  ``numbers[1:]`` is L (d, d) row-major.
+- :func:`minibatch_gradient`: a data model's ∇Ũ(θ) = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ) (SPEC §1
+  "Common"): ``first(θ, data[rows])`` gives the per-example gradients (n, d), ``second(θ)`` the prior's (d,);
+  ``numbers[0]`` = N.
+
+:func:`choose_rows` draws the minibatches of a block, uniform subsets of size n without replacement.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(cache=True)
+def density_gradient(source, theta, normals, rows):
+    """∇U(θ) + L z of a density model (see the module docstring)."""
+    numbers = source[4]
+    d = theta.shape[0]
+    gradient = numbers[0] * source[1](theta)
+    for j in range(d):
+        total = 0.0
+        for k in range(d):
+            total += numbers[1 + j * d + k] * normals[0, k]
+        gradient[j] += total
+    return gradient
+
+
+@numba.njit(cache=True)
+def minibatch_gradient(source, theta, normals, rows):
+    """−(N/n) Σ_{i∈rows} ∇log p(x_i | θ) − ∇log p(θ) of a data model (see the module docstring)."""
+    examples = source[1](theta, source[3][rows])
+    scale = source[4][0] / rows.shape[0]
+    gradient = -source[2](theta)
+    for i in range(examples.shape[0]):
+        for j in range(theta.shape[0]):
+            gradient[j] -= scale * examples[i, j]
+    return gradient
+
+
+@numba.njit(cache=True)
+def choose_rows(uniforms, n_data, out, chosen):
+    """``out[k, c]`` (n,): a uniform subset of size n of range(N) for every step k and chain c, from the uniforms
+    ``uniforms[k, c]`` (n,) by Floyd's algorithm (each subset has probability 1/C(N, n)); ``chosen`` (N,) is
+    scratch, all False on entry and on return."""
+    n_steps, n_chains, batch = uniforms.shape
+    for k in range(n_steps):
+        for c in range(n_chains):
+            for m in range(batch):
+                limit = n_data - batch + m  # draw from 0..limit
+                pick = min(int(uniforms[k, c, m] * (limit + 1)), limit)
+                if chosen[pick]:
+                    pick = limit
+                chosen[pick] = True
+                out[k, c, m] = pick
+            for m in range(batch):
+                chosen[out[k, c, m]] = False
+
+
+def rows_for_block(rng: np.random.Generator, n_steps: int, n_chains: int, n_data: int, batch: int) -> np.ndarray:
+    """The minibatches (K, c, n) of a block of K steps, drawn with ``rng`` (one call for the block); every row when
+    n = N (no draw)."""
+    if batch >= n_data:
+        return np.broadcast_to(np.arange(n_data), (n_steps, n_chains, n_data))
+    out = np.empty((n_steps, n_chains, batch), dtype=np.int64)
+    choose_rows(rng.random((n_steps, n_chains, batch)), n_data, out, np.zeros(n_data, dtype=np.bool_))
+    return out

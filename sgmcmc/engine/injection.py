@@ -1,0 +1,73 @@
+"""The injected noise of one chain's step, N(0, ε(2D − ε T V̂ T)) (Ma et al. 2015 Eq. 9 with the gradient-noise
+correction B̂ = T V̂ T of SPEC §4.3), for the integrators of :mod:`sgmcmc.engine.integrators`.
+
+``diffusion`` is D's diagonal, ``scale`` the diagonal T through which ∇Ũ enters the block (1 for SGLD, SGHMC and
+SGNHT), ``variance`` V̂ (d, d) and ``mode`` says how it enters: not at all, by its diagonal, or in full (a Cholesky
+factor, LAPACK potrf's test: a pivot that is not > 0 has none). With ``clip`` a negative variance of the diagonal
+form is set to 0 and counted instead of refusing the step.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+
+# a step's status: fine, a non-finite state, the injected covariance not positive semidefinite
+OK, NON_FINITE, NOT_PSD = 0, 1, 2
+# how V̂ enters the injected covariance
+NO_ESTIMATE, DIAGONAL_ESTIMATE, FULL_ESTIMATE = 0, 1, 2
+
+
+@numba.njit(cache=True)
+def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, square):
+    """N(0, ε(2D − ε T V̂ T)) from the standard normals ``normals`` (d,) into ``out`` (d,); ``square`` (d, d) is
+    scratch. Returns (status, the number of clipped variances)."""
+    d = diffusion.shape[0]
+    if mode == NO_ESTIMATE:
+        for j in range(d):
+            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[j]
+        return OK, 0
+    if mode == DIAGONAL_ESTIMATE:
+        clipped = 0
+        for j in range(d):
+            value = step_size * (2.0 * diffusion[j] - step_size * scale[j] ** 2 * variance[j, j])
+            if value < 0:
+                if not clip:
+                    return NOT_PSD, 0
+                value = 0.0
+                clipped += 1
+            out[j] = math.sqrt(value) * normals[j]
+        return OK, clipped
+    for i in range(d):
+        for j in range(d):
+            square[i, j] = -(step_size**2) * scale[i] * variance[i, j] * scale[j]
+        square[i, i] += 2.0 * step_size * diffusion[i]
+    for j in range(d):
+        pivot = square[j, j]
+        for k in range(j):
+            pivot -= square[j, k] * square[j, k]
+        if not pivot > 0:
+            return NOT_PSD, 0
+        pivot = math.sqrt(pivot)
+        square[j, j] = pivot
+        for i in range(j + 1, d):
+            value = square[i, j]
+            for k in range(j):
+                value -= square[i, k] * square[j, k]
+            square[i, j] = value / pivot
+    for i in range(d):
+        total = 0.0
+        for k in range(i + 1):
+            total += square[i, k] * normals[k]
+        out[i] = total
+    return OK, 0
+
+
+@numba.njit(cache=True)
+def finite(values) -> bool:
+    """Whether every entry of ``values`` is finite."""
+    for value in values.ravel():
+        if not math.isfinite(value):
+            return False
+    return True

@@ -1,0 +1,130 @@
+"""Functions handed to compiled code as values, with numba's on-disk cache still working.
+
+numba types a compiled function passed as an argument by the function object itself, so a block compiled for a
+target's gradient in one process is never found again by the next one (its cache index compares the types), and a
+compiled function taken from a global is frozen in as a pointer to a live Python object (not cacheable at all).
+:class:`StaticFunction` gives such a function a type keyed on a string instead: the function's module and name and a
+digest of the source files it is compiled from. The same function in the next process has the same key and so finds
+the cached block; an edited file has another key and compiles afresh (the stale entry is never read). The value
+itself carries nothing: the call is resolved when the caller compiles, as for any global compiled function, and
+inlined where LLVM likes.
+
+A block that takes a :class:`StaticFunction` calls it like a function. Outside compiled code (the Python backend of
+:mod:`sgmcmc.engine.driver`) the plain Python function is called instead: :attr:`StaticFunction.python`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import warnings
+from functools import cache
+from pathlib import Path
+from typing import Callable
+
+import numba
+from numba import types
+from numba.core.extending import models, register_model, typeof_impl, unbox, NativeValue
+from numba.core.errors import NumbaExperimentalFeatureWarning
+from numba.core.registry import CPUDispatcher
+
+# numba calls a function passed as a value its "first-class function type feature" and warns that it is experimental;
+# a StaticFunction is resolved when its caller compiles, the long-standing path of any global compiled function
+warnings.filterwarnings("ignore", category=NumbaExperimentalFeatureWarning)
+
+# the live compiled functions of this process by key: a cached block's types name them, and are rebuilt from them
+_LIVE: dict[str, CPUDispatcher] = {}
+ENGINE = Path(__file__).resolve().parent
+
+
+@cache
+def source_digest(path: str) -> str:
+    """SHA-256 (16 hex digits) of a source file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+
+
+@cache
+def engine_digest() -> str:
+    """The digest of every source file of the engine and the samplers: the blocks compile code from all of them."""
+    files = sorted([*ENGINE.glob("*.py"), *(ENGINE.parent / "samplers").glob("*.py")])
+    return hashlib.sha256("".join(source_digest(str(path)) for path in files).encode()).hexdigest()[:16]
+
+
+class StaticFunction:
+    """A compiled function (``dispatcher``) as a value for compiled code, typed by ``key``.
+
+    Build one with :func:`static`; ``python`` is the uncompiled function (the reference backend calls it)."""
+
+    def __init__(self, dispatcher: CPUDispatcher, key: str):
+        self.dispatcher, self.key = dispatcher, key
+        self.python = dispatcher.py_func
+        _LIVE[key] = dispatcher
+
+    def __call__(self, *args):
+        return self.python(*args)
+
+    def __repr__(self) -> str:
+        return f"StaticFunction({self.key})"
+
+
+def static(function: Callable, cacheable: bool = True) -> StaticFunction:
+    """``function`` (plain Python the compiler takes, or already ``numba.njit``) as a :class:`StaticFunction`. Its key
+    is its module and qualified name, the digest of its source file and the engine's (:func:`engine_digest`); a
+    function without a source file (typed at a prompt), a closure, a lambda, or one with ``cacheable`` false gets a key
+    of this process only."""
+    python = function.py_func if isinstance(function, CPUDispatcher) else function
+    # a closure or a lambda is not named by its module and name: two of them may share both
+    cacheable = cacheable and "<" not in python.__qualname__ and not python.__closure__
+    try:
+        where = source_digest(inspect.getsourcefile(python))
+    except (TypeError, OSError):
+        cacheable = False
+    if not cacheable:
+        where = f"process-{id(python):x}"
+    key = f"{python.__module__}.{python.__qualname__}@{where}@{engine_digest()}"
+    if key not in _LIVE:  # numba interns a type by its key: one dispatcher per key, kept alive with it
+        _LIVE[key] = function if isinstance(function, CPUDispatcher) else numba.njit(function)
+    return StaticFunction(_LIVE[key], key)
+
+
+class StaticFunctionType(types.Dispatcher):
+    """numba's type of a :class:`StaticFunction`: a dispatcher type whose identity is the key string."""
+
+    def __init__(self, dispatcher: CPUDispatcher, key: str):
+        self.static_key = key
+        super().__init__(dispatcher)
+        self.name = f"StaticFunction({key})"
+
+    @property
+    def key(self):
+        return self.static_key
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self.static_key == other.static_key
+
+    def __hash__(self):
+        return hash(("StaticFunction", self.static_key))
+
+    def __reduce__(self):
+        return _rebuild, (self.static_key,)
+
+
+def _rebuild(key: str):
+    """The type of a cache index entry: the live function's type, or (a function this process has not built) a type
+    that equals nothing, so that entry is passed over."""
+    if key in _LIVE:
+        return StaticFunctionType(_LIVE[key], key)
+    return types.Opaque(f"unloaded StaticFunction({key})")
+
+
+register_model(StaticFunctionType)(models.OpaqueModel)
+
+
+@typeof_impl.register(StaticFunction)
+def _typeof(value: StaticFunction, context) -> StaticFunctionType:
+    return StaticFunctionType(value.dispatcher, value.key)
+
+
+@unbox(StaticFunctionType)
+def _unbox(typ, obj, context):
+    return NativeValue(context.context.get_constant_null(typ))

@@ -1,0 +1,235 @@
+"""The one block driver (:mod:`sgmcmc.engine.driver`) with the integrators of :mod:`sgmcmc.engine.integrators` and the
+estimators of :mod:`sgmcmc.engine.estimators`, on models handed over as plain functions:
+
+- the compiled block and the same source run as Python give the same samples;
+- each integrator's Euler step is the generic recipe step (Ma et al. 2015 Eq. 9 with +εΓ, :func:`sgmcmc.recipe.
+  recipe_step`) on the same random numbers, with H, D and Q written here from Eq. 12, 13 and 15;
+- the minibatches are uniform subsets without replacement (enumerated);
+- SGLD with minibatches and the exact V̂ has the Euler scheme's exact stationary variance on a Gaussian model;
+- a failed step stops the block with the right status.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from sgmcmc.engine import estimators, integrators
+from sgmcmc.engine.blocks import DIVERGED, FAILED
+from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
+from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
+from sgmcmc.engine.static import static
+from sgmcmc.recipe import Recipe, recipe_step
+from sgmcmc.state import SamplerState
+from tests.helpers import ScriptedNormals
+
+NU = 4.0
+
+
+def student_examples(theta, rows):
+    """∇_θ log p(y | x, θ) of Student-t(ν = 4) regression, per row (x, y)."""
+    x, y = rows[:, :-1], rows[:, -1]
+    residual = y - x @ theta
+    return ((NU + 1.0) * residual / (NU + residual * residual)).reshape(-1, 1) * x
+
+
+def normal_prior(theta):
+    return -theta / 4.0
+
+
+def correlated_potential_gradient(theta):
+    """∇U of U = ½ θᵀPθ with P = [[2, 0.6], [0.6, 1]]."""
+    return np.array([2.0 * theta[0] + 0.6 * theta[1], 0.6 * theta[0] + theta[1]])
+
+
+def gaussian_examples(theta, rows):
+    """∇_µ log N(x | µ, 1) per row."""
+    return rows - theta
+
+
+def flat_prior(theta):
+    return np.zeros_like(theta)
+
+
+def data_source(data, examples=student_examples, prior=normal_prior):
+    return (static(estimators.minibatch_gradient), static(examples), static(prior), data,
+            np.array([float(data.shape[0])]))
+
+
+def density_source(factor):
+    return (static(estimators.density_gradient), static(correlated_potential_gradient), static(flat_prior),
+            np.zeros((1, 1)), np.concatenate([[1.0], np.ravel(factor)]))
+
+
+def student_data(n_data=40, dim=3, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n_data, dim))
+    return np.column_stack([x, x @ np.arange(1.0, dim + 1) + rng.standard_t(NU, n_data)])
+
+
+INTEGRATORS = {"langevin": (False, False), "momentum_friction": (True, False), "thermostat": (True, True)}
+
+
+def blocks(name, source, dim, options=(0, NO_ESTIMATE, 0), variance=None, n_data=0, batch_size=0, backend=COMPILED,
+           parameter=0.7):
+    momentum, xi = INTEGRATORS[name]
+    return Blocks(static(getattr(integrators, name)), source, np.array([parameter]), np.array(options, dtype=np.int64),
+                  np.zeros((dim, dim)) if variance is None else variance, momentum=momentum, xi=xi, n_data=n_data,
+                  batch_size=batch_size, backend=backend)
+
+
+def state(n_chains, dim, seed=1):
+    rng = np.random.default_rng(seed)
+    return SamplerState(theta=rng.standard_normal((n_chains, dim)), momentum=rng.standard_normal((n_chains, dim)),
+                        xi=1.0 + 0.1 * rng.standard_normal(n_chains))
+
+
+@pytest.mark.parametrize("name", INTEGRATORS)
+@pytest.mark.parametrize("integrator", [integrators.SPLITTING, integrators.EULER, integrators.THETA_FIRST])
+@pytest.mark.parametrize("mode", [NO_ESTIMATE, DIAGONAL_ESTIMATE, FULL_ESTIMATE])
+def test_the_compiled_block_is_the_python_source(name, integrator, mode):
+    data = student_data()
+    variance = np.array([[0.5, 0.1, 0.0], [0.1, 0.4, 0.0], [0.0, 0.0, 0.3]])
+    runs = [blocks(name, data_source(data), 3, (integrator, mode, 0), variance, 40, 10, backend)
+            (np.random.default_rng(5), state(4, 3), np.full(25, 0.01), 0) for backend in (COMPILED, PYTHON)]
+    assert runs[0].status is None and runs[0].stop == 25
+    np.testing.assert_allclose(runs[0].theta, runs[1].theta, rtol=1e-12, atol=1e-12)
+    if runs[0].momentum is not None:
+        np.testing.assert_allclose(runs[0].momentum, runs[1].momentum, rtol=1e-12, atol=1e-12)
+    assert not np.allclose(runs[0].theta[:, 0], runs[0].theta[:, -1])  # the chains moved
+
+
+def _recipe(name, dim, gradient, variance, parameter):
+    """H, D, Q of Ma et al. (2015): SGLD Eq. 13 (z = θ, D = I, Q = 0), SGHMC Eq. 12 (z = (θ, r), D = diag(0, C·I),
+    Q = [[0, −I], [I, 0]]), SGNHT Eq. 15 (z = (θ, r, ξ), H = U + rᵀr/2 + (d/2)(ξ − A)², D = diag(0, A·I, 0), Q with
+    the r–ξ coupling ±r/d); B̂ = V̂ in the r block (θ block for SGLD). Γ by the recipe's finite differences."""
+    size = {"langevin": dim, "momentum_friction": 2 * dim, "thermostat": 2 * dim + 1}[name]
+
+    def energy_gradient(z, rng):
+        out = np.zeros_like(z)
+        out[:, :dim] = gradient
+        if name != "langevin":
+            out[:, dim:2 * dim] = z[:, dim:2 * dim]
+        if name == "thermostat":
+            out[:, -1] = dim * (z[:, -1] - parameter)
+        return out
+
+    def diffusion(z):
+        matrix = np.zeros((z.shape[0], size, size))
+        block = slice(0, dim) if name == "langevin" else slice(dim, 2 * dim)
+        matrix[:, block, block] = (1.0 if name == "langevin" else parameter) * np.eye(dim)
+        return matrix
+
+    def curl(z):
+        matrix = np.zeros((z.shape[0], size, size))
+        if name != "langevin":
+            matrix[:, :dim, dim:2 * dim] = -np.eye(dim)
+            matrix[:, dim:2 * dim, :dim] = np.eye(dim)
+        if name == "thermostat":
+            matrix[:, dim:2 * dim, -1] = z[:, dim:2 * dim] / dim
+            matrix[:, -1, dim:2 * dim] = -z[:, dim:2 * dim] / dim
+        return matrix
+
+    def noise(z):
+        matrix = np.zeros((z.shape[0], size, size))
+        block = slice(0, dim) if name == "langevin" else slice(dim, 2 * dim)
+        matrix[:, block, block] = variance
+        return matrix
+
+    return Recipe(energy_gradient, diffusion, curl, correction=None, noise_covariance=noise)
+
+
+@pytest.mark.parametrize("name", INTEGRATORS)
+@pytest.mark.parametrize("model", ["data", "density"])
+def test_an_euler_step_is_the_generic_recipe_step(name, model):
+    dim, n_chains, step_size, parameter = 3 if model == "data" else 2, 4, 0.05, 0.7
+    variance = np.diag([0.3, 0.2, 0.1][:dim])  # diagonal: the recipe's symmetric root is the integrator's factor
+    if model == "data":
+        data = student_data()
+        source, n_data, batch = data_source(data), 40, 10
+    else:
+        factor = np.array([[1.0, 0.0], [0.5, 0.8]])
+        source, n_data, batch = density_source(factor), 0, 0
+    start = state(n_chains, dim)
+    block = blocks(name, source, dim, (integrators.EULER, DIAGONAL_ESTIMATE, 0), variance, n_data, batch,
+                   parameter=parameter)(np.random.default_rng(3), start, np.array([step_size]), 0)
+    # the block's random numbers, drawn again: the minibatch, then the normals (gradient noise, injected noise)
+    rng = np.random.default_rng(3)
+    rows = estimators.rows_for_block(rng, 1, n_chains, n_data, batch)[0] if n_data else None
+    normals = rng.standard_normal((1, n_chains, 2, dim))[0]
+    if model == "data":
+        gradient = np.array([-(n_data / batch) * student_examples(t, data[r]).sum(axis=0) - normal_prior(t)
+                             for t, r in zip(start.theta, rows)])
+    else:
+        gradient = np.array([correlated_potential_gradient(t) for t in start.theta]) + normals[:, 0] @ factor.T
+    parts = [start.theta] + ([start.momentum] if name != "langevin" else []) + (
+        [start.xi[:, None]] if name == "thermostat" else [])
+    z = np.concatenate(parts, axis=1)
+    injected = np.zeros_like(z)
+    block_slice = slice(0, dim) if name == "langevin" else slice(dim, 2 * dim)
+    injected[:, block_slice] = normals[:, 1]
+    expected = recipe_step(_recipe(name, dim, gradient, variance, parameter), z, step_size, ScriptedNormals(injected))
+    np.testing.assert_allclose(block.theta[:, 0], expected[:, :dim], rtol=1e-7, atol=1e-9)
+    if name != "langevin":
+        np.testing.assert_allclose(block.momentum[:, 0], expected[:, dim:2 * dim], rtol=1e-7, atol=1e-9)
+    if name == "thermostat":
+        np.testing.assert_allclose(block.xi[:, 0], expected[:, -1], rtol=1e-7, atol=1e-9)
+
+
+def test_minibatches_are_uniform_subsets_without_replacement():
+    n_data, batch, draws = 6, 3, 40_000
+    rows = estimators.rows_for_block(np.random.default_rng(0), draws, 1, n_data, batch)[:, 0]
+    assert all(len(set(row)) == batch for row in rows[:1000])
+    subsets = {subset: i for i, subset in enumerate(itertools.combinations(range(n_data), batch))}
+    counts = np.bincount([subsets[tuple(sorted(row))] for row in rows], minlength=len(subsets))
+    assert stats.chisquare(counts).pvalue > 1e-4
+    # every subset, not a few of them: a draw with replacement or from range(N − 1) has far fewer or none of some
+    assert counts.min() > 0.8 * draws / len(subsets)
+
+
+def test_sgld_with_minibatches_and_the_exact_noise_has_the_euler_schemes_variance():
+    """x_i ~ N(µ, 1), N = 50, flat prior: the posterior of µ is N(x̄, 1/N). The per-example gradient x_i − µ has a
+    covariance that does not depend on µ, so V̂ = N(N − n)/n · s² (s² the data's variance with N − 1) is exact, and
+    SGLD with it is the Euler scheme of the exact Langevin SDE: its stationary law is N(x̄, 1/(N(1 − εN/2))) exactly.
+    4,000 chains × 400 steps from the posterior; a factor 2 in the injected noise moves the variance by 100%."""
+    rng = np.random.default_rng(11)
+    n_data, batch, step_size = 50, 10, 0.005
+    data = rng.standard_normal((n_data, 1)) + 0.3
+    variance = np.array([[n_data * (n_data - batch) / batch * data.var(ddof=1)]])
+    source = data_source(data, gaussian_examples, flat_prior)
+    exact_variance = 1.0 / (n_data * (1.0 - step_size * n_data / 2.0))
+    mean = data.mean()
+    start = SamplerState(theta=mean + np.sqrt(exact_variance) * rng.standard_normal((4000, 1)))
+    block = blocks("langevin", source, 1, (0, FULL_ESTIMATE, 0), variance, n_data, batch)(
+        rng, start, np.full(400, step_size), 0)
+    final = block.theta[:, -1, 0]
+    assert abs(final.mean() - mean) < 4 * np.sqrt(exact_variance / final.size)
+    assert abs(final.var() / exact_variance - 1.0) < 0.1  # 4 standard errors of a variance from 4,000 draws: 0.09
+
+
+def test_a_non_finite_step_ends_the_block_as_diverged_and_a_refused_covariance_as_failed():
+    data = student_data()
+    gaussian = data_source(data[:, :1], gaussian_examples, flat_prior)  # ∇U grows with µ: θ' − x̄ = (1 − εN)(θ − x̄)
+    diverging = blocks("langevin", gaussian, 1, n_data=40, batch_size=10)(
+        np.random.default_rng(0), state(2, 1), np.full(100, 1e6), 0)
+    assert diverging.status == DIVERGED and diverging.stop < 100 and diverging.theta.shape[1] == diverging.stop
+    assert np.isfinite(diverging.theta).all() and "non-finite" in diverging.error
+    refused = blocks("langevin", data_source(data), 3, (0, DIAGONAL_ESTIMATE, 0), 1e3 * np.eye(3), 40, 10)(
+        np.random.default_rng(0), state(2, 3), np.full(5, 0.1), 0)
+    assert refused.status == FAILED and refused.stop == 0 and "not positive semidefinite" in refused.error
+
+
+def test_a_static_functions_key_names_its_source(tmp_path):
+    first, second = tmp_path / "first_model.py", tmp_path / "second_model.py"
+    first.write_text("def gradient(theta):\n    return 2.0 * theta\n")
+    second.write_text("def gradient(theta):\n    return 3.0 * theta\n")
+    namespaces = []
+    for path in (first, second, first):
+        namespace = {"__name__": "model"}
+        exec(compile(path.read_text(), str(path), "exec"), namespace)
+        namespaces.append(static(namespace["gradient"]))
+    assert namespaces[0].key == namespaces[2].key != namespaces[1].key
+    assert static(lambda theta: theta, cacheable=False).key.split("@")[1].startswith("process-")
