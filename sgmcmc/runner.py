@@ -26,8 +26,7 @@ from sgmcmc.checkpoint import (
     restore_generator,
     split_target_state,
 )
-from sgmcmc.engine.blocks import CompiledBlocks, kernel_of, numpy_block
-from sgmcmc.engine.data_blocks import DataKernel
+from sgmcmc.engine.blocks import CompiledBlocks, CompiledKernel, kernel_of, numpy_block
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.observers import (GibbsObserver, MomentsObserver, PredictiveObserver, ProgressObserver, RunningMoments,
                               SampleStore, StepCounters, ThermostatObserver, TraceObserver)
@@ -127,7 +126,8 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
     ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
     before every block, and before every numpy step)."""
     kernel = kernel_of(sampler)
-    advance = None if kernel is None else kernel if isinstance(kernel, DataKernel) else CompiledBlocks(kernel)
+    # a DataKernel and the engine's Blocks run a block themselves; a CompiledKernel runs in CompiledBlocks
+    advance = None if kernel is None else CompiledBlocks(kernel) if isinstance(kernel, CompiledKernel) else kernel
     check_exploration(sampler, schedule)
     t = start
     while t < n_steps:

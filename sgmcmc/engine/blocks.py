@@ -30,10 +30,14 @@ COMPILED = True
 
 
 def kernel_of(sampler) -> "Optional[CompiledKernel | DataKernel]":
-    """The sampler's compiled kernel for its target (a :class:`CompiledKernel`, or a
-    :class:`~sgmcmc.engine.data_blocks.DataKernel` on a data target), or None for the numpy steps (or when
+    """The sampler's compiled kernel for its target: the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) where
+    the target hands the engine its functions, a :class:`CompiledKernel`, or a
+    :class:`~sgmcmc.engine.data_blocks.DataKernel` on a data target, or None for the numpy steps (or when
     :data:`COMPILED` is off)."""
-    return sampler.compiled_kernel() if COMPILED else None
+    if not COMPILED:
+        return None
+    blocks = sampler.engine_blocks()
+    return blocks if blocks is not None else sampler.compiled_kernel()
 
 
 @dataclass

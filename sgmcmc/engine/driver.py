@@ -13,6 +13,7 @@ factorisation and the finiteness test, stay compiled). Both give the same sample
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numba
 import numpy as np
@@ -21,6 +22,7 @@ from sgmcmc.engine.blocks import DIVERGED, FAILED, Block
 from sgmcmc.engine.estimators import rows_for_block
 from sgmcmc.engine.injection import NON_FINITE, NOT_PSD, OK, finite
 from sgmcmc.engine.static import StaticFunction
+from sgmcmc.state import SamplerState
 
 COMPILED, PYTHON = "compiled", "python"
 BACKENDS = (COMPILED, PYTHON)
@@ -90,6 +92,19 @@ class Blocks:
     def __post_init__(self):
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+
+    def compile_error(self, dim: int) -> Optional[str]:
+        """Compile the block for ``dim`` coordinates (a block of no steps, drawing nothing from the run's Generator):
+        None, or the compiler's first line where it refuses a function (then run the numpy steps)."""
+        if self.backend == PYTHON:
+            return None
+        state = SamplerState(theta=np.zeros((1, dim)), momentum=np.zeros((1, dim)), xi=np.zeros(1))
+        try:
+            self(np.random.default_rng(0), state, np.zeros(0), 0)
+        except numba.core.errors.NumbaError as error:
+            lines = [line for line in str(error).splitlines() if line.strip()]
+            return lines[1] if len(lines) > 1 else lines[0] if lines else type(error).__name__
+        return None
 
     def __call__(self, rng: np.random.Generator, state, step_sizes: np.ndarray, start: int) -> Block:
         theta0 = np.ascontiguousarray(state.theta, dtype=float)

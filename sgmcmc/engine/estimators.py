@@ -21,6 +21,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from sgmcmc.engine.static import static
+
 
 @numba.njit(cache=True)
 def density_gradient(source, theta, normals, rows):
@@ -65,6 +67,13 @@ def choose_rows(uniforms, n_data, out, chosen):
                 out[k, c, m] = pick
             for m in range(batch):
                 chosen[out[k, c, m]] = False
+
+
+def row_source(functions: dict) -> tuple:
+    """The :func:`minibatch_gradient` source of a data model on rows: ``functions`` has ``row_gradients(θ, rows)``,
+    ``prior_gradient(θ)``, ``data`` (N, width) and ``n_data`` (a target's ``row_functions()``)."""
+    return (static(minibatch_gradient), static(functions["row_gradients"]), static(functions["prior_gradient"]),
+            np.ascontiguousarray(functions["data"], dtype=float), np.array([float(functions["n_data"])]))
 
 
 def rows_for_block(rng: np.random.Generator, n_steps: int, n_chains: int, n_data: int, batch: int) -> np.ndarray:

@@ -9,12 +9,18 @@ simultaneous Euler step, equal to the generic step for the same random numbers) 
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
 from typing import NamedTuple, Optional
 
 import numpy as np
 
+from sgmcmc.engine.driver import COMPILED, Blocks
+from sgmcmc.engine.estimators import row_source
+from sgmcmc.engine.injection import NO_ESTIMATE
+from sgmcmc.engine.integrators import EULER, SPLITTING, THETA_FIRST
+from sgmcmc.engine.static import static
 from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
 from sgmcmc.schema import Key, boolean, choice, metric, optional, real
@@ -22,7 +28,10 @@ from sgmcmc.state import SamplerState, StepInfo
 from sgmcmc.targets.base import Target
 from sgmcmc.targets.data import DataTarget
 
+log = logging.getLogger(__name__)
 NOISE_ESTIMATES = ("known", "zero", "running")
+# the integrators the engine's blocks run (sgmcmc.engine.integrators)
+ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST}
 RUNNING_FORMS = ("full", "diagonal")
 
 # The config keys of every sampler section (Sampler.config_keys) and those most samplers declare (Sampler.parameters).
@@ -163,6 +172,32 @@ class Sampler(ABC):
         to run on :meth:`step` (the numpy reference). Samplers with a kernel override this and return None where
         the kernel does not cover the configuration (see :meth:`compiled_target`)."""
         return None
+
+    def engine_integrator(self) -> Optional[tuple]:
+        """(the integrator of :mod:`sgmcmc.engine.integrators`, its parameter, whether the state has r, and ξ) that
+        runs this sampler on the engine's blocks; None (the default) for none yet."""
+        return None
+
+    def engine_blocks(self, backend: str = COMPILED) -> Optional[Blocks]:
+        """The engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) of this sampler on a target that hands the
+        engine its functions (a user's data model on rows), or None: the integrator is not there yet, or the
+        running noise estimate is asked for, or the compiler refuses the model's functions (said in one line)."""
+        functions = getattr(self.target, "row_functions", lambda: None)()
+        integrator = self.engine_integrator()
+        if functions is None or integrator is None or self.noise_estimate == "running" or self.integrator not in ORDERS:
+            return None
+        step, parameter, momentum, xi = integrator
+        d = self.target.dim
+        blocks = Blocks(static(step), row_source(functions), np.array([float(parameter)]),
+                        np.array([ORDERS[self.integrator], NO_ESTIMATE, 0], dtype=np.int64), np.zeros((d, d)),
+                        momentum=momentum, xi=xi, n_data=int(functions["n_data"]), batch_size=int(self.target.batch_size),
+                        backend=backend)
+        error = blocks.compile_error(d)
+        if error is not None:
+            log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,
+                        getattr(self.target, "spec", self.target.name), error)
+            return None
+        return blocks
 
     # True in the body of each class whose numpy steps a compiled kernel reproduces; a subclass (which may override
     # them) runs on the numpy steps unless it sets it too.

@@ -35,6 +35,10 @@ class CCAdL(SGNHT):
     def __init__(self, target, diffusion: float = 1.0, noise_estimate: str = "running", **kwargs):
         super().__init__(target, diffusion=diffusion, noise_estimate=noise_estimate, **kwargs)
 
+    def engine_integrator(self):
+        """None: the covariance-controlled friction is not in the engine's integrators yet."""
+        return None
+
     def friction_matrix(self, estimate, step_size):
         """(h/2)Σ̂: the covariance-controlled friction (Eq. 12, Algorithm 1 step 5); its diagonal (n, d) when
         Σ̂ is a diagonal estimate."""

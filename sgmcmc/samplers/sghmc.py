@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import codes
+from sgmcmc.engine import codes, integrators
 from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
 from sgmcmc.schema import Key, real
 
@@ -22,6 +22,9 @@ class SGHMC(MomentumRecipeSampler):
     def __init__(self, target, friction: float = 1.0, **kwargs):
         super().__init__(target, **kwargs)
         self.friction_coefficient = self.checked("friction", friction)
+
+    def engine_integrator(self):
+        return integrators.momentum_friction, self.friction_coefficient, True, False
 
     def friction(self, theta):
         return np.full_like(theta, self.friction_coefficient)

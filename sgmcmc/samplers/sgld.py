@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import codes
+from sgmcmc.engine import codes, integrators
 from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
 from sgmcmc.engine.data_blocks import LANGEVIN, data_kernel
 from sgmcmc.recipe import Recipe
@@ -33,6 +33,9 @@ class SGLD(Sampler):
         theta, _, reflected = self.reflect(theta - step_size * estimate.gradient + noise)
         new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count)
         return new_state, StepInfo(clipped=clipped, reflected=reflected)
+
+    def engine_integrator(self):
+        return integrators.langevin, 1.0, False, False
 
     def compiled_kernel(self):
         """:func:`sgmcmc.engine.kernels.langevin_block` with the identity metric; on a data target

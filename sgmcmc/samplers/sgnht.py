@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import codes
+from sgmcmc.engine import codes, integrators
 from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
 from sgmcmc.engine.data_blocks import THERMOSTAT, data_kernel
 from sgmcmc.recipe import Recipe
@@ -44,6 +44,9 @@ class SGNHT(Sampler):
         momentum = rng.standard_normal(theta.shape)
         return SamplerState(theta=theta, momentum=momentum, xi=np.full(theta.shape[0], self.diffusion),
                             **self.initial_noise(theta.shape[0]))
+
+    def engine_integrator(self):
+        return integrators.thermostat, self.diffusion, True, True
 
     def friction_matrix(self, estimate, step_size):
         """Extra friction on r beyond ξ (none for SGNHT; CCAdL's (ε/2)Σ̂): (n, d, d), or its diagonal (n, d)."""

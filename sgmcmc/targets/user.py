@@ -33,6 +33,19 @@ first, and every method returns one row per chain.
   likelihoods, built with ``sgmcmc.engine.data_blocks.compiled_data(kind, target, data, prior)``): the compiled
   blocks; it is checked against ``grad_log_likelihood`` and ``grad_log_prior`` at θ₀.
 
+**A data model on rows** is the same, written so that the compiled blocks run it (no formula to name): per chain,
+on the rows of one array, with functions the compiler takes (plain numpy on arrays, or ``numba.njit`` functions; no
+``self``, so ``staticmethod``s or module functions):
+
+- ``n_data`` and ``data``, an array (n_data, width): row i is example x_i (its inputs and its response);
+- ``row_gradients(θ, rows)`` → (m, dim), ∇log p(x_i | θ) of the rows (m, width) for one chain's θ (dim,);
+- ``prior_gradient(θ)`` → (dim,), ∇log p(θ);
+- optionally ``row_log_likelihoods(θ, rows)`` → (m,) and ``prior_log_density(θ)`` → a float.
+
+SGLD, SGHMC and SGNHT (with ``noise_estimate`` ``known`` or ``zero``) then run on the engine's compiled blocks
+(:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in one line and takes the numpy
+steps. Everything else sees it through the contract above (:class:`RowModel`).
+
 **The checks** (:func:`check_model`, at build time, before any run folder exists): the required methods are there,
 ``dim`` (and ``n_data``) are positive integers, θ₀ (for two chain counts) and every value at θ₀ have the promised
 shape and are finite, the gradient agrees with central differences of the log density (or of the log-likelihood of
@@ -129,7 +142,7 @@ def _search(folder: Path) -> None:
 
 
 def _source_file(model) -> Optional[Path]:
-    module = sys.modules.get(type(model).__module__)
+    module = sys.modules.get(type(getattr(model, "wrapped", model)).__module__)
     path = getattr(module, "__file__", None)
     return Path(path) if path else None
 
@@ -305,6 +318,15 @@ class UserDataTarget(_UserTarget, DataTarget):
                                 dtype=float).sum(axis=1)
         return -total - np.asarray(self.model.log_prior(theta), dtype=float)
 
+    def row_functions(self) -> Optional[dict]:
+        """What a model on rows hands the engine (:func:`sgmcmc.engine.estimators.row_source`): its functions, data
+        and N; None for the vectorised form."""
+        if not isinstance(self.model, RowModel):
+            return None
+        model = self.model.wrapped
+        return {"row_gradients": model.row_gradients, "prior_gradient": model.prior_gradient, "data": self.model.data,
+                "n_data": self.n_data}
+
     def compiled_data(self):
         """The model's ``compiled_data(target)`` where it gives one (checked at build), else None."""
         if not hasattr(self.model, "compiled_data"):
@@ -312,6 +334,38 @@ class UserDataTarget(_UserTarget, DataTarget):
         return self.model.compiled_data(self)
 
 
+class RowModel:
+    """A data model in the compiled form (the module docstring's "A data model on rows"), seen through the
+    vectorised contract (``grad_log_likelihood(θ, index)`` and the rest) that the checks and the numpy steps call."""
+
+    def __init__(self, model):
+        self.wrapped = model
+        self.data = np.ascontiguousarray(model.data, dtype=float)
+        if self.data.ndim != 2 or self.data.shape[0] != model.n_data:
+            raise UserModelError(f"data must be an array (n_data, width) = ({model.n_data}, ...); got shape "
+                                 f"{self.data.shape}")
+        if hasattr(model, "row_log_likelihoods"):
+            self.log_likelihood = self._log_likelihood
+        if hasattr(model, "prior_log_density"):
+            self.log_prior = self._log_prior
+
+    def __getattr__(self, name):
+        return getattr(self.wrapped, name)
+
+    def grad_log_likelihood(self, theta, index):
+        return np.stack([self.wrapped.row_gradients(t, self.data[i]) for t, i in zip(theta, index)])
+
+    def grad_log_prior(self, theta):
+        return np.stack([self.wrapped.prior_gradient(t) for t in theta])
+
+    def _log_likelihood(self, theta, index):
+        return np.stack([self.wrapped.row_log_likelihoods(t, self.data[i]) for t, i in zip(theta, index)])
+
+    def _log_prior(self, theta):
+        return np.array([self.wrapped.prior_log_density(t) for t in theta])
+
+
+ROW_METHODS = ("row_gradients", "prior_gradient")
 DEFAULT_BATCH_SIZE = 32  # n of a data model when target.batch_size is null (at most N)
 DATA_METHODS = ("grad_log_likelihood", "grad_log_prior")
 
@@ -325,6 +379,11 @@ def user_target(model, spec: str = "<python object>", batch_size: Optional[int] 
     if not isinstance(getattr(model, "dim", None), (int, np.integer)) or isinstance(model.dim, bool) or model.dim < 1:
         raise UserModelError(f"{where}: the model needs dim, a positive integer (got {getattr(model, 'dim', None)!r})")
     data = hasattr(model, "n_data")
+    if data and hasattr(model, "data") and all(callable(getattr(model, name, None)) for name in ROW_METHODS):
+        try:
+            model = RowModel(model)
+        except UserModelError as error:
+            raise UserModelError(f"{where}: {error}") from None
     missing = [name for name in DATA_METHODS if not callable(getattr(model, name, None))] if data else []
     if not data and not any(callable(getattr(model, name, None)) for name in ("grad_log_density", "grad_potential")):
         missing.append("grad_log_density (or grad_potential)")
