@@ -172,17 +172,7 @@ class CompiledBlocks:
                 normals[k] = rng.standard_normal(shape)
                 uniforms[k] = rng.random(n_chains)
             paths, bad_step, bad_code = self.kernel.run(state, normals, step_sizes, uniforms)
-        first = int(bad_step.min()) if n_chains else step_sizes.size
-        status = error = None
-        if first < step_sizes.size:
-            failing = bad_step == first
-            if np.any(bad_code[failing] == codes.NOT_PSD):
-                status = FAILED
-                error = (f"step {start + first + 1}: injected noise covariance eps*(2D - eps*B) is not positive "
-                         "semidefinite; reduce the step size or the noise estimate")
-            else:
-                status = DIVERGED
-                error = f"non-finite state at step {start + first + 1} in {int(failing.sum())} of {n_chains} chains"
+        first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
         paths = {name: np.ascontiguousarray(path[:, :first]) for name, path in paths.items()}
         if first == 0:
             new_state = given
@@ -195,6 +185,20 @@ class CompiledBlocks:
         return Block(start, start + first, step_sizes[:first], paths["theta"], new_state,
                      momentum=paths.get("momentum"), xi=paths.get("xi"), accept_probability=paths.get("accept_probability"),
                      clipped=paths["clipped"] if self.kernel.clip else None, status=status, error=error)
+
+
+def first_failure(bad_step: np.ndarray, bad_code: np.ndarray, n_steps: int, start: int) -> tuple[int, Optional[str], Optional[str]]:
+    """(the first failed step of a compiled block, K for none; its status; the message) from the kernel's per-chain
+    records: ``failed`` where a chain failing there had an injected covariance that is not PSD, else ``diverged``."""
+    n_chains = bad_step.size
+    first = int(bad_step.min()) if n_chains else n_steps
+    if first >= n_steps:
+        return first, None, None
+    failing = bad_step == first
+    if np.any(bad_code[failing] == codes.NOT_PSD):
+        return first, FAILED, (f"step {start + first + 1}: injected noise covariance eps*(2D - eps*B) is not positive "
+                               "semidefinite; reduce the step size or the noise estimate")
+    return first, DIVERGED, f"non-finite state at step {start + first + 1} in {int(failing.sum())} of {n_chains} chains"
 
 
 def gradient_noise_mode(covariance) -> tuple[int, np.ndarray, np.ndarray]:

@@ -18,9 +18,9 @@ from typing import Optional
 import numba
 import numpy as np
 
-from sgmcmc.engine.blocks import DIVERGED, FAILED, Block
+from sgmcmc.engine.blocks import Block, first_failure
 from sgmcmc.engine.estimators import rows_for_block
-from sgmcmc.engine.injection import NON_FINITE, NOT_PSD, OK, finite
+from sgmcmc.engine.injection import NON_FINITE, OK, finite
 from sgmcmc.engine.static import StaticFunction
 from sgmcmc.state import SamplerState
 
@@ -136,18 +136,7 @@ class Blocks:
 
     def _block(self, state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, bad_step,
                bad_code) -> Block:
-        n_chains = theta_path.shape[0]
-        first = int(bad_step.min()) if n_chains else step_sizes.size
-        status = error = None
-        if first < step_sizes.size:
-            failing = bad_step == first
-            if np.any(bad_code[failing] == NOT_PSD):
-                status = FAILED
-                error = (f"step {start + first + 1}: injected noise covariance eps*(2D - eps*B) is not positive "
-                         "semidefinite; reduce the step size or the noise estimate")
-            else:
-                status = DIVERGED
-                error = f"non-finite state at step {start + first + 1} in {int(failing.sum())} of {n_chains} chains"
+        first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
         theta = np.ascontiguousarray(theta_path[:, :first])
         momentum = np.ascontiguousarray(momentum_path[:, :first]) if self.momentum else None
         xi = np.ascontiguousarray(xi_path[:, :first]) if self.xi else None

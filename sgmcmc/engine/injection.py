@@ -13,10 +13,10 @@ import math
 
 import numba
 
-# a step's status: fine, a non-finite state, the injected covariance not positive semidefinite
-OK, NON_FINITE, NOT_PSD = 0, 1, 2
-# how V̂ enters the injected covariance
-NO_ESTIMATE, DIAGONAL_ESTIMATE, FULL_ESTIMATE = 0, 1, 2
+# a step's status, and how V̂ enters the injected covariance (re-exported for the integrators and their callers)
+from sgmcmc.engine.codes import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, NOT_PSD, OK
+
+__all__ = ["inject", "finite", "OK", "NON_FINITE", "NOT_PSD", "NO_ESTIMATE", "DIAGONAL_ESTIMATE", "FULL_ESTIMATE"]
 
 
 @numba.njit(cache=True)
