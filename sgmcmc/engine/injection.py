@@ -16,32 +16,33 @@ import numba
 # a step's status, and how V̂ enters the injected covariance (re-exported for the integrators and their callers)
 from sgmcmc.engine.codes import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, NOT_PSD, OK
 
-__all__ = ["inject", "finite", "OK", "NON_FINITE", "NOT_PSD", "NO_ESTIMATE", "DIAGONAL_ESTIMATE", "FULL_ESTIMATE"]
+__all__ = ["inject", "finite_state", "OK", "NON_FINITE", "NOT_PSD", "NO_ESTIMATE", "DIAGONAL_ESTIMATE", "FULL_ESTIMATE"]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, inline="always")
 def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, square):
-    """N(0, ε(2D − ε T V̂ T)) from the standard normals ``normals`` (d,) into ``out`` (d,); ``square`` (d, d) is
-    scratch. Returns (status, the number of clipped variances)."""
+    """N(0, ε(2D − ε T V̂ T)) from the standard normals ``normals[1]`` (a step's slots (slots, d), indexed in place: a
+    view costs reference counts) into ``out`` (d,); ``square`` (d, d) is scratch. Returns (status, the number of
+    clipped variances)."""
     d = diffusion.shape[0]
     if mode == NO_ESTIMATE:
         for j in range(d):
-            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[j]
+            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[1, j]
         return OK, 0
     if mode == DIAGONAL_ESTIMATE:
         clipped = 0
         for j in range(d):
-            value = step_size * (2.0 * diffusion[j] - step_size * scale[j] ** 2 * variance[j, j])
+            value = step_size * (2.0 * diffusion[j] - step_size * scale[j] * scale[j] * variance[j, j])
             if value < 0:
                 if not clip:
                     return NOT_PSD, 0
                 value = 0.0
                 clipped += 1
-            out[j] = math.sqrt(value) * normals[j]
+            out[j] = math.sqrt(value) * normals[1, j]
         return OK, clipped
     for i in range(d):
         for j in range(d):
-            square[i, j] = -(step_size**2) * scale[i] * variance[i, j] * scale[j]
+            square[i, j] = -step_size * step_size * scale[i] * variance[i, j] * scale[j]
         square[i, i] += 2.0 * step_size * diffusion[i]
     for j in range(d):
         pivot = square[j, j]
@@ -59,15 +60,20 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
     for i in range(d):
         total = 0.0
         for k in range(i + 1):
-            total += square[i, k] * normals[k]
+            total += square[i, k] * normals[1, k]
         out[i] = total
     return OK, 0
 
 
-@numba.njit(cache=True)
-def finite(values) -> bool:
-    """Whether every entry of ``values`` is finite."""
-    for value in values.ravel():
-        if not math.isfinite(value):
-            return False
-    return True
+@numba.njit(cache=True, inline="always")
+def finite_state(theta, momentum, xi) -> bool:
+    """Whether every entry of θ, r and ξ (one dimension each, r and ξ possibly empty) is finite. One pass without early
+    exits: measured in the block driver, three short-circuited tests of the three arrays cost 28 ns a step more."""
+    ok = True
+    for j in range(theta.shape[0]):
+        ok &= math.isfinite(theta[j])
+    for j in range(momentum.shape[0]):
+        ok &= math.isfinite(momentum[j])
+    for j in range(xi.shape[0]):
+        ok &= math.isfinite(xi[j])
+    return ok

@@ -9,8 +9,12 @@ the cached block; an edited file has another key and compiles afresh (the stale 
 itself carries nothing: the call is resolved when the caller compiles, as for any global compiled function, and
 inlined where LLVM likes.
 
-A block that takes a :class:`StaticFunction` calls it like a function. Outside compiled code (the Python backend of
-:mod:`sgmcmc.engine.driver`) the plain Python function is called instead: :attr:`StaticFunction.python`.
+A block calls a :class:`StaticFunction` ``f`` through ``callN(f, a1, …, aN)`` (:data:`call1` … :data:`call5`, :data:`call16`, by
+the number of arguments): compiled, ``f``'s source is inlined into the caller (numba's IR inlining of an overload), so a
+call costs what the body costs. Called as a value, ``f(…)``, a non-inlined call passes every array as a dozen words
+and counts its references: measured on the double well, about 25 ns a call against 2.6 ns inlined, and the engine's
+step is three calls deep (driver → integrator → estimator → model). Outside compiled code (the Python backend of
+:mod:`sgmcmc.engine.driver`) ``callN(f, …)`` is ``f(…)``, the plain Python function.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Callable
 
 import numba
 from numba import types
-from numba.core.extending import models, register_model, typeof_impl, unbox, NativeValue
+from numba.core.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
 from numba.core.errors import NumbaExperimentalFeatureWarning
 from numba.core.registry import CPUDispatcher
 
@@ -128,3 +132,38 @@ def _typeof(value: StaticFunction, context) -> StaticFunctionType:
 @unbox(StaticFunctionType)
 def _unbox(typ, obj, context):
     return NativeValue(context.context.get_constant_null(typ))
+
+
+_INLINED: dict[str, CPUDispatcher] = {}
+
+
+def _inlined(function) -> "CPUDispatcher | None":
+    """The source of the :class:`StaticFunction` typed ``function``, compiled to be inlined into its caller."""
+    if not isinstance(function, StaticFunctionType):
+        return None
+    if function.static_key not in _INLINED:
+        _INLINED[function.static_key] = numba.njit(inline="always")(function.dispatcher.py_func)
+    return _INLINED[function.static_key]
+
+
+def _caller(arity: int):
+    """``callN(function, a0, …)``: ``function(a0, …)``, and its overload that inlines a StaticFunction's source (numba's
+    inliner takes no ``*args``: one stub per number of arguments, written out here)."""
+    names = ", ".join(f"a{i}" for i in range(arity))
+    namespace = {"_inlined": _inlined}
+    exec(f"def call{arity}(function, {names}):\n"
+         f"    return function({names})\n"
+         f"def typing(function, {names}):\n"
+         f"    inner = _inlined(function)\n"
+         f"    if inner is not None:\n"
+         f"        def implementation(function, {names}):\n"
+         f"            return inner({names})\n"
+         f"        return implementation\n", namespace)
+    stub = namespace[f"call{arity}"]
+    stub.__module__, stub.__doc__ = __name__, f"function(a0, …, a{arity - 1}), inlined where compiled (module docstring)"
+    overload(stub, inline="always")(namespace["typing"])
+    return stub
+
+
+call1, call2, call3, call4, call5 = (_caller(arity) for arity in range(1, 6))
+call16 = _caller(16)
