@@ -62,12 +62,19 @@ def contour_2d(samples: np.ndarray, target: Target, path: Path, title: str = "",
     return _save(figure, path)
 
 
+# the most points a trace line draws: a longer chain is drawn at every k-th sample (a 7-inch panel shows no more)
+TRACE_POINTS = 2000
+
+
 def chain_traces(samples: np.ndarray, path: Path, first_step: int, thin: int, n_chains: int = 4,
                  max_coordinates: int = 6) -> Path:
-    """θ against step for the first few chains, one panel per coordinate (the first ``max_coordinates``)."""
+    """θ against step for the first few chains, one panel per coordinate (the first ``max_coordinates``), each line at
+    most :data:`TRACE_POINTS` points (every k-th sample of a longer chain)."""
     dim = min(samples.shape[2], max_coordinates)
     figure, axes = plt.subplots(dim, 1, figsize=(7, 2.5 * dim), squeeze=False)
-    steps = first_step + thin * np.arange(samples.shape[1])
+    every = -(-samples.shape[1] // TRACE_POINTS)
+    samples = samples[:, ::every]
+    steps = first_step + thin * every * np.arange(samples.shape[1])
     for coordinate in range(dim):
         for chain in range(min(n_chains, samples.shape[0])):
             axes[coordinate, 0].plot(steps, samples[chain, :, coordinate], lw=0.6)

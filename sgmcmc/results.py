@@ -59,9 +59,12 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_samples(path: Path, **arrays: np.ndarray) -> None:
+    """``arrays`` as an ``.npz`` file, uncompressed: samples are float64 noise, which zlib shrinks by little and slowly
+    (measured on a run's 50,000 × 20 draws: 0.23 s, more than the sampling of those steps)."""
+
     def write(target):
         with open(target, "wb") as handle:
-            np.savez_compressed(handle, **arrays)
+            np.savez(handle, **arrays)
 
     _atomic(path, write)
 
