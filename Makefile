@@ -106,11 +106,12 @@ bench: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.run
 
 # ours against blackjax (SGLD, SGHMC, SGNHT; 1 and 1,000 chains) -> results/bench/peers-<run-id>.json + .md,
-# LATEST-peers names it. Installs the peers extra (jax, blackjax) when jax is missing. ARGS=--quick: a short run.
+# LATEST-peers names it; then a user's model end to end through run.py -> results/bench/user-model-<run-id>.json. Installs the peers extra (jax, blackjax) when jax is missing. ARGS=--quick: a short run.
 bench-peers: $(STAMP)
 	@$(BIN)/python -c "import jax, blackjax" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[peers]" >$(VENV)/peers-install.log 2>&1 \
 		|| { echo 'bench-peers needs jax and blackjax, which did not install (see $(VENV)/peers-install.log): pip install -e ".[peers]"'; exit 1; }
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.peers $(ARGS)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.user_model $(ARGS)
 
 # every experiment with tiny settings, in seconds (also part of `make validate`: each tests/test_<experiment>.py has a test_smoke_run_*)
 smoke: $(STAMP)

@@ -35,6 +35,7 @@ import numpy as np
 
 from benchmarks.peers import FRICTION, XLA_FLAGS, load_jax
 from benchmarks.run import new_report_path
+from examples.robust_regression import NU, PRIOR_VARIANCE, SIGMA, RobustRegression
 from sgmcmc.results import provenance, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,15 +68,11 @@ def ours(sampler: str, n_chains: int, n_steps: int, repeats: int) -> dict:
             "seconds_per_chain_step": (long - short) / (n_steps * n_chains)}
 
 
-def blackjax_chains(sampler: str, data: np.ndarray, n_steps: int):
-    """A jitted f(theta0 (c, d), keys (c, 2)) → positions (c, n_steps, d) of blackjax's sampler on the model."""
-    jax, blackjax = load_jax()
-    import jax.numpy as jnp
-    from blackjax.sgmcmc import diffusions
-
-    from examples.robust_regression import NU, PRIOR_VARIANCE, SIGMA
-
-    rows, n_data = jnp.asarray(data), data.shape[0]
+def blackjax_model(data: np.ndarray) -> tuple:
+    """(log prior, log-likelihood of one row, N): the model of ``examples/robust_regression.py`` in jax, as blackjax's
+    ``grad_estimator`` takes it."""
+    jax, _ = load_jax()
+    jnp = jax.numpy
 
     def log_likelihood(theta, row):
         residual = row[-1] - row[:-1] @ theta
@@ -84,7 +81,15 @@ def blackjax_chains(sampler: str, data: np.ndarray, n_steps: int):
     def log_prior(theta):
         return -0.5 * jnp.sum(theta * theta) / PRIOR_VARIANCE
 
-    gradient = blackjax.sgmcmc.gradients.grad_estimator(log_prior, log_likelihood, n_data)
+    return log_prior, log_likelihood, data.shape[0]
+
+
+def blackjax_chains(sampler: str, data: np.ndarray, n_steps: int):
+    """A jitted f(theta0 (c, d), keys (c, 2)) → positions (c, n_steps, d) of blackjax's sampler on the model."""
+    jax, blackjax = load_jax()
+    diffusions = blackjax.sgmcmc.diffusions
+    rows, n_data = jax.numpy.asarray(data), data.shape[0]
+    gradient = blackjax.sgmcmc.gradients.grad_estimator(*blackjax_model(data))
     step_size = STEP_SIZES[sampler]
     if sampler == "sgld":
         algorithm = blackjax.sgld(gradient)
@@ -152,9 +157,6 @@ def main(argv=None) -> Path:
     parser.add_argument("--output", default="results/bench")
     args = parser.parse_args(argv)
     os.environ.setdefault("XLA_FLAGS", XLA_FLAGS)
-    sys.path.insert(0, str(ROOT))
-    from examples.robust_regression import RobustRegression
-
     data = RobustRegression().data
     steps = QUICK_STEPS if args.quick else STEPS
     rows = []
