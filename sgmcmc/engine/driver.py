@@ -156,8 +156,6 @@ class Blocks:
         xi0 = np.ascontiguousarray(state.xi, dtype=float).reshape(n_chains, 1) if self.xi else np.zeros((n_chains, 0))
         if self.n_data:
             rows = rows_for_block(rng, n_steps, n_chains, self.n_data, self.batch_size)
-            if self.batch_size >= self.n_data:
-                rows = np.arange(self.n_data).reshape(1, 1, -1)
         else:
             rows = np.zeros((1, 1, 0), dtype=np.int64)
         normals = rng.standard_normal((n_steps, n_chains, NORMAL_SLOTS, dim))

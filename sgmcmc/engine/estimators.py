@@ -92,10 +92,10 @@ def row_source(functions: dict) -> tuple:
 
 
 def rows_for_block(rng: np.random.Generator, n_steps: int, n_chains: int, n_data: int, batch: int) -> np.ndarray:
-    """The minibatches (K, c, n) of a block of K steps, drawn with ``rng`` (one call for the block); every row when
-    n = N (no draw)."""
+    """The minibatches (K, c, n) of a block of K steps, drawn with ``rng`` (one call for the block); when n = N, every
+    row for every step and chain, (1, 1, N), and no draw."""
     if batch >= n_data:
-        return np.broadcast_to(np.arange(n_data), (n_steps, n_chains, n_data))
+        return np.arange(n_data).reshape(1, 1, n_data)
     out = np.empty((n_steps, n_chains, batch), dtype=np.int64)
     choose_rows(rng.random((n_steps, n_chains, batch)), n_data, out, np.zeros(n_data, dtype=np.bool_))
     return out

@@ -45,6 +45,12 @@ def correlated_potential_gradient(theta):
     return np.array([2.0 * theta[0] + 0.6 * theta[1], 0.6 * theta[0] + theta[1]])
 
 
+def correlated_potential_gradient_into(theta, out):
+    """The same ∇U written into ``out`` (the form of :func:`sgmcmc.engine.estimators.formula_gradient`)."""
+    out[0] = 2.0 * theta[0] + 0.6 * theta[1]
+    out[1] = 0.6 * theta[0] + theta[1]
+
+
 def gaussian_examples(theta, rows):
     """∇_µ log N(x | µ, 1) per row."""
     return rows - theta
@@ -59,7 +65,10 @@ def data_source(data, examples=student_examples, prior=normal_prior):
             np.array([float(data.shape[0])]))
 
 
-def density_source(factor):
+def density_source(factor, into=False):
+    if into:
+        return (static(estimators.formula_gradient), static(correlated_potential_gradient_into), static(flat_prior),
+                np.zeros((1, 1)), np.concatenate([[1.0], np.ravel(factor)]))
     return (static(estimators.density_gradient), static(correlated_potential_gradient), static(flat_prior),
             np.zeros((1, 1)), np.concatenate([[1.0], np.ravel(factor)]))
 
@@ -143,7 +152,7 @@ def _recipe(name, dim, gradient, variance, parameter):
 
 
 @pytest.mark.parametrize("name", INTEGRATORS)
-@pytest.mark.parametrize("model", ["data", "density"])
+@pytest.mark.parametrize("model", ["data", "density", "density_into"])
 def test_an_euler_step_is_the_generic_recipe_step(name, model):
     dim, n_chains, step_size, parameter = 3 if model == "data" else 2, 4, 0.05, 0.7
     variance = np.diag([0.3, 0.2, 0.1][:dim])  # diagonal: the recipe's symmetric root is the integrator's factor
@@ -152,7 +161,7 @@ def test_an_euler_step_is_the_generic_recipe_step(name, model):
         source, n_data, batch = data_source(data), 40, 10
     else:
         factor = np.array([[1.0, 0.0], [0.5, 0.8]])
-        source, n_data, batch = density_source(factor), 0, 0
+        source, n_data, batch = density_source(factor, into=model == "density_into"), 0, 0
     start = state(n_chains, dim)
     block = blocks(name, source, dim, (integrators.EULER, DIAGONAL_ESTIMATE, 0), variance, n_data, batch,
                    parameter=parameter)(np.random.default_rng(3), start, np.array([step_size]), 0)
