@@ -153,9 +153,11 @@ def _recipe(name, dim, gradient, variance, parameter):
 
 @pytest.mark.parametrize("name", INTEGRATORS)
 @pytest.mark.parametrize("model", ["data", "density", "density_into"])
-def test_an_euler_step_is_the_generic_recipe_step(name, model):
+@pytest.mark.parametrize("mode", [NO_ESTIMATE, DIAGONAL_ESTIMATE])
+def test_an_euler_step_is_the_generic_recipe_step(name, model, mode):
     dim, n_chains, step_size, parameter = 3 if model == "data" else 2, 4, 0.05, 0.7
-    variance = np.diag([0.3, 0.2, 0.1][:dim])  # diagonal: the recipe's symmetric root is the integrator's factor
+    # V̂ diagonal (the recipe's symmetric root is then the integrator's factor), or none subtracted (B̂ = 0)
+    variance = np.diag([0.3, 0.2, 0.1][:dim]) if mode == DIAGONAL_ESTIMATE else np.zeros((dim, dim))
     if model == "data":
         data = student_data()
         source, n_data, batch = data_source(data), 40, 10
@@ -163,7 +165,7 @@ def test_an_euler_step_is_the_generic_recipe_step(name, model):
         factor = np.array([[1.0, 0.0], [0.5, 0.8]])
         source, n_data, batch = density_source(factor, into=model == "density_into"), 0, 0
     start = state(n_chains, dim)
-    block = blocks(name, source, dim, (integrators.EULER, DIAGONAL_ESTIMATE, 0), variance, n_data, batch,
+    block = blocks(name, source, dim, (integrators.EULER, mode, 0), variance, n_data, batch,
                    parameter=parameter)(np.random.default_rng(3), start, np.array([step_size]), 0)
     # the block's random numbers, drawn again: the minibatch, then the normals (gradient noise, injected noise)
     rng = np.random.default_rng(3)
