@@ -180,11 +180,14 @@ class Sampler(ABC):
 
     def engine_blocks(self, backend: str = COMPILED) -> Optional[Blocks]:
         """The engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) of this sampler on a target that hands the
-        engine its functions (a user's data model on rows), or None: the integrator is not there yet, or the
-        running noise estimate is asked for, or the compiler refuses the model's functions (said in one line)."""
+        engine its functions (a user's data model on rows) with ``noise_estimate=zero``, or None: the integrator is not
+        there yet, another noise estimate is asked for, or the compiler refuses the model's functions (said in one
+        line)."""
         functions = getattr(self.target, "row_functions", lambda: None)()
         integrator = self.engine_integrator()
-        if functions is None or integrator is None or self.noise_estimate == "running" or self.integrator not in ORDERS:
+        # noise_estimate: zero only. The known V(θ) of a data target is a pass over all its data at every step, and the
+        # running estimate is not in the engine's estimators yet: both stay on the numpy steps
+        if functions is None or integrator is None or self.noise_estimate != "zero" or self.integrator not in ORDERS:
             return None
         step, parameter, momentum, xi = integrator
         d = self.target.dim

@@ -42,7 +42,7 @@ on the rows of one array, with functions the compiler takes (plain numpy on arra
 - ``prior_gradient(θ)`` → (dim,), ∇log p(θ);
 - optionally ``row_log_likelihoods(θ, rows)`` → (m,) and ``prior_log_density(θ)`` → a float.
 
-SGLD, SGHMC and SGNHT (with ``noise_estimate`` ``known`` or ``zero``) then run on the engine's compiled blocks
+SGLD, SGHMC and SGNHT (with ``noise_estimate=zero``) then run on the engine's compiled blocks
 (:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in one line and takes the numpy
 steps. Everything else sees it through the contract above (:class:`RowModel`).
 

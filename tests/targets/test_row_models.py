@@ -78,6 +78,14 @@ def test_a_model_the_compiler_refuses_runs_on_the_numpy_steps_and_says_so(caplog
     assert any("runs on the numpy steps" in record.getMessage() for record in caplog.records)
 
 
+@pytest.mark.parametrize("noise_estimate", ["known", "running"])
+def test_the_other_noise_estimates_stay_on_the_numpy_steps(noise_estimate):
+    """known subtracts the exact V(θ) (a pass over the data at every step) and running keeps Î_t: neither is in the
+    engine's estimators yet, so the engine must not run them as if nothing were subtracted."""
+    target = user_target(GaussianMean(), "GaussianMean", batch_size=10)
+    assert make_sampler("sgld", target, noise_estimate=noise_estimate).engine_blocks() is None
+
+
 def test_the_vectorised_view_of_a_row_model_is_its_row_functions():
     model = GaussianMean()
     target = user_target(model, "GaussianMean", batch_size=5)
