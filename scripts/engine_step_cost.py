@@ -64,7 +64,7 @@ def main(argv=None) -> dict:
     for name, (integrator, momentum, xi) in SAMPLERS.items():
         parameter = 1.0
         new = Blocks(static(getattr(integrators, integrator)), source, np.array([parameter]),
-                     np.array([integrators.EULER, 0, 0]), np.zeros((1, 1)), momentum=momentum, xi=xi)
+                     (integrators.EULER, 0, 0), np.zeros((1, 1)), momentum=momentum, xi=xi)
         sampler = make_sampler(name, target, noise_estimate="zero", integrator="euler")
         state = sampler.init(np.zeros((CHAINS, 1)), np.random.default_rng(1))
         rows[name] = {"new_ns": nanoseconds(new, SamplerState(theta=state.theta, momentum=state.momentum, xi=state.xi),

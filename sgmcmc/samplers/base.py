@@ -192,7 +192,7 @@ class Sampler(ABC):
         step, parameter, momentum, xi = integrator
         d = self.target.dim
         blocks = Blocks(static(step), row_source(functions), np.array([float(parameter)]),
-                        np.array([ORDERS[self.integrator], NO_ESTIMATE, 0], dtype=np.int64), np.zeros((d, d)),
+                        (ORDERS[self.integrator], NO_ESTIMATE, 0), np.zeros((d, d)),
                         momentum=momentum, xi=xi, n_data=int(functions["n_data"]), batch_size=int(self.target.batch_size),
                         backend=backend)
         error = blocks.compile_error(d)

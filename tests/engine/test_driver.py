@@ -82,12 +82,12 @@ def student_data(n_data=40, dim=3, seed=0):
 INTEGRATORS = {"langevin": (False, False), "momentum_friction": (True, False), "thermostat": (True, True)}
 
 
-def blocks(name, source, dim, options=(0, NO_ESTIMATE, 0), variance=None, n_data=0, batch_size=0, backend=COMPILED,
-           parameter=0.7):
+def blocks(name, source, dim, options=(integrators.EULER, NO_ESTIMATE, 0), variance=None, n_data=0, batch_size=0,
+           backend=COMPILED, parameter=0.7):
     momentum, xi = INTEGRATORS[name]
-    return Blocks(static(getattr(integrators, name)), source, np.array([parameter]), np.array(options, dtype=np.int64),
+    return Blocks(static(getattr(integrators, name)), source, np.array([parameter]), options,
                   np.zeros((dim, dim)) if variance is None else variance, momentum=momentum, xi=xi, n_data=n_data,
-                  batch_size=batch_size, backend=backend)
+                  batch_size=batch_size, clip=bool(options[2]), backend=backend)
 
 
 def state(n_chains, dim, seed=1):
@@ -96,14 +96,41 @@ def state(n_chains, dim, seed=1):
                         xi=1.0 + 0.1 * rng.standard_normal(n_chains))
 
 
-@pytest.mark.parametrize("name", INTEGRATORS)
-@pytest.mark.parametrize("integrator", [integrators.SPLITTING, integrators.EULER, integrators.THETA_FIRST])
-@pytest.mark.parametrize("mode", [NO_ESTIMATE, DIAGONAL_ESTIMATE, FULL_ESTIMATE])
-def test_the_compiled_block_is_the_python_source(name, integrator, mode):
-    data = student_data()
-    variance = np.array([[0.5, 0.1, 0.0], [0.1, 0.4, 0.0], [0.0, 0.0, 0.3]])
-    runs = [blocks(name, data_source(data), 3, (integrator, mode, 0), variance, 40, 10, backend)
-            (np.random.default_rng(5), state(4, 3), np.full(25, 0.01), 0) for backend in (COMPILED, PYTHON)]
+# Each case compiles a block of its own (the options are literal constants of the compiled code, so a block is compiled
+# per combination): every integrator with every order, every way V̂ enters, clipping and every kind of source, each at
+# least once, in nine blocks instead of all 81 combinations (each costs seconds to compile from a cold cache).
+COMPILED_CASES = [("langevin", integrators.EULER, NO_ESTIMATE, "data"),
+                  ("langevin", integrators.EULER, DIAGONAL_ESTIMATE, "density"),
+                  ("langevin", integrators.EULER, FULL_ESTIMATE, "density_into"),
+                  ("momentum_friction", integrators.SPLITTING, FULL_ESTIMATE, "data"),
+                  ("momentum_friction", integrators.EULER, NO_ESTIMATE, "density_into"),
+                  ("momentum_friction", integrators.THETA_FIRST, DIAGONAL_ESTIMATE, "density"),
+                  ("thermostat", integrators.SPLITTING, DIAGONAL_ESTIMATE, "density_into"),
+                  ("thermostat", integrators.EULER, FULL_ESTIMATE, "density"),
+                  ("thermostat", integrators.THETA_FIRST, NO_ESTIMATE, "data")]
+
+
+def source_of(model):
+    """A source of each kind: a data model (minibatches of 10 of 40 rows, d = 3) or a density model (d = 2) whose
+    ∇U is returned or written."""
+    if model == "data":
+        return data_source(student_data()), 3, 40, 10
+    return density_source(np.array([[1.0, 0.0], [0.5, 0.8]]), into=model == "density_into"), 2, 0, 0
+
+
+@pytest.mark.parametrize("name, integrator, mode, model", COMPILED_CASES)
+def test_the_compiled_block_is_the_python_source(name, integrator, mode, model):
+    source, dim, n_data, batch = source_of(model)
+    variance = np.array([[0.5, 0.1, 0.0], [0.1, 0.4, 0.0], [0.0, 0.0, 0.3]])[:dim, :dim]
+    # the diagonal form with clipping: εV̂_jj above 2D (D = 0.7 or 1) in every coordinate, so each step clips
+    clip = int(mode == DIAGONAL_ESTIMATE)
+    if clip:
+        variance = 200.0 * variance
+    step_size = 0.05 if clip else 0.01
+    runs = [blocks(name, source, dim, (integrator, mode, clip), variance, n_data, batch, backend)
+            (np.random.default_rng(5), state(4, dim), np.full(25, step_size), 0) for backend in (COMPILED, PYTHON)]
+    if clip:
+        assert (runs[0].clipped == dim).all() and (runs[1].clipped == dim).all()
     assert runs[0].status is None and runs[0].stop == 25
     np.testing.assert_allclose(runs[0].theta, runs[1].theta, rtol=1e-12, atol=1e-12)
     if runs[0].momentum is not None:
@@ -165,12 +192,13 @@ def test_an_euler_step_is_the_generic_recipe_step(name, model, mode):
         factor = np.array([[1.0, 0.0], [0.5, 0.8]])
         source, n_data, batch = density_source(factor, into=model == "density_into"), 0, 0
     start = state(n_chains, dim)
-    block = blocks(name, source, dim, (integrators.EULER, mode, 0), variance, n_data, batch,
+    # the integrator's source run as Python: the compiled block is that source (test above)
+    block = blocks(name, source, dim, (integrators.EULER, mode, 0), variance, n_data, batch, PYTHON,
                    parameter=parameter)(np.random.default_rng(3), start, np.array([step_size]), 0)
     # the block's random numbers, drawn again: the minibatch, then the normals (gradient noise, injected noise)
     rng = np.random.default_rng(3)
     rows = estimators.rows_for_block(rng, 1, n_chains, n_data, batch)[0] if n_data else None
-    normals = rng.standard_normal((1, n_chains, 2, dim))[0]
+    normals = rng.standard_normal((1, 2, n_chains, dim))[0].transpose(1, 0, 2)  # (c, slots, d)
     if model == "data":
         gradient = np.array([-(n_data / batch) * student_examples(t, data[r]).sum(axis=0) - normal_prior(t)
                              for t, r in zip(start.theta, rows)])
@@ -214,7 +242,7 @@ def test_sgld_with_minibatches_and_the_exact_noise_has_the_euler_schemes_varianc
     exact_variance = 1.0 / (n_data * (1.0 - step_size * n_data / 2.0))
     mean = data.mean()
     start = SamplerState(theta=mean + np.sqrt(exact_variance) * rng.standard_normal((4000, 1)))
-    block = blocks("langevin", source, 1, (0, FULL_ESTIMATE, 0), variance, n_data, batch)(
+    block = blocks("langevin", source, 1, (integrators.EULER, FULL_ESTIMATE, 0), variance, n_data, batch)(
         rng, start, np.full(400, step_size), 0)
     final = block.theta[:, -1, 0]
     assert abs(final.mean() - mean) < 4 * np.sqrt(exact_variance / final.size)
@@ -228,7 +256,8 @@ def test_a_non_finite_step_ends_the_block_as_diverged_and_a_refused_covariance_a
         np.random.default_rng(0), state(2, 1), np.full(100, 1e6), 0)
     assert diverging.status == DIVERGED and diverging.stop < 100 and diverging.theta.shape[1] == diverging.stop
     assert np.isfinite(diverging.theta).all() and "non-finite" in diverging.error
-    refused = blocks("langevin", data_source(data), 3, (0, DIAGONAL_ESTIMATE, 0), 1e3 * np.eye(3), 40, 10)(
+    refused = blocks("langevin", data_source(data), 3, (integrators.EULER, DIAGONAL_ESTIMATE, 0), 1e3 * np.eye(3), 40,
+                     10)(
         np.random.default_rng(0), state(2, 3), np.full(5, 0.1), 0)
     assert refused.status == FAILED and refused.stop == 0 and "not positive semidefinite" in refused.error
 
