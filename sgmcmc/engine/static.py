@@ -115,10 +115,23 @@ class StaticFunctionType(types.Dispatcher):
 
 def _rebuild(key: str):
     """The type of a cache index entry: the live function's type, or (a function this process has not built) a type
-    that equals nothing, so that entry is passed over."""
+    that equals nothing, so that entry is passed over, and that is written back as it was read: numba rewrites a
+    function's whole index when it adds an entry, and a placeholder written as itself destroyed the entries of every
+    model this process had not loaded (measured: the test suite's workers compiled the same blocks again at every run)."""
     if key in _LIVE:
         return StaticFunctionType(_LIVE[key], key)
-    return types.Opaque(f"unloaded StaticFunction({key})")
+    return UnloadedStaticFunction(key)
+
+
+class UnloadedStaticFunction(types.Opaque):
+    """A :class:`StaticFunction`'s type in a cache index read by a process that has not built that function."""
+
+    def __init__(self, key: str):
+        self.static_key = key
+        super().__init__(f"unloaded StaticFunction({key})")
+
+    def __reduce__(self):
+        return _rebuild, (self.static_key,)
 
 
 register_model(StaticFunctionType)(models.OpaqueModel)

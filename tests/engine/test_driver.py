@@ -12,12 +12,15 @@ estimators of :mod:`sgmcmc.engine.estimators`, on models handed over as plain fu
 from __future__ import annotations
 
 import itertools
+import pickle
 
+import numba
 import numpy as np
 import pytest
 from scipy import stats
 
 from sgmcmc.engine import estimators, integrators
+from sgmcmc.engine import static as static_module
 from sgmcmc.engine.blocks import DIVERGED, FAILED
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
@@ -273,3 +276,13 @@ def test_a_static_functions_key_names_its_source(tmp_path):
         namespaces.append(static(namespace["gradient"]))
     assert namespaces[0].key == namespaces[2].key != namespaces[1].key
     assert static(lambda theta: theta, cacheable=False).key.split("@")[1].startswith("process-")
+
+
+def test_a_cache_entry_of_a_model_this_process_has_not_loaded_is_written_back_as_it_was_read():
+    """numba rewrites a function's whole cache index when it adds an entry, unpickling and pickling every other
+    entry: a model's entry read by a process that has not built that model must pickle back to the same key."""
+    unloaded = "tests.some_model.gradient@0123456789abcdef@fedcba9876543210"
+    placeholder = pickle.loads(pickle.dumps(static_module._rebuild(unloaded)))
+    assert isinstance(placeholder, static_module.UnloadedStaticFunction) and placeholder.static_key == unloaded
+    live = static(normal_prior)
+    assert pickle.loads(pickle.dumps(static_module._rebuild(live.key))) == numba.typeof(live) != placeholder
