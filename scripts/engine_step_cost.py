@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from sgmcmc.engine import estimators, integrators
-from sgmcmc.engine.blocks import CompiledBlocks, kernel_of
+from sgmcmc.engine.blocks import CompiledBlocks
 from sgmcmc.engine.driver import Blocks
 from sgmcmc.engine.static import static
 from sgmcmc.results import provenance, write_json
@@ -31,7 +31,7 @@ SAMPLERS = {"sgld": ("langevin", False, False), "sghmc": ("momentum_friction", T
             "sgnht": ("thermostat", True, True)}
 
 
-def double_well_gradient(theta, out):
+def double_well_gradient(theta, parameters, out):
     """∇U of U = Σ θ⁴ − 2θ² (products, not powers: numba computes an inlined x**3 through pow)."""
     for j in range(theta.shape[0]):
         x = theta[j]
@@ -57,7 +57,7 @@ def main(argv=None) -> dict:
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--output", default=None, help="a JSON file for the rows and the provenance")
     args = parser.parse_args(argv)
-    source = (static(estimators.formula_gradient), static(double_well_gradient), static(no_prior), np.zeros((1, 1)),
+    source = (static(estimators.formula_gradient), static(double_well_gradient), static(no_prior), np.zeros(1),
               np.array([1.0, np.sqrt(NOISE_VARIANCE)]))
     target = make_target("double_well", noise_variance=NOISE_VARIANCE)
     rows = {}
@@ -69,7 +69,7 @@ def main(argv=None) -> dict:
         state = sampler.init(np.zeros((CHAINS, 1)), np.random.default_rng(1))
         rows[name] = {"new_ns": nanoseconds(new, SamplerState(theta=state.theta, momentum=state.momentum, xi=state.xi),
                                             args.repeats),
-                      "old_ns": nanoseconds(CompiledBlocks(kernel_of(sampler)), state, args.repeats)}
+                      "old_ns": nanoseconds(CompiledBlocks(sampler.compiled_kernel()), state, args.repeats)}
         rows[name]["new_over_old"] = rows[name]["new_ns"] / rows[name]["old_ns"]
         print(f"{name}: engine {rows[name]['new_ns']:.1f} ns, old kernel {rows[name]['old_ns']:.1f} ns a chain-step "
               f"({rows[name]['new_over_old']:.2f}x)", flush=True)

@@ -8,7 +8,8 @@ and cached on disk.
 
 - :func:`density_gradient`: a density model's ∇U(θ) plus Gaussian gradient noise L z, z = ``normals[0]``
   (SPEC §4.3's ∇Ũ = ∇U + N(0, V), V = LLᵀ). ``first(θ)`` returns −∇log π (``numbers[0]`` = −1) or ∇U (+1);
-  ``numbers[1:]`` is L (d, d) row-major. :func:`formula_gradient` is the same with ``first(θ, out)`` writing ∇U.
+  ``numbers[1:]`` is L (d, d) row-major. :func:`formula_gradient` is the same with ``first(θ, data, out)`` writing
+  ∇U, ``data`` the formula's parameters (a built-in target's formula).
 - :func:`minibatch_gradient`: a data model's ∇Ũ(θ) = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ) (SPEC §1
   "Common"): ``first(θ, data[rows])`` gives the per-example gradients (n, d), ``second(θ)`` the prior's (d,);
   ``numbers[0]`` = N.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from sgmcmc.engine.static import call1, call2, static
+from sgmcmc.engine.static import call1, call2, call3, static
 
 
 @numba.njit(cache=True)
@@ -35,9 +36,9 @@ def density_gradient(source, theta, normals, rows, out):
 
 @numba.njit(cache=True)
 def formula_gradient(source, theta, normals, rows, out):
-    """∇U(θ) + L z of a density model whose ``first(θ, out)`` writes ∇U into ``out`` (makes no array: the built-in
-    formulas, at tens of nanoseconds a step)."""
-    call2(source[1], theta, out)
+    """∇U(θ) + L z of a density model whose ``first(θ, parameters, out)`` writes ∇U into ``out`` with its parameters
+    ``data`` (makes no array: the built-in formulas, at tens of nanoseconds a step)."""
+    call3(source[1], theta, source[3], out)
     _add_noise(source[4], normals, out)
 
 
@@ -84,11 +85,19 @@ def choose_rows(uniforms, n_data, out, chosen):
                 chosen[out[k, c, m]] = False
 
 
-def row_source(functions: dict) -> tuple:
-    """The :func:`minibatch_gradient` source of a data model on rows: ``functions`` has ``row_gradients(θ, rows)``,
-    ``prior_gradient(θ)``, ``data`` (N, width) and ``n_data`` (a target's ``row_functions()``)."""
-    return (static(minibatch_gradient), static(functions["row_gradients"]), static(functions["prior_gradient"]),
-            np.ascontiguousarray(functions["data"], dtype=float), np.array([float(functions["n_data"])]))
+def source_of(functions: dict) -> tuple:
+    """The source of what a target hands the engine (its ``engine_functions()``): for a data model on rows
+    (``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` (N, width), ``n_data``) :func:`minibatch_gradient`'s;
+    for a density model (``gradient_into(θ, parameters, out)``, ``parameters``, ``noise_factor`` L)
+    :func:`formula_gradient`'s."""
+    if "row_gradients" in functions:
+        return (static(minibatch_gradient), static(functions["row_gradients"]), static(functions["prior_gradient"]),
+                np.ascontiguousarray(functions["data"], dtype=float), np.array([float(functions["n_data"])]))
+    gradient = static(functions["gradient_into"])
+    numbers = np.concatenate([[1.0], np.ravel(functions["noise_factor"])]).astype(float)
+    # the prior's slot is not read for a density model; any function of the right kind fills it
+    return (static(formula_gradient), gradient, gradient, np.ascontiguousarray(functions["parameters"], dtype=float),
+            numbers)
 
 
 def rows_for_block(rng: np.random.Generator, n_steps: int, n_chains: int, n_data: int, batch: int) -> np.ndarray:

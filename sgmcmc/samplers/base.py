@@ -16,9 +16,10 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
-from sgmcmc.engine.estimators import row_source
-from sgmcmc.engine.injection import NO_ESTIMATE
+from sgmcmc.engine.estimators import source_of
+from sgmcmc.engine.injection import FULL_ESTIMATE
 from sgmcmc.engine.integrators import EULER, SPLITTING, THETA_FIRST
 from sgmcmc.engine.static import static
 from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
@@ -180,20 +181,32 @@ class Sampler(ABC):
 
     def engine_blocks(self, backend: str = COMPILED) -> Optional[Blocks]:
         """The engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) of this sampler on a target that hands the
-        engine its functions (a user's data model on rows) with ``noise_estimate=zero``, or None: the integrator is not
-        there yet, another noise estimate is asked for, or the compiler refuses the model's functions (said in one
-        line)."""
-        functions = getattr(self.target, "row_functions", lambda: None)()
+        engine its functions (:meth:`~sgmcmc.targets.base.Target.engine_functions`), or None: the integrator is not
+        there yet, the noise estimate is one the engine does not take, or the compiler refuses the model's functions
+        (said in one line).
+
+        Noise estimates: ``zero`` (nothing subtracted), and on a density model ``known`` (its constant V, by its
+        diagonal or in full; with ``noise_clip`` only a diagonal V: the clipped eigendecomposition stays on the numpy
+        steps). On a data model the known V(θ) is a pass over all the data at every step, and the running estimate is
+        not in the engine's estimators yet: both stay on the numpy steps."""
         integrator = self.engine_integrator()
-        # noise_estimate: zero only. The known V(θ) of a data target is a pass over all its data at every step, and the
-        # running estimate is not in the engine's estimators yet: both stay on the numpy steps
-        if functions is None or integrator is None or self.noise_estimate != "zero" or self.integrator not in ORDERS:
+        if integrator is None or self.integrator not in ORDERS or not self._kernel_declared("engine_functions"):
+            return None
+        functions = self.target.engine_functions()
+        if functions is None:
+            return None
+        data = "row_gradients" in functions
+        if self.noise_estimate not in (("zero",) if data else ("zero", "known")):
+            return None
+        mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" else functions["noise_covariance"])
+        if mode == FULL_ESTIMATE and self.noise_clip:
             return None
         step, parameter, momentum, xi = integrator
         d = self.target.dim
-        blocks = Blocks(static(step), row_source(functions), np.array([float(parameter)]),
-                        (ORDERS[self.integrator], NO_ESTIMATE, 0), np.zeros((d, d)),
-                        momentum=momentum, xi=xi, n_data=int(functions["n_data"]), batch_size=int(self.target.batch_size),
+        blocks = Blocks(static(step), source_of(functions), np.array([float(parameter)]),
+                        (ORDERS[self.integrator], mode, int(self.noise_clip)), np.broadcast_to(variance, (d, d)).copy(),
+                        momentum=momentum, xi=xi, n_data=int(functions["n_data"]) if data else 0,
+                        batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
                         backend=backend)
         error = blocks.compile_error(d)
         if error is not None:

@@ -87,6 +87,15 @@ class Target(ABC):
         or (θ, None) for targets on all of R^d (the default)."""
         return theta, None
 
+    def engine_functions(self) -> Optional[dict]:
+        """What this target hands the engine's compiled blocks (:func:`sgmcmc.engine.estimators.source_of`): its
+        functions, which the compiler takes (plain numpy on arrays, or ``numba.njit``), and their arrays; None (the
+        default) keeps it on the numpy steps. A density model gives ``gradient_into(θ, parameters, out)`` (∇U of one
+        chain written into ``out``), ``parameters``, and its gradient noise's factor ``noise_factor`` L and
+        covariance ``noise_covariance`` V = LLᵀ (:meth:`SyntheticTarget.density_functions`); a data model on rows
+        ``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` and ``n_data``."""
+        return None
+
     def compiled_gradient(self):
         """The compiled stochastic gradient (:class:`sgmcmc.engine.gradients.CompiledGradient`) that lets the
         samplers run this target in compiled blocks; None (the default) keeps it on the numpy steps. A target that
@@ -225,5 +234,22 @@ class SyntheticTarget(Target):
     def noise_covariance(self, theta):
         return self.variance
 
+    def density_functions(self, gradient_into, parameters=(0.0,)) -> dict:
+        """:meth:`Target.engine_functions` of a formula target: ``gradient_into(θ, parameters, out)`` writes ∇U of
+        one chain (with ``parameters``, a flat float array), and ∇Ũ = ∇U + L z with this target's V = LLᵀ."""
+        return {"gradient_into": gradient_into, "parameters": np.ascontiguousarray(parameters, dtype=float),
+                "noise_factor": np.ascontiguousarray(self._noise_factor, dtype=float),
+                "noise_covariance": np.ascontiguousarray(self.variance, dtype=float)}
+
     def initial_position(self, n_chains, rng):
         return self.initial_centre + self.initial_spread * rng.standard_normal((n_chains, self.dim))
+
+
+def quadratic_gradient_into(theta, parameters, out):
+    """∇U = P(θ − m) of one chain into ``out``, ``parameters`` = (m, P row-major) (the Gaussian targets T1, T5)."""
+    d = theta.shape[0]
+    for i in range(d):
+        total = 0.0
+        for j in range(d):
+            total += parameters[d + i * d + j] * (theta[j] - parameters[j])
+        out[i] = total

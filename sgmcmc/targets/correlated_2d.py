@@ -41,6 +41,9 @@ class Correlated2D(SyntheticTarget):
     def compiled_gradient(self):
         return gradients.formula(gradients.CORRELATED_2D, self)
 
+    def engine_functions(self):
+        return self.density_functions(gradient_into)
+
     def log_density(self, theta):
         return -self.potential(np.asarray(theta)) - self.log_normaliser
 
@@ -68,3 +71,11 @@ class Correlated2D(SyntheticTarget):
     def default_metric(self):
         """SPEC §4.2: G(θ)^{-1/2} = diag((1 + θ₁²)^{-1/2}, 0.25) (our choice)."""
         return RationalMetric(scale=[1.0, 0.25], softening=[1.0, 0.0])
+
+
+def gradient_into(theta, parameters, out):
+    """∇U = (0.4θ₁³ − 2θ₁ρ, 4ρ) with ρ = 4(θ₂ + 1.2) − θ₁², of one chain into ``out``."""
+    x, y = theta[0], theta[1]
+    residual = 4.0 * (y + 1.2) - x * x
+    out[0] = 0.4 * x * x * x - 2.0 * x * residual
+    out[1] = 4.0 * residual

@@ -6,6 +6,7 @@ import numpy as np
 
 from sgmcmc.engine import gradients
 
+from sgmcmc.targets.base import quadratic_gradient_into
 from sgmcmc.targets.one_dimensional import OneDimensionalTarget
 
 
@@ -31,6 +32,9 @@ class Gaussian1D(OneDimensionalTarget):
 
     def compiled_gradient(self):
         return gradients.quadratic([self.mean], [[1.0 / self.std**2]], self)
+
+    def engine_functions(self):
+        return self.density_functions(quadratic_gradient_into, [self.mean, 1.0 / self.std**2])
 
     def exact_moments(self):
         return np.array([self.mean]), np.array([self.std**2 + self.mean**2])

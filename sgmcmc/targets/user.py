@@ -318,8 +318,8 @@ class UserDataTarget(_UserTarget, DataTarget):
                                 dtype=float).sum(axis=1)
         return -total - np.asarray(self.model.log_prior(theta), dtype=float)
 
-    def row_functions(self) -> Optional[dict]:
-        """What a model on rows hands the engine (:func:`sgmcmc.engine.estimators.row_source`): its functions, data
+    def engine_functions(self) -> Optional[dict]:
+        """What a model on rows hands the engine (:func:`sgmcmc.engine.estimators.source_of`): its functions, data
         and N; None for the vectorised form."""
         if not isinstance(self.model, RowModel):
             return None

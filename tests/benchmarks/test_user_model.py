@@ -10,7 +10,7 @@ import pytest
 
 from benchmarks import user_model
 from examples.robust_regression import RobustRegression
-from sgmcmc.engine.estimators import minibatch_gradient, row_source
+from sgmcmc.engine.estimators import minibatch_gradient, source_of
 from sgmcmc.targets.user import user_target
 
 
@@ -30,7 +30,7 @@ def test_blackjax_estimates_the_same_gradient_as_ours(jax):
     theta = np.random.default_rng(0).standard_normal(4)
     ours = np.empty(4)
     minibatch_gradient.py_func(tuple(part.python if hasattr(part, "python") else part
-                                     for part in row_source(target.row_functions())), theta, np.zeros((2, 4)), rows,
+                                     for part in source_of(target.engine_functions())), theta, np.zeros((2, 4)), rows,
                                ours)
     with jax.enable_x64(True):
         estimator = blackjax.sgmcmc.gradients.grad_estimator(*user_model.blackjax_model(model.data))

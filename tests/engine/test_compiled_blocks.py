@@ -8,10 +8,12 @@ near 0); a kernel that reads the wrong normal, drops a term or swaps an integrat
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
-from sgmcmc.engine.blocks import DIVERGED, FAILED, CompiledBlocks, numpy_block
+from sgmcmc.engine.blocks import DIVERGED, FAILED, CompiledBlocks, CompiledKernel, numpy_block
+from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
 from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.samplers import SAMPLERS, make_sampler
 from sgmcmc.targets import make_target
@@ -19,6 +21,14 @@ from sgmcmc.targets import make_target
 FORMULA_TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec")
 COMPILED_SAMPLERS = ("sgld", "sgrld", "sghmc", "naive_sgrhmc", "sgrhmc", "sgnht", "ccadl")
 STEP_SIZE = 0.01
+
+
+# The samplers and integrators that run on the engine's blocks (sgmcmc.engine.integrators) on a formula target. The
+# engine compiles one block per gradient function and options, seconds each from a cold cache, and its compiled block
+# is its integrator's source run as Python (tests/engine/test_driver.py): so here they run that source (the Python
+# backend) on every target, order and noise estimate, and compiled in the clip, refusal and divergence tests below.
+ENGINE = {"sgld": ("euler",), "sghmc": ("splitting", "euler", "theta_first"),
+          "sgnht": ("splitting", "euler", "theta_first")}
 
 
 def _cases():
@@ -32,14 +42,16 @@ def _cases():
                 yield name, integrator, noise
 
 
-def _pair(sampler, n_chains=3, n_steps=40, seed=5, step_sizes=None):
+def _pair(sampler, n_chains=3, n_steps=40, seed=5, step_sizes=None, backend=COMPILED):
     rng = np.random.default_rng(seed)
     state = sampler.init(sampler.target.initial_position(n_chains, rng), rng)
     steps = np.full(n_steps, STEP_SIZE) if step_sizes is None else step_sizes
     reference = numpy_block(sampler, np.random.default_rng(seed + 1), state, steps, start=0)
-    kernel = sampler.compiled_kernel()
-    assert kernel is not None
-    compiled = CompiledBlocks(kernel)(np.random.default_rng(seed + 1), state, steps, start=0)
+    # what a run runs: the engine's blocks (compiled, or their source as Python), or an old kernel in CompiledBlocks
+    kernel = sampler.engine_blocks(backend) or sampler.compiled_kernel()
+    assert kernel is not None and (isinstance(kernel, Blocks) == (sampler.integrator in ENGINE.get(sampler.name, ())))
+    blocks = CompiledBlocks(kernel) if isinstance(kernel, CompiledKernel) else kernel
+    compiled = blocks(np.random.default_rng(seed + 1), state, steps, start=0)
     return reference, compiled
 
 
@@ -52,7 +64,7 @@ def _assert_close(actual, expected):
 def test_compiled_block_equals_numpy_steps(name, integrator, noise, target_name):
     target = make_target(target_name, noise_variance=[[1.0, 0.3], [0.3, 0.5]] if target_name.startswith("gaussian_2d") else 1.0)
     sampler = make_sampler(name, target, integrator=integrator, noise_estimate=noise)
-    reference, compiled = _pair(sampler, step_sizes=np.linspace(0.02, 0.005, 40))
+    reference, compiled = _pair(sampler, step_sizes=np.linspace(0.02, 0.005, 40), backend=PYTHON)
     assert reference.status is None and compiled.status is None
     assert compiled.stop == reference.stop == 40
     _assert_close(compiled.theta, reference.theta)
@@ -60,6 +72,22 @@ def test_compiled_block_equals_numpy_steps(name, integrator, noise, target_name)
         if getattr(reference, field) is not None:
             _assert_close(getattr(compiled, field), getattr(reference, field))
     _assert_close(compiled.state.theta, reference.state.theta)
+
+
+@pytest.mark.parametrize("target_name", FORMULA_TARGETS)
+def test_a_formula_targets_engine_gradient_is_its_numpy_gradient(target_name):
+    """What a formula target hands the engine, ∇U of one chain written by ``gradient_into`` (compiled as the engine
+    compiles it), against the target's own vectorised gradient, at points spread over its support."""
+    target = make_target(target_name)
+    functions = target.engine_functions()
+    compiled = numba.njit(functions["gradient_into"])
+    theta = 2.0 * np.random.default_rng(0).standard_normal((50, target.dim))
+    out = np.empty(target.dim)
+    for point, expected in zip(theta, target.gradient(theta)):
+        compiled(point, functions["parameters"], out)
+        _assert_close(out, expected)
+    np.testing.assert_array_equal(functions["noise_covariance"], target.variance)
+    _assert_close(functions["noise_factor"] @ functions["noise_factor"].T, target.variance)
 
 
 @pytest.mark.parametrize("name", ["sgrld", "sgrhmc", "naive_sgrhmc"])

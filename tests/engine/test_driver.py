@@ -48,7 +48,7 @@ def correlated_potential_gradient(theta):
     return np.array([2.0 * theta[0] + 0.6 * theta[1], 0.6 * theta[0] + theta[1]])
 
 
-def correlated_potential_gradient_into(theta, out):
+def correlated_potential_gradient_into(theta, parameters, out):
     """The same ∇U written into ``out`` (the form of :func:`sgmcmc.engine.estimators.formula_gradient`)."""
     out[0] = 2.0 * theta[0] + 0.6 * theta[1]
     out[1] = 0.6 * theta[0] + theta[1]
@@ -71,7 +71,7 @@ def data_source(data, examples=student_examples, prior=normal_prior):
 def density_source(factor, into=False):
     if into:
         return (static(estimators.formula_gradient), static(correlated_potential_gradient_into), static(flat_prior),
-                np.zeros((1, 1)), np.concatenate([[1.0], np.ravel(factor)]))
+                np.zeros(1), np.concatenate([[1.0], np.ravel(factor)]))
     return (static(estimators.density_gradient), static(correlated_potential_gradient), static(flat_prior),
             np.zeros((1, 1)), np.concatenate([[1.0], np.ravel(factor)]))
 

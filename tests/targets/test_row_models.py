@@ -86,7 +86,7 @@ def test_the_other_noise_estimates_stay_on_the_numpy_steps(noise_estimate):
     assert make_sampler("sgld", target, noise_estimate=noise_estimate).engine_blocks() is None
 
 
-def test_the_vectorised_view_of_a_row_model_is_its_row_functions():
+def test_the_vectorised_view_of_a_row_model_is_its_engine_functions():
     model = GaussianMean()
     target = user_target(model, "GaussianMean", batch_size=5)
     theta = np.array([[0.5, 1.0], [2.0, -1.0]])
