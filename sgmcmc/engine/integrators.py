@@ -36,7 +36,7 @@ def langevin(source, parameters, options, variance, theta, momentum, xi, rows, s
     diffusion[:] = 1.0
     status, clipped = inject(step_size, diffusion, diffusion, options[1], variance, options[2], normals, noise, square)
     for j in range(theta.shape[0]):
-        theta[j] += -step_size * gradient[j] + noise[j]
+        theta[j] = theta[j] - step_size * gradient[j] + noise[j]  # (θ − ε∇Ũ) + noise: the numpy step's rounding
     return status, clipped
 
 
