@@ -74,8 +74,9 @@ class Correlated2D(SyntheticTarget):
 
 
 def gradient_into(theta, parameters, out):
-    """∇U = (0.4θ₁³ − 2θ₁ρ, 4ρ) with ρ = 4(θ₂ + 1.2) − θ₁², of one chain into ``out``."""
+    """∇U = (0.4θ₁³ − 2θ₁ρ, 4ρ) with ρ = 4(θ₂ + 1.2) − θ₁², of one chain into ``out`` (powers as products: see the
+    double well's)."""
     x, y = theta[0], theta[1]
-    residual = 4.0 * (y + 1.2) - x**2
-    out[0] = 0.4 * x**3 - 2.0 * x * residual
+    residual = 4.0 * (y + 1.2) - x * x
+    out[0] = 0.4 * (x * x * x) - 2.0 * x * residual
     out[1] = 4.0 * residual

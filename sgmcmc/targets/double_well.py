@@ -30,7 +30,9 @@ class DoubleWell(OneDimensionalTarget):
 
 
 def gradient_into(theta, parameters, out):
-    """∇U = 4θ³ − 4θ of one chain into ``out``, the expression of :meth:`DoubleWell.gradient_1d` (the same rounding)."""
+    """∇U = 4θ³ − 4θ of one chain into ``out``. Powers as products: numba computes x**3 as x·(x·x), the same bits
+    (the old kernels' samples bit for bit), but inlined into the engine's block it went through pow, 3.4x slower end
+    to end (SGLD, 1,000 chains)."""
     for j in range(theta.shape[0]):
         x = theta[j]
-        out[j] = 4.0 * x**3 - 4.0 * x
+        out[j] = 4.0 * (x * x * x) - 4.0 * x

@@ -34,7 +34,7 @@ class LectureQuartic(OneDimensionalTarget):
 
 
 def gradient_into(theta, parameters, out):
-    """∇U = (4θ³ + 3θ² − 26θ − 1)/14 of one chain into ``out``."""
+    """∇U = (4θ³ + 3θ² − 26θ − 1)/14 of one chain into ``out`` (powers as products: see the double well's)."""
     for j in range(theta.shape[0]):
         x = theta[j]
-        out[j] = (4.0 * x**3 + 3.0 * x**2 - 26.0 * x - 1.0) / 14.0
+        out[j] = (4.0 * (x * x * x) + 3.0 * (x * x) - 26.0 * x - 1.0) / 14.0
