@@ -48,7 +48,7 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
         # the working arrays of a chain's steps: the step's normals, ∇Ũ, the injected noise, D's and T's diagonals,
         # the point where ∇Ũ is taken, the injected covariance's factor. Made per chain, not per step (a view made at
         # every step, as normals[k, :, i], costs reference counts that measured more than a step of the double
-        # well), nor once per block (measured: SGLD on the double well took 57 ns a chain-step with them made once
+        # well), nor once per block (measured: SGLD on the double well took 70-95 ns a chain-step with them made once
         # per block against 22 ns made per chain, the same source otherwise)
         step_normals, gradient, noise = np.empty((slots, d)), np.empty(d), np.empty(d)
         diffusion, scale, at, square = np.empty(d), np.empty(d), np.empty(d), np.empty((d, d))
