@@ -1,8 +1,8 @@
 """Whether the engine's blocks give the old kernels' samples bit for bit on the formula targets (issue 33: a run that
 moved from an old kernel to the engine must give the same numbers, so the committed paper results stand).
 
-For every formula target, SGLD (euler), SGHMC and SGNHT (splitting, euler, theta_first), noise estimate zero and
-known: 5 chains, 300 steps, the same state and seed, through the old kernel (:class:`sgmcmc.engine.blocks.CompiledBlocks`
+For every formula target, SGLD and SGRLD (euler), SGHMC, naive SGRHMC, gSGRHMC and SGNHT (splitting, euler,
+theta_first), noise estimate zero and known: 5 chains, 300 steps, the same state and seed, through the old kernel (:class:`sgmcmc.engine.blocks.CompiledBlocks`
 of ``sampler.compiled_kernel()``) and the engine (``sampler.engine_blocks()``); θ, r and ξ compared with
 ``numpy.array_equal``.
 
@@ -22,8 +22,9 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.targets import make_target
 
 TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec")
-SAMPLERS = {"sgld": ("euler",), "sghmc": ("splitting", "euler", "theta_first"),
-            "sgnht": ("splitting", "euler", "theta_first")}
+ORDERS = ("splitting", "euler", "theta_first")
+SAMPLERS = {"sgld": ("euler",), "sgrld": ("euler",), "sghmc": ORDERS, "naive_sgrhmc": ORDERS, "sgrhmc": ORDERS,
+            "sgnht": ORDERS}
 
 
 def compare(target_name: str, name: str, integrator: str, noise: str) -> dict:

@@ -4,10 +4,15 @@ A metric gives the diagonal of G(θ)^{-1/2} and its divergence; the samplers nee
 G^{-1/2}, G^{-1} and the corrections γ_i = ∂_{θ_i}(G^{-1/2})_ii and ∂_{θ_i}(G^{-1})_ii, and the ``aboba``
 integrator needs the position flow θ̇ = G(θ)^{-1/2} r at fixed r (exact where it has a closed form, else a
 fourth-order Runge–Kutta step). All methods take θ of shape (n_chains, dim) and return (n_chains, dim).
+
+A metric the engine's compiled blocks can take hands them a function of one chain, ``metric(θ, parameters, root,
+derivative)`` writing S = diag G^{-1/2} and ∂_i S_ii (:meth:`DiagonalMetric.engine_function`), like a target's
+gradient: plain Python the compiler accepts, the same expressions as the methods here.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from typing import Optional
 
@@ -26,6 +31,11 @@ class DiagonalMetric(ABC):
     @abstractmethod
     def inverse_sqrt_derivative(self, theta: np.ndarray) -> np.ndarray:
         """∂_{θ_i}(G^{-1/2})_ii: the gSGRHMC correction γ (Ma et al. 2015, Algorithm 1)."""
+
+    def engine_function(self, dim: int) -> Optional[tuple]:
+        """(``metric(θ, parameters, root, derivative)``, its parameters) for the engine's blocks in ``dim``
+        coordinates, or None (the default): the metric runs on the numpy steps."""
+        return None
 
     def inverse(self, theta: np.ndarray) -> np.ndarray:
         """Diagonal of G(θ)^{-1}."""
@@ -67,6 +77,9 @@ class IdentityMetric(DiagonalMetric):
         """Exact: θ + t r."""
         return theta + time * momentum, None
 
+    def engine_function(self, dim):
+        return identity_metric, np.zeros(0)
+
 
 class RationalMetric(DiagonalMetric):
     """(G^{-1/2})_ii = scale_i / sqrt(1 + softening_i θ_i²) (SPEC §4.2: 1D scale 1, softening 1;
@@ -87,6 +100,11 @@ class RationalMetric(DiagonalMetric):
 
     def inverse_sqrt_derivative(self, theta):
         return -self.scale * self.softening * theta * (1.0 + self.softening * theta**2) ** -1.5
+
+    def engine_function(self, dim):
+        """:func:`rational_metric` with parameters (a, b), each broadcast to ``dim``."""
+        return rational_metric, np.concatenate([np.broadcast_to(self.scale, (dim,)),
+                                                np.broadcast_to(self.softening, (dim,))]).astype(float)
 
 
 class ExpandedMeanMetric(DiagonalMetric):
@@ -119,3 +137,20 @@ class ExpandedMeanMetric(DiagonalMetric):
         root = np.sqrt(theta) + (0.5 * np.sqrt(self.scale) * time) * momentum
         crossed = root < 0
         return root * root, (crossed if crossed.any() else None)
+
+
+def identity_metric(theta, parameters, root, derivative):
+    """G = I for one chain: S = 1, ∂S = 0 (SGLD's and SGHMC's, and the Riemannian samplers' on a flat target)."""
+    for j in range(theta.shape[0]):
+        root[j] = 1.0
+        derivative[j] = 0.0
+
+
+def rational_metric(theta, parameters, root, derivative):
+    """:class:`RationalMetric` for one chain θ (d,), with ``parameters`` = (a, b) (2d,): S_jj = a_j/√(1 + b_j θ_j²)
+    and ∂_j S_jj = −a_j b_j θ_j (1 + b_j θ_j²)^{-3/2}."""
+    d = theta.shape[0]
+    for j in range(d):
+        spread = 1.0 + parameters[d + j] * (theta[j] * theta[j])
+        root[j] = parameters[j] / math.sqrt(spread)
+        derivative[j] = -parameters[j] * parameters[d + j] * theta[j] * spread**-1.5

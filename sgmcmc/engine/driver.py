@@ -22,7 +22,7 @@ from numba import types
 from sgmcmc.engine.blocks import Block, first_failure
 from sgmcmc.engine.estimators import rows_for_block
 from sgmcmc.engine.injection import NON_FINITE, OK, finite_state
-from sgmcmc.engine.static import StaticFunction, call16
+from sgmcmc.engine.static import StaticFunction, call17
 from sgmcmc.state import SamplerState
 
 COMPILED, PYTHON = "compiled", "python"
@@ -46,12 +46,13 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
     batch = rows[0, 0]
     for i in range(n_chains):
         # the working arrays of a chain's steps: the step's normals, ∇Ũ, the injected noise, D's and T's diagonals,
-        # the point where ∇Ũ is taken, the injected covariance's factor. Made per chain, not per step (a view made at
+        # the point where ∇Ũ is taken, the correction Γ, the injected covariance's factor. Made per chain, not per step (a view made at
         # every step, as normals[k, :, i], costs reference counts that measured more than a step of the double
         # well), nor once per block (measured: SGLD on the double well took 70-95 ns a chain-step with them made once
         # per block against 22 ns made per chain, the same source otherwise)
         step_normals, gradient, noise = np.empty((slots, d)), np.empty(d), np.empty(d)
-        diffusion, scale, at, square = np.empty(d), np.empty(d), np.empty(d), np.empty((d, d))
+        diffusion, scale, at, correction = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
+        square = np.empty((d, d))
         theta, momentum, xi = theta0[i].copy(), momentum0[i].copy(), xi0[i].copy()
         bad_step[i], bad_code[i] = n_steps, OK
         for k in range(n_steps):
@@ -60,8 +61,9 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
             for slot in range(slots):
                 for j in range(d):
                     step_normals[slot, j] = normals[k, slot, i, j]
-            status, clipped = call16(step, source, parameters, options, variance, theta, momentum, xi, batch,
-                                     step_sizes[k], step_normals, gradient, noise, diffusion, scale, at, square)
+            status, clipped = call17(step, source, parameters, options, variance, theta, momentum, xi, batch,
+                                     step_sizes[k], step_normals, gradient, noise, diffusion, scale, at, correction,
+                                     square)
             if status == OK and not finite_state(theta, momentum, xi):
                 status = NON_FINITE
             if status != OK:
@@ -125,13 +127,13 @@ class Blocks:
     -> Block``.
 
     ``step`` is the integrator (a :class:`~sgmcmc.engine.static.StaticFunction` of
-    :mod:`sgmcmc.engine.integrators`), ``source`` the gradient source, ``parameters``, ``options`` and ``variance``
-    what the integrator takes; ``momentum`` and ``xi`` whether the state has them; ``n_data`` and ``batch_size`` the
+    :mod:`sgmcmc.engine.integrators`), ``source`` the gradient source, ``parameters`` (metric, its parameters, the
+    sampler's constants), ``options`` and ``variance`` what the integrator takes; ``momentum`` and ``xi`` whether the state has them; ``n_data`` and ``batch_size`` the
     minibatch (``n_data`` 0 for a density model: no rows); ``clip`` whether the clipped counts are reported."""
 
     step: StaticFunction
     source: tuple
-    parameters: np.ndarray
+    parameters: tuple
     options: tuple
     variance: np.ndarray
     momentum: bool = False
@@ -182,7 +184,8 @@ class Blocks:
         if self.backend == COMPILED:
             _compiled_entry(self.step, self.source, arguments)(self.step, self.source, *arguments)
         else:
-            run_block.py_func(self.step.python, python_source(self.source), *arguments)
+            run_block.py_func(self.step.python, python_source(self.source), python_source(self.parameters),
+                              *arguments[1:])
         return self._block(state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, bad_step,
                            bad_code)
 

@@ -32,7 +32,7 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
     if mode == DIAGONAL_ESTIMATE:
         clipped = 0
         for j in range(d):
-            value = step_size * (2.0 * diffusion[j] - step_size * scale[j] * scale[j] * variance[j, j])
+            value = step_size * (2.0 * diffusion[j] - step_size * (scale[j] * scale[j]) * variance[j, j])
             if value < 0:
                 if not clip:
                     return NOT_PSD, 0

@@ -2,18 +2,23 @@
 :mod:`sgmcmc.engine.driver`, and run as plain Python as the readable reference (the same source).
 
 Every integrator has the signature ``step(source, parameters, options, variance, θ, r, ξ, rows, ε, normals,
-gradient, noise, diffusion, scale, at, square) -> (status, clipped)`` and updates θ (d,), r (d,) and ξ (1,) in place:
+gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped)`` and updates θ (d,), r (d,) and ξ (1,)
+in place:
 
 - ``source``, ``rows`` and ``normals`` (slots, d): the gradient estimate ∇Ũ, written into ``gradient`` by
   ``call5(source[0], source, at, normals, rows, gradient)`` (:mod:`sgmcmc.engine.estimators`); ``normals[1]`` are the
   injected noise's standard normals;
-- ``parameters``: the sampler's constants (SGHMC's friction C, the thermostat's diffusion A);
-- ``options``: (integrator, how V̂ enters, clip) (:mod:`sgmcmc.engine.codes`, :mod:`sgmcmc.engine.injection`);
+- ``parameters``: ``(metric, metric's parameters, constants)``. ``metric(θ, its parameters, root, derivative)`` writes
+  the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2): the Riemannian samplers' G handed over as a function
+  (:meth:`sgmcmc.geometry.DiagonalMetric.engine_function`), the identity's for the others; the constants are
+  the sampler's (SGHMC's friction C, the thermostat's diffusion A);
+- ``options``: (order, how V̂ enters, clip, correction) as integer literals (:data:`SPLITTING` …,
+  :mod:`sgmcmc.engine.injection`, 0/1, :data:`WITH_CORRECTION` or not);
 - ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3);
-- ``gradient``, ``noise``, ``diffusion``, ``scale``, ``at`` (d,) and ``square`` (d, d): working arrays.
+- ``gradient``, ``noise``, ``diffusion``, ``scale``, ``at``, ``correction`` (d,) and ``square`` (d, d): working arrays.
 
-The recipe's (H, D, Q, Γ) of each (Ma et al. 2015) is in the sampler's file; ``tests/engine/test_integrators.py``
-pins each integrator to the generic recipe step (:func:`sgmcmc.recipe.recipe_step`) on the same random numbers.
+The recipe's (H, D, Q, Γ) of each (Ma et al. 2015) is in the sampler's file; ``tests/engine/test_driver.py`` pins each
+integrator to the generic recipe step (:func:`sgmcmc.recipe.recipe_step`) on the same random numbers.
 """
 
 from __future__ import annotations
@@ -21,54 +26,71 @@ from __future__ import annotations
 import numba
 
 from sgmcmc.engine.injection import inject
-from sgmcmc.engine.static import call5
+from sgmcmc.engine.static import call4, call5
 
-# the order of θ's and r's moves (SPEC §4.1): r' first and θ' = θ + εr' (splitting), both from the old state (euler),
+# the order of θ's and r's moves (SPEC §4.1): r' first and θ' = θ + εSr' (splitting), both from the old state (euler),
 # θ first, the gradient at the moved θ (theta_first, Shang et al. 2015 Eq. 12 and 14)
 SPLITTING, EULER, THETA_FIRST = 0, 1, 2
+# options[3]: the momentum's correction γ dropped (naive SGRHMC, Ma et al. 2015 Eq. 16: not stationary where G depends
+# on θ) or kept (every other sampler)
+WITHOUT_CORRECTION, WITH_CORRECTION = 0, 1
 
 
 @numba.njit(cache=True)
 def langevin(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, gradient, noise,
-             diffusion, scale, at, square):
-    """SGLD (Ma et al. 2015 Eq. 13, D = I): θ' = θ − ε∇Ũ(θ) + N(0, ε(2I − εV̂))."""
-    call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at), normals, rows, gradient)
-    diffusion[:] = 1.0
+             diffusion, scale, at, correction, square):
+    """SGLD and SGRLD (Ma et al. 2015 Eq. 13 and 14 with +Γ, SPEC §0 K1): θ' = θ + ε(−G⁻¹∇Ũ + Γ) +
+    N(0, ε(2G⁻¹ − εG⁻¹V̂G⁻¹)), G⁻¹ = S², Γ_i = ∂_i(G⁻¹)_ii = 2 S_ii ∂_i S_ii; SGLD's G = I gives
+    θ' = θ − ε∇Ũ + N(0, ε(2I − εV̂)) to the bit."""
+    call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, gradient)
+    call4(parameters[0], theta, parameters[1], scale, correction)
+    for j in range(theta.shape[0]):
+        diffusion[j] = scale[j] * scale[j]
+        correction[j] = 2.0 * scale[j] * correction[j]
     status, clipped = inject(step_size, diffusion, diffusion, options[1], variance, options[2], normals, noise, square)
     for j in range(theta.shape[0]):
-        theta[j] = theta[j] - step_size * gradient[j] + noise[j]  # (θ − ε∇Ũ) + noise: the numpy step's rounding
+        theta[j] = theta[j] + step_size * (-diffusion[j] * gradient[j] + correction[j]) + noise[j]
     return status, clipped
 
 
 @numba.njit(cache=True)
 def momentum_friction(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, gradient,
-                      noise, diffusion, scale, at, square):
-    """SGHMC (Ma et al. 2015 Eq. 12, friction C = ``parameters[0]``): r' = r − ε∇Ũ − εCr + N(0, ε(2C − εV̂)),
-    θ' = θ + εr' (splitting), θ + εr (euler), or θ moved first and ∇Ũ taken there (theta_first)."""
-    call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at), normals, rows, gradient)
-    diffusion[:] = parameters[0]  # D's r block: the friction C
-    scale[:] = 1.0
+                      noise, diffusion, scale, at, correction, square):
+    """SGHMC (Ma et al. 2015 Eq. 12: S = I, F = C·I, γ = 0), gSGRHMC (Algorithm 1 with SPEC §0 K2's signs:
+    S = G^{-1/2}, F = G⁻¹, γ_i = ∂_i S_ii) and naive SGRHMC (Eq. 16: γ dropped), with F = C·S², C = ``constants[0]``
+    (1 for the Riemannian two): r' = r − εS∇Ũ − εFr + εγ + N(0, ε(2F − εSV̂S)); θ' = θ + εSr' (splitting), θ + εSr
+    (euler), or θ moved first to θ + εS(θ)r with S, F, γ and ∇Ũ taken there (theta_first)."""
+    call4(parameters[0], theta, parameters[1], scale, correction)
+    point = _evaluated_at(options[0], theta, momentum, step_size, at, scale)
+    call5(source[0], source, point, normals, rows, gradient)
+    if options[0] == THETA_FIRST:
+        call4(parameters[0], point, parameters[1], scale, correction)
+    for j in range(theta.shape[0]):
+        diffusion[j] = parameters[2][0] * scale[j] * scale[j]
+        if options[3] == WITHOUT_CORRECTION:
+            correction[j] = 0.0
     status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square)
-    _move(options[0], theta, momentum, gradient, diffusion, noise, step_size, at)
+    _move(options[0], theta, momentum, gradient, scale, diffusion, correction, noise, step_size, at)
     return status, clipped
 
 
 @numba.njit(cache=True)
 def thermostat(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, gradient, noise,
-               diffusion, scale, at, square):
-    """SGNHT (Ma et al. 2015 Eq. 15, diffusion A = ``parameters[0]``): r' = r − ε∇Ũ − εξr + N(0, ε(2A − εV̂)),
-    θ' as :func:`momentum_friction`'s, ξ' = ξ + ε(kᵀk/d − 1) with k = r (euler) or r'."""
+               diffusion, scale, at, correction, square):
+    """SGNHT (Ma et al. 2015 Eq. 15, diffusion A = ``constants[0]``): r' = r − ε∇Ũ − εξr + N(0, ε(2A − εV̂)),
+    θ' as :func:`momentum_friction`'s with S = I, ξ' = ξ + ε(kᵀk/d − 1) with k = r (euler) or r'."""
     d = theta.shape[0]
-    call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at), normals, rows, gradient)
-    diffusion[:] = parameters[0]
     scale[:] = 1.0
+    correction[:] = 0.0
+    call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, gradient)
+    diffusion[:] = parameters[2][0]
     status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square)
     heat = 0.0
     if options[0] == EULER:
         for j in range(d):
             heat += momentum[j] * momentum[j]
     diffusion[:] = xi[0]  # the thermostat's friction ξ, in D's array (its A is no longer needed)
-    _move(options[0], theta, momentum, gradient, diffusion, noise, step_size, at)
+    _move(options[0], theta, momentum, gradient, scale, diffusion, correction, noise, step_size, at)
     if options[0] != EULER:
         for j in range(d):
             heat += momentum[j] * momentum[j]
@@ -77,26 +99,27 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, rows,
 
 
 @numba.njit(cache=True, inline="always")
-def _evaluated_at(integrator, theta, momentum, step_size, at):
-    """Where ∇Ũ is taken: θ, or θ + εr for theta_first (written into ``at``). Every integrator passes θ to its
-    gradient through this: measured on the double well (SGLD, 1,000 chains), handing the inlined estimator θ itself
-    cost 57 ns a chain-step against 22 ns through this function, the same source otherwise."""
+def _evaluated_at(integrator, theta, momentum, step_size, at, root):
+    """Where ∇Ũ is taken: θ, or θ + εS(θ)r for theta_first (written into ``at``; ``root`` holds S(θ) then). Every
+    integrator passes θ to its gradient through this: measured on the double well (SGLD, 1,000 chains), handing the
+    inlined estimator θ itself cost 57 ns a chain-step against 22 ns through this function, the same source otherwise."""
     if integrator == THETA_FIRST:
         for j in range(theta.shape[0]):
-            at[j] = theta[j] + step_size * momentum[j]
+            at[j] = theta[j] + step_size * root[j] * momentum[j]
         return at
     return theta
 
 
 @numba.njit(cache=True, inline="always")
-def _move(integrator, theta, momentum, gradient, friction, noise, step_size, at):
-    """r' = r − ε∇Ũ − ε F r + noise (F = ``friction``, diagonal) and θ' per ``integrator``."""
+def _move(integrator, theta, momentum, gradient, transform, friction, correction, noise, step_size, at):
+    """r' = r − εS∇Ũ − εFr + εγ + noise (S = ``transform``, F = ``friction``, diagonal) and θ' per ``integrator``."""
     for j in range(theta.shape[0]):
         old = momentum[j]
-        momentum[j] = old - step_size * gradient[j] - step_size * friction[j] * old + noise[j]
+        momentum[j] = (old - step_size * transform[j] * gradient[j] - step_size * friction[j] * old
+                       + step_size * correction[j] + noise[j])
         if integrator == THETA_FIRST:
             theta[j] = at[j]
         elif integrator == SPLITTING:
-            theta[j] += step_size * momentum[j]
+            theta[j] += step_size * transform[j] * momentum[j]
         else:
-            theta[j] += step_size * old
+            theta[j] += step_size * transform[j] * old

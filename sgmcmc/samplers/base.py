@@ -20,8 +20,9 @@ from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
 from sgmcmc.engine.estimators import source_of
 from sgmcmc.engine.injection import FULL_ESTIMATE
-from sgmcmc.engine.integrators import EULER, SPLITTING, THETA_FIRST
+from sgmcmc.engine.integrators import EULER, SPLITTING, THETA_FIRST, WITH_CORRECTION, WITHOUT_CORRECTION
 from sgmcmc.engine.static import static
+from sgmcmc.geometry import DiagonalMetric, IdentityMetric
 from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
 from sgmcmc.schema import Key, boolean, choice, metric, optional, real
@@ -74,6 +75,16 @@ def minibatch_covariance(per_example: np.ndarray, diagonal: bool = False, overwr
     product = np.matmul(centred.transpose(0, 2, 1), centred)  # batched BLAS (syrk), O(n·d²) per chain
     product /= denominator
     return product
+
+
+def metric_for_engine(metric: DiagonalMetric, dim: int, correction: bool = True) -> Optional[tuple]:
+    """:meth:`Sampler.engine_metric` of a Riemannian sampler with ``metric``: the metric's function
+    (:meth:`~sgmcmc.geometry.DiagonalMetric.engine_function`), with Γ or without it (``correction`` false: naive
+    SGRHMC); None where the metric has none."""
+    handed = metric.engine_function(dim)
+    if handed is None:
+        return None
+    return (WITH_CORRECTION if correction else WITHOUT_CORRECTION), *handed
 
 
 def block_diagonal(*blocks: np.ndarray) -> np.ndarray:
@@ -175,22 +186,29 @@ class Sampler(ABC):
         return None
 
     def engine_integrator(self) -> Optional[tuple]:
-        """(the integrator of :mod:`sgmcmc.engine.integrators`, its parameter, whether the state has r, and ξ) that
+        """(the integrator of :mod:`sgmcmc.engine.integrators`, its constant, whether the state has r, and ξ) that
         runs this sampler on the engine's blocks; None (the default) for none yet."""
         return None
 
+    def engine_metric(self) -> Optional[tuple]:
+        """(whether the integrator keeps the correction γ (:mod:`sgmcmc.engine.integrators`), the metric's function, its
+        parameters): G = I (the default); a Riemannian sampler's G(θ) (:func:`metric_for_engine`); None where the
+        engine has no function of its metric."""
+        return metric_for_engine(IdentityMetric(), self.target.dim)
+
     def engine_blocks(self, backend: str = COMPILED) -> Optional[Blocks]:
         """The engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) of this sampler on a target that hands the
-        engine its functions (:meth:`~sgmcmc.targets.base.Target.engine_functions`), or None: the integrator is not
-        there yet, the noise estimate is one the engine does not take, or the compiler refuses the model's functions
-        (said in one line).
+        engine its functions (:meth:`~sgmcmc.targets.base.Target.engine_functions`), or None: the integrator or the
+        metric is not there yet, the target has a boundary, the noise estimate is one the engine does not take, or the
+        compiler refuses the model's functions (said in one line).
 
         Noise estimates: ``zero`` (nothing subtracted), and on a density model ``known`` (its constant V, by its
         diagonal or in full; with ``noise_clip`` only a diagonal V: the clipped eigendecomposition stays on the numpy
         steps). On a data model the known V(θ) is a pass over all the data at every step, and the running estimate is
         not in the engine's estimators yet: both stay on the numpy steps."""
-        integrator = self.engine_integrator()
-        if integrator is None or self.integrator not in ORDERS or not self._kernel_declared("engine_functions"):
+        integrator, metric = self.engine_integrator(), self.engine_metric()
+        if (integrator is None or metric is None or self.integrator not in ORDERS
+                or not self._kernel_declared("engine_functions") or type(self.target).reflect is not Target.reflect):
             return None
         functions = self.target.engine_functions()
         if functions is None:
@@ -201,11 +219,15 @@ class Sampler(ABC):
         mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" else functions["noise_covariance"])
         if mode == FULL_ESTIMATE and self.noise_clip:
             return None
-        step, parameter, momentum, xi = integrator
+        step, constant, momentum, xi = integrator
+        correction, metric_function, metric_parameters = metric
+        parameters = (static(metric_function), np.ascontiguousarray(metric_parameters, dtype=float),
+                      np.array([float(constant)]))
         d = self.target.dim
-        blocks = Blocks(static(step), source_of(functions), np.array([float(parameter)]),
-                        (ORDERS[self.integrator], mode, int(self.noise_clip)), np.broadcast_to(variance, (d, d)).copy(),
-                        momentum=momentum, xi=xi, n_data=int(functions["n_data"]) if data else 0,
+        blocks = Blocks(static(step), source_of(functions), parameters,
+                        (ORDERS[self.integrator], mode, int(self.noise_clip), correction),
+                        np.broadcast_to(variance, (d, d)).copy(), momentum=momentum, xi=xi,
+                        n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
                         backend=backend)
         error = blocks.compile_error(d)

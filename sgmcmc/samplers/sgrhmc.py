@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from sgmcmc.engine import codes
+from sgmcmc.engine import codes, integrators
 from sgmcmc.engine.blocks import metric_arrays
 from sgmcmc.geometry import DiagonalMetric
-from sgmcmc.samplers.base import METRIC
+from sgmcmc.samplers.base import METRIC, metric_for_engine
 from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
 
 
@@ -34,6 +34,13 @@ class SGRHMC(MomentumRecipeSampler):
 
     def correction(self, theta):
         return self.metric.inverse_sqrt_derivative(theta)
+
+    def engine_integrator(self):
+        return integrators.momentum_friction, 1.0, True, False  # F = C·S² with C = 1: G⁻¹
+
+    def engine_metric(self):
+        """The metric with γ, or without it where a subclass drops it (naive SGRHMC)."""
+        return metric_for_engine(self.metric, self.target.dim, correction=type(self).correction is SGRHMC.correction)
 
     def kernel_geometry(self):
         """The identity metric is SGHMC with C = 1; the rational metric with γ (gSGRHMC) or without (naive)."""

@@ -10,10 +10,11 @@ from typing import Optional
 
 import numpy as np
 
+from sgmcmc.engine import integrators
 from sgmcmc.engine.blocks import metric_arrays
 from sgmcmc.geometry import DiagonalMetric
 from sgmcmc.recipe import Recipe
-from sgmcmc.samplers.base import METRIC, Sampler, diagonal_matrices
+from sgmcmc.samplers.base import METRIC, Sampler, diagonal_matrices, metric_for_engine
 from sgmcmc.samplers.sgld import langevin_kernel
 from sgmcmc.state import SamplerState, StepInfo
 
@@ -41,6 +42,12 @@ class SGRLD(Sampler):
         theta, _, reflected = self.reflect(theta + step_size * drift + noise)
         new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count)
         return new_state, StepInfo(clipped=clipped, reflected=reflected)
+
+    def engine_integrator(self):
+        return integrators.langevin, 0.0, False, False
+
+    def engine_metric(self):
+        return metric_for_engine(self.metric, self.target.dim)
 
     def compiled_kernel(self):
         """:func:`sgmcmc.engine.kernels.langevin_block` with this sampler's metric (identity or rational)."""

@@ -3,7 +3,8 @@ estimators of :mod:`sgmcmc.engine.estimators`, on models handed over as plain fu
 
 - the compiled block and the same source run as Python give the same samples;
 - each integrator's Euler step is the generic recipe step (Ma et al. 2015 Eq. 9 with +εΓ, :func:`sgmcmc.recipe.
-  recipe_step`) on the same random numbers, with H, D and Q written here from Eq. 12, 13 and 15;
+  recipe_step`) on the same random numbers, with H, D and Q written here from Eq. 12-16 and Algorithm 1 (the
+  Riemannian ones on the rational metric of SPEC §4.2, Γ by the recipe's finite differences; naive SGRHMC with Γ = 0);
 - the minibatches are uniform subsets without replacement (enumerated);
 - SGLD with minibatches and the exact V̂ has the Euler scheme's exact stationary variance on a Gaussian model;
 - a failed step stops the block with the right status.
@@ -25,6 +26,7 @@ from sgmcmc.engine.blocks import DIVERGED, FAILED
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
 from sgmcmc.engine.static import static
+from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.recipe import Recipe, recipe_step
 from sgmcmc.state import SamplerState
 from tests.helpers import ScriptedNormals
@@ -85,10 +87,24 @@ def student_data(n_data=40, dim=3, seed=0):
 INTEGRATORS = {"langevin": (False, False), "momentum_friction": (True, False), "thermostat": (True, True)}
 
 
+def rational(dim):
+    """The rational metric of SPEC §4.2 with a θ-dependent S in all but the second coordinate."""
+    return RationalMetric(np.array([1.0, 0.25, 0.8])[:dim], np.array([1.0, 0.0, 0.5])[:dim])
+
+
+# the metric cases: G = I, the rational metric with its correction, without it (naive SGRHMC)
+NO_METRIC, METRIC, NAIVE = "identity", "rational", "naive"
+
+
 def blocks(name, source, dim, options=(integrators.EULER, NO_ESTIMATE, 0), variance=None, n_data=0, batch_size=0,
-           backend=COMPILED, parameter=0.7):
+           backend=COMPILED, parameter=0.7, metric=NO_METRIC):
+    """The blocks of integrator ``name`` with the ``metric`` case (the friction C = ``parameter`` is 1 on a metric)."""
     momentum, xi = INTEGRATORS[name]
-    return Blocks(static(getattr(integrators, name)), source, np.array([parameter]), options,
+    function, numbers = (IdentityMetric() if metric == NO_METRIC else rational(dim)).engine_function(dim)
+    constant = parameter if metric == NO_METRIC or name != "momentum_friction" else 1.0
+    correction = integrators.WITHOUT_CORRECTION if metric == NAIVE else integrators.WITH_CORRECTION
+    return Blocks(static(getattr(integrators, name)), source, (static(function), numbers, np.array([constant])),
+                  (*options, correction),
                   np.zeros((dim, dim)) if variance is None else variance, momentum=momentum, xi=xi, n_data=n_data,
                   batch_size=batch_size, clip=bool(options[2]), backend=backend)
 
@@ -101,16 +117,18 @@ def state(n_chains, dim, seed=1):
 
 # Each case compiles a block of its own (the options are literal constants of the compiled code, so a block is compiled
 # per combination): every integrator with every order, every way V̂ enters, clipping and every kind of source, each at
-# least once, in nine blocks instead of all 81 combinations (each costs seconds to compile from a cold cache).
-COMPILED_CASES = [("langevin", integrators.EULER, NO_ESTIMATE, "data"),
-                  ("langevin", integrators.EULER, DIAGONAL_ESTIMATE, "density"),
-                  ("langevin", integrators.EULER, FULL_ESTIMATE, "density_into"),
-                  ("momentum_friction", integrators.SPLITTING, FULL_ESTIMATE, "data"),
-                  ("momentum_friction", integrators.EULER, NO_ESTIMATE, "density_into"),
-                  ("momentum_friction", integrators.THETA_FIRST, DIAGONAL_ESTIMATE, "density"),
-                  ("thermostat", integrators.SPLITTING, DIAGONAL_ESTIMATE, "density_into"),
-                  ("thermostat", integrators.EULER, FULL_ESTIMATE, "density"),
-                  ("thermostat", integrators.THETA_FIRST, NO_ESTIMATE, "data")]
+# least once, and every metric option, in ten blocks instead of all 243 combinations (each costs seconds to compile
+# from a cold cache).
+COMPILED_CASES = [("langevin", integrators.EULER, NO_ESTIMATE, "data", NO_METRIC),
+                  ("langevin", integrators.EULER, DIAGONAL_ESTIMATE, "density", NO_METRIC),
+                  ("langevin", integrators.EULER, FULL_ESTIMATE, "density_into", METRIC),
+                  ("momentum_friction", integrators.SPLITTING, FULL_ESTIMATE, "data", NO_METRIC),
+                  ("momentum_friction", integrators.EULER, NO_ESTIMATE, "density_into", NO_METRIC),
+                  ("momentum_friction", integrators.THETA_FIRST, DIAGONAL_ESTIMATE, "density", METRIC),
+                  ("momentum_friction", integrators.SPLITTING, NO_ESTIMATE, "data", NAIVE),
+                  ("thermostat", integrators.SPLITTING, DIAGONAL_ESTIMATE, "density_into", NO_METRIC),
+                  ("thermostat", integrators.EULER, FULL_ESTIMATE, "density", NO_METRIC),
+                  ("thermostat", integrators.THETA_FIRST, NO_ESTIMATE, "data", NO_METRIC)]
 
 
 def source_of(model):
@@ -121,8 +139,8 @@ def source_of(model):
     return density_source(np.array([[1.0, 0.0], [0.5, 0.8]]), into=model == "density_into"), 2, 0, 0
 
 
-@pytest.mark.parametrize("name, integrator, mode, model", COMPILED_CASES)
-def test_the_compiled_block_is_the_python_source(name, integrator, mode, model):
+@pytest.mark.parametrize("name, integrator, mode, model, metric", COMPILED_CASES)
+def test_the_compiled_block_is_the_python_source(name, integrator, mode, model, metric):
     source, dim, n_data, batch = source_of(model)
     variance = np.array([[0.5, 0.1, 0.0], [0.1, 0.4, 0.0], [0.0, 0.0, 0.3]])[:dim, :dim]
     # the diagonal form with clipping: εV̂_jj above 2D (D = 0.7 or 1) in every coordinate, so each step clips
@@ -130,7 +148,7 @@ def test_the_compiled_block_is_the_python_source(name, integrator, mode, model):
     if clip:
         variance = 200.0 * variance
     step_size = 0.05 if clip else 0.01
-    runs = [blocks(name, source, dim, (integrator, mode, clip), variance, n_data, batch, backend)
+    runs = [blocks(name, source, dim, (integrator, mode, clip), variance, n_data, batch, backend, metric=metric)
             (np.random.default_rng(5), state(4, dim), np.full(25, step_size), 0) for backend in (COMPILED, PYTHON)]
     if clip:
         assert (runs[0].clipped == dim).all() and (runs[1].clipped == dim).all()
@@ -141,11 +159,17 @@ def test_the_compiled_block_is_the_python_source(name, integrator, mode, model):
     assert not np.allclose(runs[0].theta[:, 0], runs[0].theta[:, -1])  # the chains moved
 
 
-def _recipe(name, dim, gradient, variance, parameter):
-    """H, D, Q of Ma et al. (2015): SGLD Eq. 13 (z = θ, D = I, Q = 0), SGHMC Eq. 12 (z = (θ, r), D = diag(0, C·I),
-    Q = [[0, −I], [I, 0]]), SGNHT Eq. 15 (z = (θ, r, ξ), H = U + rᵀr/2 + (d/2)(ξ − A)², D = diag(0, A·I, 0), Q with
-    the r–ξ coupling ±r/d); B̂ = V̂ in the r block (θ block for SGLD). Γ by the recipe's finite differences."""
+def _recipe(name, dim, gradient, variance, parameter, metric):
+    """H, D, Q of Ma et al. (2015): SGLD Eq. 13 (z = θ, D = I, Q = 0) and SGRLD Eq. 14 (D = G⁻¹ = S²); SGHMC Eq. 12
+    (z = (θ, r), D = diag(0, C·I), Q = [[0, −I], [I, 0]]) and gSGRHMC Algorithm 1 (D = diag(0, S²), Q = [[0, −S],
+    [S, 0]]); SGNHT Eq. 15 (z = (θ, r, ξ), H = U + rᵀr/2 + (d/2)(ξ − A)², D = diag(0, A·I, 0), Q with the r–ξ coupling
+    ±r/d). B̂ = T V̂ T in the block ∇Ũ enters through T (S² for SGRLD, S for gSGRHMC). Γ by the recipe's finite
+    differences, except naive SGRHMC's Γ = 0 (Eq. 16)."""
     size = {"langevin": dim, "momentum_friction": 2 * dim, "thermostat": 2 * dim + 1}[name]
+    geometry = rational(dim) if metric != NO_METRIC else None
+
+    def root(z):
+        return np.ones((z.shape[0], dim)) if geometry is None else geometry.inverse_sqrt(z[:, :dim])
 
     def energy_gradient(z, rng):
         out = np.zeros_like(z)
@@ -158,15 +182,17 @@ def _recipe(name, dim, gradient, variance, parameter):
 
     def diffusion(z):
         matrix = np.zeros((z.shape[0], size, size))
-        block = slice(0, dim) if name == "langevin" else slice(dim, 2 * dim)
-        matrix[:, block, block] = (1.0 if name == "langevin" else parameter) * np.eye(dim)
+        block = np.arange(dim) if name == "langevin" else np.arange(dim, 2 * dim)
+        constant = 1.0 if name == "langevin" else parameter
+        matrix[:, block, block] = constant if geometry is None else root(z) ** 2
         return matrix
 
     def curl(z):
         matrix = np.zeros((z.shape[0], size, size))
         if name != "langevin":
-            matrix[:, :dim, dim:2 * dim] = -np.eye(dim)
-            matrix[:, dim:2 * dim, :dim] = np.eye(dim)
+            index = np.arange(dim)
+            matrix[:, index, dim + index] = -root(z)
+            matrix[:, dim + index, index] = root(z)
         if name == "thermostat":
             matrix[:, dim:2 * dim, -1] = z[:, dim:2 * dim] / dim
             matrix[:, -1, dim:2 * dim] = -z[:, dim:2 * dim] / dim
@@ -175,16 +201,22 @@ def _recipe(name, dim, gradient, variance, parameter):
     def noise(z):
         matrix = np.zeros((z.shape[0], size, size))
         block = slice(0, dim) if name == "langevin" else slice(dim, 2 * dim)
-        matrix[:, block, block] = variance
+        transform = root(z) ** 2 if name == "langevin" else root(z)
+        matrix[:, block, block] = transform[:, :, None] * variance * transform[:, None, :]
         return matrix
 
-    return Recipe(energy_gradient, diffusion, curl, correction=None, noise_covariance=noise)
+    correction = (lambda z: np.zeros_like(z)) if metric == NAIVE else None
+    return Recipe(energy_gradient, diffusion, curl, correction=correction, noise_covariance=noise)
 
 
-@pytest.mark.parametrize("name", INTEGRATORS)
+RECIPE_CASES = [(name, metric) for name in INTEGRATORS for metric in (NO_METRIC, METRIC, NAIVE)
+                if (name, metric) not in (("thermostat", METRIC), ("thermostat", NAIVE), ("langevin", NAIVE))]
+
+
+@pytest.mark.parametrize("name, metric", RECIPE_CASES)
 @pytest.mark.parametrize("model", ["data", "density", "density_into"])
 @pytest.mark.parametrize("mode", [NO_ESTIMATE, DIAGONAL_ESTIMATE])
-def test_an_euler_step_is_the_generic_recipe_step(name, model, mode):
+def test_an_euler_step_is_the_generic_recipe_step(name, metric, model, mode):
     dim, n_chains, step_size, parameter = 3 if model == "data" else 2, 4, 0.05, 0.7
     # V̂ diagonal (the recipe's symmetric root is then the integrator's factor), or none subtracted (B̂ = 0)
     variance = np.diag([0.3, 0.2, 0.1][:dim]) if mode == DIAGONAL_ESTIMATE else np.zeros((dim, dim))
@@ -197,7 +229,7 @@ def test_an_euler_step_is_the_generic_recipe_step(name, model, mode):
     start = state(n_chains, dim)
     # the integrator's source run as Python: the compiled block is that source (test above)
     block = blocks(name, source, dim, (integrators.EULER, mode, 0), variance, n_data, batch, PYTHON,
-                   parameter=parameter)(np.random.default_rng(3), start, np.array([step_size]), 0)
+                   parameter=parameter, metric=metric)(np.random.default_rng(3), start, np.array([step_size]), 0)
     # the block's random numbers, drawn again: the minibatch, then the normals (gradient noise, injected noise)
     rng = np.random.default_rng(3)
     rows = estimators.rows_for_block(rng, 1, n_chains, n_data, batch)[0] if n_data else None
@@ -213,7 +245,8 @@ def test_an_euler_step_is_the_generic_recipe_step(name, model, mode):
     injected = np.zeros_like(z)
     block_slice = slice(0, dim) if name == "langevin" else slice(dim, 2 * dim)
     injected[:, block_slice] = normals[:, 1]
-    expected = recipe_step(_recipe(name, dim, gradient, variance, parameter), z, step_size, ScriptedNormals(injected))
+    expected = recipe_step(_recipe(name, dim, gradient, variance, parameter, metric), z, step_size,
+                           ScriptedNormals(injected))
     np.testing.assert_allclose(block.theta[:, 0], expected[:, :dim], rtol=1e-7, atol=1e-9)
     if name != "langevin":
         np.testing.assert_allclose(block.momentum[:, 0], expected[:, dim:2 * dim], rtol=1e-7, atol=1e-9)
