@@ -6,7 +6,7 @@ theta_first), noise estimate zero and known: 5 chains, 300 steps, the same state
 of ``sampler.compiled_kernel()``) and the engine (``sampler.engine_blocks()``); θ, r and ξ compared with
 ``numpy.array_equal``.
 
-    python scripts/engine_bit_identity.py [--output results/bench/engine-bit-identity-<date>.json]
+    python scripts/engine_bit_identity.py [--targets double_well …] [--output results/bench/engine-bit-identity-<date>.json]
 """
 
 from __future__ import annotations
@@ -45,9 +45,10 @@ def compare(target_name: str, name: str, integrator: str, noise: str) -> dict:
 def main(argv=None) -> list:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", default=None, help="a JSON file for the rows and the provenance")
+    parser.add_argument("--targets", nargs="+", default=list(TARGETS), choices=TARGETS, help="the formula targets")
     args = parser.parse_args(argv)
     rows = []
-    for target_name in TARGETS:
+    for target_name in args.targets:
         for name, integrators in SAMPLERS.items():
             for integrator in integrators:
                 for noise in ("zero", "known"):
