@@ -7,8 +7,8 @@ standard normal slots (slots, d) and ``rows`` the step's minibatch (indices into
 and cached on disk.
 
 - :func:`density_gradient`: a density model's ∇U(θ) plus Gaussian gradient noise L z, z = ``normals[0]``
-  (SPEC §4.3's ∇Ũ = ∇U + N(0, V), V = LLᵀ). ``first(θ)`` returns −∇log π (``numbers[0]`` = −1) or ∇U (+1);
-  ``numbers[1:]`` is L (d, d) row-major. :func:`formula_gradient` is the same with ``first(θ, data, out)`` writing
+  (SPEC §4.3's ∇Ũ = ∇U + N(0, V), V = LLᵀ). ``first(θ)`` is the model's vectorised gradient, called on one chain as θ
+  (1, d), and returns ∇log π (``numbers[0]`` = −1) or ∇U (+1); ``numbers[1:]`` is L (d, d) row-major. :func:`formula_gradient` is the same with ``first(θ, data, out)`` writing
   ∇U, ``data`` the formula's parameters (a built-in target's formula).
 - :func:`minibatch_gradient`: a data model's ∇Ũ(θ) = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ) (SPEC §1
   "Common"): ``first(θ, data[rows])`` gives the per-example gradients (n, d), ``second(θ)`` the prior's (d,);
@@ -27,10 +27,11 @@ from sgmcmc.engine.static import call1, call2, call3, static
 
 @numba.njit(cache=True)
 def density_gradient(source, theta, normals, rows, out):
-    """∇U(θ) + L z of a density model whose ``first(θ)`` returns ∇U (``numbers[0]`` = 1) or −∇log π (−1)."""
-    value = call1(source[1], theta)
+    """∇U(θ) + L z of a density model whose vectorised ``first(θ)`` (1, d) → (1, d) returns ∇U (``numbers[0]`` = 1) or
+    ∇log π (−1)."""
+    value = call1(source[1], theta.reshape((1, theta.shape[0])))
     for j in range(theta.shape[0]):
-        out[j] = source[4][0] * value[j]
+        out[j] = source[4][0] * value[0, j]
     _add_noise(source[4], normals, out)
 
 
@@ -88,11 +89,16 @@ def choose_rows(uniforms, n_data, out, chosen):
 def source_of(functions: dict) -> tuple:
     """The source of what a target hands the engine (its ``engine_functions()``): for a data model on rows
     (``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` (N, width), ``n_data``) :func:`minibatch_gradient`'s;
-    for a density model (``gradient_into(θ, parameters, out)``, ``parameters``, ``noise_factor`` L)
-    :func:`formula_gradient`'s."""
+    for a density model with a vectorised gradient (``gradient(θ)``, its ``sign``, ``noise_factor`` L)
+    :func:`density_gradient`'s; for one that writes ∇U (``gradient_into(θ, parameters, out)``, ``parameters``,
+    ``noise_factor``) :func:`formula_gradient`'s."""
     if "row_gradients" in functions:
         return (static(minibatch_gradient), static(functions["row_gradients"]), static(functions["prior_gradient"]),
                 np.ascontiguousarray(functions["data"], dtype=float), np.array([float(functions["n_data"])]))
+    if "gradient" in functions:
+        gradient = static(functions["gradient"])
+        numbers = np.concatenate([[float(functions["sign"])], np.ravel(functions["noise_factor"])]).astype(float)
+        return static(density_gradient), gradient, gradient, np.zeros(1), numbers
     gradient = static(functions["gradient_into"])
     numbers = np.concatenate([[1.0], np.ravel(functions["noise_factor"])]).astype(float)
     # the prior's slot is not read for a density model; any function of the right kind fills it

@@ -3,7 +3,6 @@
 The kernels are line-for-line the closed-form numpy steps of the samplers (the readable reference, pinned to
 these by ``tests/engine/test_compiled_blocks.py`` on identical random numbers):
 
-- :func:`langevin_block`: SGLD and SGRLD (``sgmcmc/samplers/sgld.py``, ``sgrld.py``; Ma et al. 2015 Eq. 13-14 + K1);
 - :func:`momentum_block`: SGHMC, naive SGRHMC and gSGRHMC with the ``splitting``, ``euler``, ``theta_first`` and
   ``aboba`` integrators (``sgmcmc/samplers/momentum_recipe.py``; Eq. 12, 16, Algorithm 1);
 - :func:`thermostat_block`: SGNHT and CCAdL with a known or no noise estimate (``sgnht.py``, ``ccadl.py``;
@@ -183,40 +182,6 @@ def _finite(values):
         if not math.isfinite(value):
             return False
     return True
-
-
-@numba.njit(cache=True)
-def _langevin_block(kind, parameters, factor, metric_kind, scale, softening, mode, variance_diagonal, variance, clip,
-                   theta0, normals, step_sizes, theta_path, clipped_path, bad_step, bad_code):
-    """SGLD / SGRLD: θ' = θ + ε(−G⁻¹∇Ũ + Γ) + N(0, ε(2G⁻¹ − εG⁻¹V̂G⁻¹)), Γ_i = ∂_i(G⁻¹)_ii."""
-    n_chains, d = theta0.shape
-    n_steps = step_sizes.shape[0]
-    for i in range(n_chains):
-        theta = theta0[i].copy()
-        gradient, root, derivative = np.empty(d), np.empty(d), np.empty(d)
-        inverse, correction, noise, new = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
-        work = np.empty((d, d))
-        bad_step[i], bad_code[i] = n_steps, OK
-        for k in range(n_steps):
-            step = step_sizes[k]
-            _stochastic_gradient(kind, parameters, factor, theta, normals, k, i, gradient)
-            _metric(metric_kind, scale, softening, theta, root, derivative)
-            for j in range(d):
-                inverse[j] = root[j] ** 2
-                correction[j] = 2.0 * root[j] * derivative[j]
-            status, clipped = _inject(step, inverse, inverse, mode, variance_diagonal, variance, clip, normals, k, 1, i, noise, work)
-            if status != OK:
-                bad_step[i], bad_code[i] = k, status
-                break
-            for j in range(d):
-                new[j] = theta[j] + step * (-inverse[j] * gradient[j] + correction[j]) + noise[j]
-            if not _finite(new):
-                bad_step[i], bad_code[i] = k, NON_FINITE
-                break
-            for j in range(d):
-                theta[j] = new[j]
-                theta_path[i, k, j] = new[j]
-            clipped_path[i, k] = clipped
 
 
 @numba.njit(cache=True, inline="always")
@@ -536,7 +501,6 @@ def _fingerprint(value):
     return type(value)
 
 
-langevin_block = Specialised(_langevin_block, "kind", "metric_kind", "mode", "clip")
 momentum_block = Specialised(_momentum_block, "kind", "metric_kind", "use_correction", "integrator", "mode", "clip")
 thermostat_block = Specialised(_thermostat_block, "kind", "integrator", "mode", "friction_mode", "clip")
 trajectory_block = Specialised(_trajectory_block, "kind", "stochastic", "trajectory", "mode", "metropolis")

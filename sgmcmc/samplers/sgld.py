@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import codes, integrators
-from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
+from sgmcmc.engine import integrators
 from sgmcmc.engine.data_blocks import LANGEVIN, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
@@ -38,11 +37,11 @@ class SGLD(Sampler):
         return integrators.langevin, 1.0, False, False
 
     def compiled_kernel(self):
-        """:func:`sgmcmc.engine.kernels.langevin_block` with the identity metric; on a data target
-        :func:`sgmcmc.engine.data_kernels.data_block` (D = I)."""
+        """On a built-in data target, :func:`sgmcmc.engine.data_kernels.data_block` (D = I); elsewhere the engine's
+        blocks (:meth:`engine_blocks`)."""
         if self.compiled_data() is not None:
             return data_kernel(self, LANGEVIN, 1.0)
-        return langevin_kernel(self, (codes.CONSTANT_METRIC, np.ones(self.target.dim), np.zeros(self.target.dim)))
+        return None
 
     def recipe(self):
         def identity(z):
@@ -56,24 +55,3 @@ class SGLD(Sampler):
             energy=self.target.potential,
             noise_covariance=lambda z: self._noise_block(z),
         )
-
-
-def langevin_kernel(sampler, metric) -> "CompiledKernel | None":
-    """SGLD / SGRLD's compiled block for ``metric`` = (kind, a, b) (:func:`sgmcmc.engine.blocks.metric_arrays`)."""
-    compiled = sampler.compiled_target()
-    if compiled is None or metric is None:
-        return None
-    mode, variance_diagonal, variance = gradient_noise_mode(sampler.known_noise(compiled))
-    if mode == codes.FULL_ESTIMATE and sampler.noise_clip:
-        return None  # the eigendecomposition of the clipped draw stays on the numpy path
-
-    def run(state, normals, step_sizes):
-        paths, bad_step, bad_code = paths_for(state.theta.shape[0], step_sizes.size, state.theta.shape[1])
-        from sgmcmc.engine import kernels
-
-        kernels.langevin_block(compiled.kind, compiled.parameters, compiled.noise_factor, metric[0], metric[1], metric[2],
-                               mode, variance_diagonal, variance, sampler.noise_clip, np.ascontiguousarray(state.theta),
-                               normals, step_sizes, paths["theta"], paths["clipped"], bad_step, bad_code)
-        return paths, bad_step, bad_code
-
-    return CompiledKernel(run, has_momentum=False, has_xi=False, clip=sampler.noise_clip)

@@ -11,11 +11,9 @@ from typing import Optional
 import numpy as np
 
 from sgmcmc.engine import integrators
-from sgmcmc.engine.blocks import metric_arrays
 from sgmcmc.geometry import DiagonalMetric
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import METRIC, Sampler, diagonal_matrices, metric_for_engine
-from sgmcmc.samplers.sgld import langevin_kernel
 from sgmcmc.state import SamplerState, StepInfo
 
 
@@ -48,10 +46,6 @@ class SGRLD(Sampler):
 
     def engine_metric(self):
         return metric_for_engine(self.metric, self.target.dim)
-
-    def compiled_kernel(self):
-        """:func:`sgmcmc.engine.kernels.langevin_block` with this sampler's metric (identity or rational)."""
-        return langevin_kernel(self, metric_arrays(self.metric, self.target.dim))
 
     def recipe(self):
         return Recipe(

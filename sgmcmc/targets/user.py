@@ -19,8 +19,9 @@ first, and every method returns one row per chain.
 - ``grad_log_density(θ)`` → (n, dim) and, optionally (HMC's Metropolis test, the gradient check), ``log_density(θ)``
   → (n,); or, in potential form, ``grad_potential(θ)`` and ``potential(θ)`` with U = −log π (the forms may be mixed);
 - its stochastic gradient is the exact one plus N(0, v·I) noise, v = ``target.noise_variance`` (0: exact);
-- optionally ``compiled_gradient(target)`` → :class:`sgmcmc.engine.gradients.CompiledGradient` (one of the compiled
-  formulas, built with ``sgmcmc.engine.gradients.formula(kind, target, parameters)``): the compiled blocks.
+- where its gradient (``grad_log_density`` or ``grad_potential``) is a ``staticmethod`` the compiler takes (plain numpy
+  on arrays, or a ``numba.njit`` function; no ``self``), the compiled blocks call it on one chain at a time, as θ of
+  shape (1, dim) (:func:`sgmcmc.engine.estimators.density_gradient`); a method runs on the numpy steps.
 
 **A data model** gives per-example terms, and the runner draws the minibatches (SPEC §1 "Common",
 :class:`sgmcmc.targets.data.DataTarget`: ∇Ũ = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ)):
@@ -42,16 +43,16 @@ on the rows of one array, with functions the compiler takes (plain numpy on arra
 - ``prior_gradient(θ)`` → (dim,), ∇log p(θ);
 - optionally ``row_log_likelihoods(θ, rows)`` → (m,) and ``prior_log_density(θ)`` → a float.
 
-SGLD, SGHMC and SGNHT (with ``noise_estimate=zero``) then run on the engine's compiled blocks
-(:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in one line and takes the numpy
-steps. Everything else sees it through the contract above (:class:`RowModel`).
+SGLD, SGRLD, SGHMC, the SGRHMCs and SGNHT (with ``noise_estimate=zero``; on a density model also ``known``) then run
+on the engine's compiled blocks (:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in
+one line and takes the numpy steps. Everything else sees it through the contract above (:class:`RowModel`).
 
 **The checks** (:func:`check_model`, at build time, before any run folder exists): the required methods are there,
 ``dim`` (and ``n_data``) are positive integers, θ₀ (for two chain counts) and every value at θ₀ have the promised
 shape and are finite, the gradient agrees with central differences of the log density (or of the log-likelihood of
 up to 256 examples, and of the log prior) along random directions at θ₀ and near it (a warning says when a missing
 value method leaves it out), an exact density's grid is increasing and holds its mass 1, the metric is positive, and
-a compiled gradient agrees with the numpy one. Each failure is a :class:`UserModelError`, one line naming
+a data model's compiled likelihood agrees with its numpy one. Each failure is a :class:`UserModelError`, one line naming
 ``target.model`` and what to fix. The samplers' D/Q checks then run on it as on every target
 (:func:`sgmcmc.experiment._check_at_start`). The model's file, as loaded, is copied into the run folder
 (``model.py``), and its SHA-256 in the checkpoints makes a resume with an edited file a one-line refusal.
@@ -66,6 +67,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
+import inspect
 import logging
 import sys
 import warnings
@@ -282,11 +284,14 @@ class UserDensityTarget(_UserTarget, Target):
     def _noise_factor(self) -> np.ndarray:
         return np.sqrt(self.noise_variance) * np.eye(self.dim)
 
-    def compiled_gradient(self):
-        """The model's ``compiled_gradient(target)`` where it gives one (checked at build), else None."""
-        if not hasattr(self.model, "compiled_gradient"):
+    def engine_functions(self) -> Optional[dict]:
+        """A gradient that is a ``staticmethod`` (see the module docstring), its sign (−1 for ∇log π) and the gradient
+        noise's factor √v·I, for the engine (:func:`sgmcmc.engine.estimators.source_of`); None for a method."""
+        gradient = inspect.getattr_static(type(self.model), self.gradient_name, None)
+        if not isinstance(gradient, staticmethod):
             return None
-        return self.model.compiled_gradient(self)
+        return {"gradient": gradient.__func__, "sign": 1.0 if self.gradient_name == "grad_potential" else -1.0,
+                "noise_factor": self._noise_factor, "noise_covariance": self.variance}
 
 
 class UserDataTarget(_UserTarget, DataTarget):
@@ -578,39 +583,29 @@ def _check_grid(target) -> None:
 
 
 def _check_compiled(target, theta: np.ndarray) -> None:
-    """A compiled gradient the model gives against its numpy gradient at θ₀ (full data for a data model)."""
+    """The compiled likelihood a data model gives (``compiled_data``) against its numpy gradient at θ₀, over all the
+    data."""
+    if not isinstance(target, UserDataTarget):
+        return
     try:
-        compiled = target.compiled_data() if isinstance(target, UserDataTarget) else target.compiled_gradient()
+        compiled = target.compiled_data()
     except Exception as error:
-        raise UserModelError(f"{target._where}: compiled_{'data' if isinstance(target, UserDataTarget) else 'gradient'} "
-                             f"raised {_first_line(error)}") from None
+        raise UserModelError(f"{target._where}: compiled_data raised {_first_line(error)}") from None
     if compiled is None:
         return
-    if isinstance(target, UserDataTarget):
-        from sgmcmc.engine.data_blocks import PLAIN, CompiledData
-        from sgmcmc.engine.data_kernels import minibatch_gradient
+    from sgmcmc.engine.data_blocks import PLAIN, CompiledData
+    from sgmcmc.engine.data_kernels import minibatch_gradient
 
-        if not isinstance(compiled, CompiledData) or compiled.n_data != target.n_data or compiled.data.shape[0] != target.n_data:
-            raise UserModelError(f"{target._where}: compiled_data(target) must return "
-                                 "sgmcmc.engine.data_blocks.compiled_data(kind, target, data, prior) over the N examples")
-        values = np.empty_like(theta)
-        work = np.empty((target.n_data, target.dim))
-        for chain in range(theta.shape[0]):
-            minibatch_gradient(compiled.kind, compiled.data, compiled.n_data, compiled.n_data, compiled.prior, PLAIN,
-                               np.zeros(target.dim), np.zeros(target.dim), np.ascontiguousarray(theta[chain]),
-                               np.zeros((1, 1, 1), dtype=np.int64), 0, 0, work, work, np.empty(target.dim), values[chain])
-        reference = target.gradient(theta)
-    else:
-        from sgmcmc.engine.gradients import CompiledGradient
-        from sgmcmc.engine.kernels import gradient_into
-
-        if not isinstance(compiled, CompiledGradient):
-            raise UserModelError(f"{target._where}: compiled_gradient(target) must return a "
-                                 "sgmcmc.engine.gradients.CompiledGradient")
-        values = np.empty_like(theta)
-        for chain in range(theta.shape[0]):
-            gradient_into(compiled.kind, compiled.parameters, np.ascontiguousarray(theta[chain]), values[chain])
-        reference = target.gradient(theta)
+    if not isinstance(compiled, CompiledData) or compiled.n_data != target.n_data or compiled.data.shape[0] != target.n_data:
+        raise UserModelError(f"{target._where}: compiled_data(target) must return "
+                             "sgmcmc.engine.data_blocks.compiled_data(kind, target, data, prior) over the N examples")
+    values = np.empty_like(theta)
+    work = np.empty((target.n_data, target.dim))
+    for chain in range(theta.shape[0]):
+        minibatch_gradient(compiled.kind, compiled.data, compiled.n_data, compiled.n_data, compiled.prior, PLAIN,
+                           np.zeros(target.dim), np.zeros(target.dim), np.ascontiguousarray(theta[chain]),
+                           np.zeros((1, 1, 1), dtype=np.int64), 0, 0, work, work, np.empty(target.dim), values[chain])
+    reference = target.gradient(theta)
     if not np.allclose(values, reference, rtol=1e-8, atol=1e-8 * (1 + np.abs(reference).max())):
         raise UserModelError(f"{target._where}: the compiled gradient disagrees with the numpy one at θ₀ (largest "
                              f"difference {np.abs(values - reference).max():.3g}); the samples would depend on the path")

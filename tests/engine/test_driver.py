@@ -46,8 +46,11 @@ def normal_prior(theta):
 
 
 def correlated_potential_gradient(theta):
-    """∇U of U = ½ θᵀPθ with P = [[2, 0.6], [0.6, 1]]."""
-    return np.array([2.0 * theta[0] + 0.6 * theta[1], 0.6 * theta[0] + theta[1]])
+    """∇U of U = ½ θᵀPθ with P = [[2, 0.6], [0.6, 1]], vectorised: θ (n, 2)."""
+    out = np.empty_like(theta)
+    out[:, 0] = 2.0 * theta[:, 0] + 0.6 * theta[:, 1]
+    out[:, 1] = 0.6 * theta[:, 0] + theta[:, 1]
+    return out
 
 
 def correlated_potential_gradient_into(theta, parameters, out):
@@ -74,8 +77,7 @@ def density_source(factor, into=False):
     if into:
         return (static(estimators.formula_gradient), static(correlated_potential_gradient_into), static(flat_prior),
                 np.zeros(1), np.concatenate([[1.0], np.ravel(factor)]))
-    return (static(estimators.density_gradient), static(correlated_potential_gradient), static(flat_prior),
-            np.zeros((1, 1)), np.concatenate([[1.0], np.ravel(factor)]))
+    return estimators.source_of({"gradient": correlated_potential_gradient, "sign": 1.0, "noise_factor": factor})
 
 
 def student_data(n_data=40, dim=3, seed=0):
@@ -238,7 +240,7 @@ def test_an_euler_step_is_the_generic_recipe_step(name, metric, model, mode):
         gradient = np.array([-(n_data / batch) * student_examples(t, data[r]).sum(axis=0) - normal_prior(t)
                              for t, r in zip(start.theta, rows)])
     else:
-        gradient = np.array([correlated_potential_gradient(t) for t in start.theta]) + normals[:, 0] @ factor.T
+        gradient = correlated_potential_gradient(start.theta) + normals[:, 0] @ factor.T
     parts = [start.theta] + ([start.momentum] if name != "langevin" else []) + (
         [start.xi[:, None]] if name == "thermostat" else [])
     z = np.concatenate(parts, axis=1)
