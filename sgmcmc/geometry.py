@@ -5,9 +5,10 @@ G^{-1/2}, G^{-1} and the corrections γ_i = ∂_{θ_i}(G^{-1/2})_ii and ∂_{θ_
 integrator needs the position flow θ̇ = G(θ)^{-1/2} r at fixed r (exact where it has a closed form, else a
 fourth-order Runge–Kutta step). All methods take θ of shape (n_chains, dim) and return (n_chains, dim).
 
-A metric the engine's compiled blocks can take hands them a function of one chain, ``metric(θ, parameters, root,
-derivative)`` writing S = diag G^{-1/2} and ∂_i S_ii (:meth:`DiagonalMetric.engine_function`), like a target's
-gradient: plain Python the compiler accepts, the same expressions as the methods here.
+A metric the engine's compiled blocks can take hands them functions of one chain (:meth:`DiagonalMetric.
+engine_function`), like a target's gradient: ``metric(θ, parameters, root, derivative)`` writing S = diag G^{-1/2} and
+∂_i S_ii, and ``flow(θ, r, t, parameters, out)`` writing Φ_t(θ, r) (:meth:`DiagonalMetric.position_flow`); plain Python
+the compiler accepts, the same expressions as the methods here.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ class DiagonalMetric(ABC):
         """∂_{θ_i}(G^{-1/2})_ii: the gSGRHMC correction γ (Ma et al. 2015, Algorithm 1)."""
 
     def engine_function(self, dim: int) -> Optional[tuple]:
-        """(``metric(θ, parameters, root, derivative)``, its parameters) for the engine's blocks in ``dim``
-        coordinates, or None (the default): the metric runs on the numpy steps."""
+        """(``metric(θ, parameters, root, derivative)``, ``flow(θ, r, t, parameters, out)``, their parameters) for the
+        engine's blocks in ``dim`` coordinates, or None (the default): the metric runs on the numpy steps."""
         return None
 
     def inverse(self, theta: np.ndarray) -> np.ndarray:
@@ -78,7 +79,7 @@ class IdentityMetric(DiagonalMetric):
         return theta + time * momentum, None
 
     def engine_function(self, dim):
-        return identity_metric, np.zeros(0)
+        return identity_metric, identity_flow, np.zeros(0)
 
 
 class RationalMetric(DiagonalMetric):
@@ -102,8 +103,8 @@ class RationalMetric(DiagonalMetric):
         return -self.scale * self.softening * theta * (1.0 + self.softening * theta**2) ** -1.5
 
     def engine_function(self, dim):
-        """:func:`rational_metric` with parameters (a, b), each broadcast to ``dim``."""
-        return rational_metric, np.concatenate([np.broadcast_to(self.scale, (dim,)),
+        """:func:`rational_metric` and :func:`rational_flow` with parameters (a, b), each broadcast to ``dim``."""
+        return rational_metric, rational_flow, np.concatenate([np.broadcast_to(self.scale, (dim,)),
                                                 np.broadcast_to(self.softening, (dim,))]).astype(float)
 
 
@@ -146,6 +147,12 @@ def identity_metric(theta, parameters, root, derivative):
         derivative[j] = 0.0
 
 
+def identity_flow(theta, momentum, time, parameters, out):
+    """:meth:`IdentityMetric.position_flow` for one chain: θ + t r, exact."""
+    for j in range(theta.shape[0]):
+        out[j] = theta[j] + time * momentum[j]
+
+
 def rational_metric(theta, parameters, root, derivative):
     """:class:`RationalMetric` for one chain θ (d,), with ``parameters`` = (a, b) (2d,): S_jj = a_j/√(1 + b_j θ_j²)
     and ∂_j S_jj = −a_j b_j θ_j (1 + b_j θ_j²)^{-3/2}."""
@@ -154,3 +161,19 @@ def rational_metric(theta, parameters, root, derivative):
         spread = 1.0 + parameters[d + j] * (theta[j] * theta[j])
         root[j] = parameters[j] / math.sqrt(spread)
         derivative[j] = -parameters[j] * parameters[d + j] * theta[j] * spread**-1.5
+
+
+def rational_flow(theta, momentum, time, parameters, out):
+    """:meth:`DiagonalMetric.position_flow`'s Runge–Kutta step for :class:`RationalMetric`, one chain: S is diagonal and
+    S_jj depends on θ_j alone, so each coordinate's flow θ̇_j = S_jj(θ_j) r_j is stepped on its own."""
+    d = theta.shape[0]
+    for j in range(d):
+        scale, softening, x, speed = parameters[j], parameters[d + j], theta[j], momentum[j]
+        k1 = scale / math.sqrt(1.0 + softening * (x * x)) * speed
+        y = x + 0.5 * time * k1
+        k2 = scale / math.sqrt(1.0 + softening * (y * y)) * speed
+        y = x + 0.5 * time * k2
+        k3 = scale / math.sqrt(1.0 + softening * (y * y)) * speed
+        y = x + time * k3
+        k4 = scale / math.sqrt(1.0 + softening * (y * y)) * speed
+        out[j] = x + (time / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)

@@ -223,15 +223,3 @@ def paths_for(n_chains: int, n_steps: int, dim: int, momentum: bool = False, xi:
     if accept:
         paths["accept_probability"] = np.empty((n_chains, n_steps))
     return paths, np.empty(n_chains, dtype=np.int64), np.empty(n_chains, dtype=np.int64)
-
-
-def metric_arrays(metric, dim: int):
-    """(kind, a, b) of a metric the kernels know (identity, rational (G^{-1/2})_ii = a_i/√(1 + b_i θ_i²)), else None."""
-    from sgmcmc.geometry import IdentityMetric, RationalMetric
-
-    if type(metric) is IdentityMetric:
-        return codes.CONSTANT_METRIC, np.ones(dim), np.zeros(dim)
-    if type(metric) is RationalMetric:
-        return (codes.RATIONAL_METRIC, np.ascontiguousarray(np.broadcast_to(metric.scale, (dim,)), dtype=float),
-                np.ascontiguousarray(np.broadcast_to(metric.softening, (dim,)), dtype=float))
-    return None

@@ -8,12 +8,13 @@ in place:
 - ``source``, ``rows`` and ``normals`` (slots, d): the gradient estimate ∇Ũ, written into ``gradient`` by
   ``call5(source[0], source, at, normals, rows, gradient)`` (:mod:`sgmcmc.engine.estimators`); ``normals[1]`` are the
   injected noise's standard normals;
-- ``parameters``: ``(metric, metric's parameters, constants)``. ``metric(θ, its parameters, root, derivative)`` writes
-  the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2): the Riemannian samplers' G handed over as a function
-  (:meth:`sgmcmc.geometry.DiagonalMetric.engine_function`), the identity's for the others; the constants are
-  the sampler's (SGHMC's friction C, the thermostat's diffusion A);
-- ``options``: (order, how V̂ enters, clip, correction) as integer literals (:data:`SPLITTING` …,
-  :mod:`sgmcmc.engine.injection`, 0/1, :data:`WITH_CORRECTION` or not);
+- ``parameters``: ``(metric, flow, the metric's parameters, constants)``. ``metric(θ, its parameters, root,
+  derivative)`` writes the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2), ``flow(θ, r, t, its parameters, out)``
+  the position flow Φ_t of θ̇ = S(θ)r: the Riemannian samplers' G handed over as functions
+  (:meth:`sgmcmc.geometry.DiagonalMetric.engine_function`), the identity's for the others; the constants are the
+  sampler's (SGHMC's friction C, the thermostat's diffusion A);
+- ``options``: (order, how V̂ enters, clip, variant) as integer literals (:data:`SPLITTING` …,
+  :mod:`sgmcmc.engine.injection`, 0/1, :data:`PLAIN` …);
 - ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3);
 - ``gradient``, ``noise``, ``diffusion``, ``scale``, ``at``, ``correction`` (d,) and ``square`` (d, d): working arrays.
 
@@ -23,17 +24,20 @@ integrator to the generic recipe step (:func:`sgmcmc.recipe.recipe_step`) on the
 
 from __future__ import annotations
 
+import math
+
 import numba
 
-from sgmcmc.engine.injection import inject
+from sgmcmc.engine.injection import NO_ESTIMATE, OK, inject
 from sgmcmc.engine.static import call4, call5
 
 # the order of θ's and r's moves (SPEC §4.1): r' first and θ' = θ + εSr' (splitting), both from the old state (euler),
-# θ first, the gradient at the moved θ (theta_first, Shang et al. 2015 Eq. 12 and 14)
-SPLITTING, EULER, THETA_FIRST = 0, 1, 2
-# options[3]: the momentum's correction γ dropped (naive SGRHMC, Ma et al. 2015 Eq. 16: not stationary where G depends
-# on θ) or kept (every other sampler)
-WITHOUT_CORRECTION, WITH_CORRECTION = 0, 1
+# θ first, the gradient at the moved θ (theta_first, Shang et al. 2015 Eq. 12 and 14), the ABOBA splitting (aboba)
+SPLITTING, EULER, THETA_FIRST, ABOBA = 0, 1, 2, 3
+# options[3], the integrator's variant: the sampler as its recipe says (PLAIN), or naive SGRHMC's dropped correction γ
+# (momentum_friction and aboba; Ma et al. 2015 Eq. 16: not stationary where G depends on θ), or CCAdL's
+# covariance-controlled friction (thermostat; Shang et al. 2015 Eq. 12)
+PLAIN, WITHOUT_CORRECTION, COVARIANCE_FRICTION = 0, 1, 1
 
 
 @numba.njit(cache=True)
@@ -43,7 +47,7 @@ def langevin(source, parameters, options, variance, theta, momentum, xi, rows, s
     N(0, ε(2G⁻¹ − εG⁻¹V̂G⁻¹)), G⁻¹ = S², Γ_i = ∂_i(G⁻¹)_ii = 2 S_ii ∂_i S_ii; SGLD's G = I gives
     θ' = θ − ε∇Ũ + N(0, ε(2I − εV̂)) to the bit."""
     call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, gradient)
-    call4(parameters[0], theta, parameters[1], scale, correction)
+    call4(parameters[0], theta, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
         diffusion[j] = scale[j] * scale[j]
         correction[j] = 2.0 * scale[j] * correction[j]
@@ -60,13 +64,13 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
     S = G^{-1/2}, F = G⁻¹, γ_i = ∂_i S_ii) and naive SGRHMC (Eq. 16: γ dropped), with F = C·S², C = ``constants[0]``
     (1 for the Riemannian two): r' = r − εS∇Ũ − εFr + εγ + N(0, ε(2F − εSV̂S)); θ' = θ + εSr' (splitting), θ + εSr
     (euler), or θ moved first to θ + εS(θ)r with S, F, γ and ∇Ũ taken there (theta_first)."""
-    call4(parameters[0], theta, parameters[1], scale, correction)
+    call4(parameters[0], theta, parameters[2], scale, correction)
     point = _evaluated_at(options[0], theta, momentum, step_size, at, scale)
     call5(source[0], source, point, normals, rows, gradient)
     if options[0] == THETA_FIRST:
-        call4(parameters[0], point, parameters[1], scale, correction)
+        call4(parameters[0], point, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
-        diffusion[j] = parameters[2][0] * scale[j] * scale[j]
+        diffusion[j] = parameters[3][0] * scale[j] * scale[j]
         if options[3] == WITHOUT_CORRECTION:
             correction[j] = 0.0
     status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square)
@@ -75,16 +79,47 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
 
 
 @numba.njit(cache=True)
+def aboba(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, gradient, noise,
+          diffusion, scale, at, correction, square):
+    """:func:`momentum_friction`'s recipe in Leimkuhler & Matthews' ABOBA order (``sgmcmc/samplers/momentum_recipe.py``):
+    θ_h = Φ_{ε/2}(θ, r); f = −S∇Ũ(θ_h) + γ with S, F, γ at θ_h; r₁ = r + (ε/2)f; the friction and noise solved
+    exactly, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) ξ; r' = r₂ + (ε/2)f; θ' = Φ_{ε/2}(θ_h, r'). No V̂ correction."""
+    half = 0.5 * step_size
+    call5(parameters[1], theta, momentum, half, parameters[2], at)
+    call5(source[0], source, at, normals, rows, gradient)
+    call4(parameters[0], at, parameters[2], scale, correction)
+    for j in range(theta.shape[0]):
+        if options[3] == WITHOUT_CORRECTION:
+            correction[j] = 0.0
+        force = -scale[j] * gradient[j] + correction[j]
+        value = momentum[j] + half * force
+        decay = step_size * (parameters[3][0] * scale[j] * scale[j])
+        value = math.exp(-decay) * value + math.sqrt(-math.expm1(-2.0 * decay)) * normals[1, j]
+        momentum[j] = value + half * force
+    call5(parameters[1], at, momentum, half, parameters[2], theta)
+    return OK, 0
+
+
+@numba.njit(cache=True)
 def thermostat(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, gradient, noise,
                diffusion, scale, at, correction, square):
     """SGNHT (Ma et al. 2015 Eq. 15, diffusion A = ``constants[0]``): r' = r − ε∇Ũ − εξr + N(0, ε(2A − εV̂)),
-    θ' as :func:`momentum_friction`'s with S = I, ξ' = ξ + ε(kᵀk/d − 1) with k = r (euler) or r'."""
+    θ' as :func:`momentum_friction`'s with S = I, ξ' = ξ + ε(kᵀk/d − 1) with k = r (euler) or r'. CCAdL (variant
+    :data:`COVARIANCE_FRICTION`, Shang et al. 2015 Eq. 12 and Algorithm 1 with Σ̂ = ``variance``): r' also loses
+    ε(ε/2)Σ̂r, and the injected noise is N(0, 2εA) (nothing subtracted)."""
     d = theta.shape[0]
     scale[:] = 1.0
     correction[:] = 0.0
+    if options[3] == COVARIANCE_FRICTION:  # −(ε/2)Σ̂r of the old r, in the place of γ
+        for j in range(d):
+            total = 0.0
+            for m in range(d):
+                total += 0.5 * step_size * variance[j, m] * momentum[m]
+            correction[j] = -total
     call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, gradient)
-    diffusion[:] = parameters[2][0]
-    status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square)
+    diffusion[:] = parameters[3][0]
+    mode = NO_ESTIMATE if options[3] == COVARIANCE_FRICTION else options[1]  # CCAdL subtracts nothing
+    status, clipped = inject(step_size, diffusion, scale, mode, variance, options[2], normals, noise, square)
     heat = 0.0
     if options[0] == EULER:
         for j in range(d):

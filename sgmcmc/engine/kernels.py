@@ -3,10 +3,6 @@
 The kernels are line-for-line the closed-form numpy steps of the samplers (the readable reference, pinned to
 these by ``tests/engine/test_compiled_blocks.py`` on identical random numbers):
 
-- :func:`momentum_block`: SGHMC, naive SGRHMC and gSGRHMC with the ``splitting``, ``euler``, ``theta_first`` and
-  ``aboba`` integrators (``sgmcmc/samplers/momentum_recipe.py``; Eq. 12, 16, Algorithm 1);
-- :func:`thermostat_block`: SGNHT and CCAdL with a known or no noise estimate (``sgnht.py``, ``ccadl.py``;
-  Eq. 15, Shang et al. 2015 Eq. 12) with ``splitting``, ``euler`` and ``theta_first``;
 - :func:`trajectory_block`: HMC, naive SGHMC (leapfrog, Eq. 10-11) and SGHMC + MH (Chen et al. 2014 Alg. 2), with
   the Metropolis–Hastings test on the exact H (its uniforms drawn after each step's normals, as the numpy step does).
 
@@ -18,8 +14,7 @@ preconditioner with its Hessian diagonal) in :mod:`sgmcmc.engine.preconditioned_
 check it).
 
 Random numbers: ``normals`` has shape (K, 2, c, d); step k of chain i uses ``normals[k, 0, i]`` for the gradient
-noise ∇Ũ − ∇U = L z (L the target's noise factor) and ``normals[k, 1, i]`` for the injected noise (the
-Ornstein–Uhlenbeck draw in ``aboba``): the order in which the numpy steps draw them, so a block drawn in one
+noise ∇Ũ − ∇U = L z (L the target's noise factor) and ``normals[k, 1, i]`` for the injected noise: the order in which the numpy steps draw them, so a block drawn in one
 call of the run's Generator is the same stream as K numpy steps.
 
 Outputs: the paths (c, K, d) of θ (and r, and (c, K) of ξ), the number of clipped variances per step (c, K), and
@@ -29,7 +24,7 @@ covariance ε(2D − εB̂) was not positive semidefinite: a :class:`~sgmcmc.rec
 its first failure; the caller keeps only the steps before the earliest one.
 
 The chains run one after the other in one thread: measured on this 2-core machine, ``numba.prange`` over chains
-tripled the compile time (about 60 s against 24 s for the momentum kernel, under load) and gained nothing at one
+tripled the compile time (about 60 s against 24 s for the old momentum kernel, under load) and gained nothing at one
 chain; many-chain experiments already run two processes side by side.
 """
 
@@ -164,182 +159,11 @@ def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip
 
 
 @numba.njit(cache=True, inline="always")
-def _metric(kind, scale, softening, theta, root, derivative):
-    """S = G^{-1/2} and ∂S (``sgmcmc.geometry``): identity for CONSTANT_METRIC, the rational metric otherwise."""
-    for j in range(theta.shape[0]):
-        if kind == CONSTANT_METRIC:
-            root[j] = 1.0
-            derivative[j] = 0.0
-        else:
-            spread = 1.0 + softening[j] * theta[j] ** 2
-            root[j] = scale[j] / math.sqrt(spread)
-            derivative[j] = -scale[j] * softening[j] * theta[j] * spread**-1.5
-
-
-@numba.njit(cache=True, inline="always")
 def _finite(values):
     for value in values:
         if not math.isfinite(value):
             return False
     return True
-
-
-@numba.njit(cache=True, inline="always")
-def _flow(metric_kind, scale, softening, theta, momentum, time, out, root, derivative, stage):
-    """Φ_t: θ(t) of θ̇ = S(θ) r at fixed r (``position_flow``): exact θ + t r for S = I, one RK4 step otherwise."""
-    d = theta.shape[0]
-    if metric_kind == CONSTANT_METRIC:
-        for j in range(d):
-            out[j] = theta[j] + time * momentum[j]
-        return
-    k1, k2, k3, k4 = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
-    _metric(metric_kind, scale, softening, theta, root, derivative)
-    for j in range(d):
-        k1[j] = root[j] * momentum[j]
-        stage[j] = theta[j] + 0.5 * time * k1[j]
-    _metric(metric_kind, scale, softening, stage, root, derivative)
-    for j in range(d):
-        k2[j] = root[j] * momentum[j]
-        stage[j] = theta[j] + 0.5 * time * k2[j]
-    _metric(metric_kind, scale, softening, stage, root, derivative)
-    for j in range(d):
-        k3[j] = root[j] * momentum[j]
-        stage[j] = theta[j] + time * k3[j]
-    _metric(metric_kind, scale, softening, stage, root, derivative)
-    for j in range(d):
-        k4[j] = root[j] * momentum[j]
-        out[j] = theta[j] + (time / 6.0) * (k1[j] + 2.0 * k2[j] + 2.0 * k3[j] + k4[j])
-
-
-@numba.njit(cache=True, inline="always")
-def _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, theta, root, friction, correction):
-    """S(θ), F(θ), γ(θ): (1, C, 0) for SGHMC; (G^{-1/2}, G⁻¹, ∂G^{-1/2} or 0) for gSGRHMC / naive SGRHMC."""
-    _metric(metric_kind, scale, softening, theta, root, correction)
-    for j in range(theta.shape[0]):
-        friction[j] = friction_constant if metric_kind == CONSTANT_METRIC else root[j] ** 2
-        if not use_correction:
-            correction[j] = 0.0
-
-
-@numba.njit(cache=True, inline="always")
-def _accept_step(theta, momentum, new_theta, new_momentum, theta_path, momentum_path, chain, step):
-    """The new (θ, r) become the chain's state and its path's entry at ``step``."""
-    for j in range(theta.shape[0]):
-        theta[j] = new_theta[j]
-        momentum[j] = new_momentum[j]
-        theta_path[chain, step, j] = new_theta[j]
-        momentum_path[chain, step, j] = new_momentum[j]
-
-
-@numba.njit(cache=True)
-def _momentum_block(kind, parameters, factor, metric_kind, friction_constant, use_correction, scale, softening,
-                   integrator, mode, variance_diagonal, variance, clip,
-                   theta0, momentum0, normals, step_sizes, theta_path, momentum_path, clipped_path, bad_step, bad_code):
-    """The (θ, r) recipe family: r' = r − εS∇Ũ − εFr + εγ + N(0, ε(2F − εSV̂S)) and θ' = θ + εSr (SPEC §4.1's
-    orders: ``splitting`` uses r', ``euler`` r, ``theta_first`` moves θ first; ``aboba`` the ABOBA splitting)."""
-    n_chains, d = theta0.shape
-    n_steps = step_sizes.shape[0]
-    for i in range(n_chains):
-        theta, momentum = theta0[i].copy(), momentum0[i].copy()
-        gradient, root, friction, correction = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
-        noise, new_theta, new_momentum, at = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
-        spare_root, spare_derivative, stage = np.empty(d), np.empty(d), np.empty(d)
-        work = np.empty((d, d))
-        bad_step[i], bad_code[i] = n_steps, OK
-        for k in range(n_steps):
-            step = step_sizes[k]
-            clipped = 0
-            if integrator == ABOBA:
-                half = 0.5 * step
-                _flow(metric_kind, scale, softening, theta, momentum, half, at, spare_root, spare_derivative, stage)
-                _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, at, root, friction, correction)
-                _stochastic_gradient(kind, parameters, factor, at, normals, k, i, gradient)
-                for j in range(d):
-                    force = -root[j] * gradient[j] + correction[j]
-                    value = momentum[j] + half * force
-                    decay = step * friction[j]
-                    value = math.exp(-decay) * value + math.sqrt(-math.expm1(-2.0 * decay)) * normals[k, 1, i, j]
-                    new_momentum[j] = value + half * force
-                _flow(metric_kind, scale, softening, at, new_momentum, half, new_theta, spare_root, spare_derivative, stage)
-            else:
-                if integrator == THETA_FIRST:
-                    _metric(metric_kind, scale, softening, theta, root, spare_derivative)
-                    for j in range(d):
-                        at[j] = theta[j] + step * root[j] * momentum[j]
-                else:
-                    for j in range(d):
-                        at[j] = theta[j]
-                _transform_friction(metric_kind, friction_constant, use_correction, scale, softening, at, root, friction, correction)
-                _stochastic_gradient(kind, parameters, factor, at, normals, k, i, gradient)
-                status, clipped = _inject(step, friction, root, mode, variance_diagonal, variance, clip, normals, k, 1, i, noise, work)
-                if status != OK:
-                    bad_step[i], bad_code[i] = k, status
-                    break
-                for j in range(d):
-                    new_momentum[j] = (momentum[j] - step * root[j] * gradient[j] - step * friction[j] * momentum[j]
-                                       + step * correction[j] + noise[j])
-                for j in range(d):
-                    if integrator == THETA_FIRST:
-                        new_theta[j] = at[j]
-                    elif integrator == SPLITTING:
-                        new_theta[j] = theta[j] + step * root[j] * new_momentum[j]
-                    else:
-                        new_theta[j] = theta[j] + step * root[j] * momentum[j]
-            if not (_finite(new_theta) and _finite(new_momentum)):
-                bad_step[i], bad_code[i] = k, NON_FINITE
-                break
-            _accept_step(theta, momentum, new_theta, new_momentum, theta_path, momentum_path, i, k)
-            clipped_path[i, k] = clipped
-
-
-@numba.njit(cache=True)
-def _thermostat_block(kind, parameters, factor, diffusion_constant, integrator, mode, variance_diagonal, variance,
-                     friction_mode, friction_matrix, clip,
-                     theta0, momentum0, xi0, normals, step_sizes, theta_path, momentum_path, xi_path, clipped_path,
-                     bad_step, bad_code):
-    """SGNHT / CCAdL: r' = r − ε∇Ũ − εξr [− ε(ε/2)Σ̂r] + N(0, ε(2A − εV̂)), ξ' = ξ + ε(r·r/d − 1)
-    (``friction_mode`` 1 adds CCAdL's covariance-controlled friction with Σ̂ = ``friction_matrix``)."""
-    n_chains, d = theta0.shape
-    n_steps = step_sizes.shape[0]
-    for i in range(n_chains):
-        theta, momentum, xi = theta0[i].copy(), momentum0[i].copy(), xi0[i]
-        gradient, noise, new_theta, new_momentum, at = np.empty(d), np.empty(d), np.empty(d), np.empty(d), np.empty(d)
-        diffusion, ones = np.full(d, diffusion_constant), np.ones(d)
-        work = np.empty((d, d))
-        bad_step[i], bad_code[i] = n_steps, OK
-        for k in range(n_steps):
-            step = step_sizes[k]
-            for j in range(d):
-                at[j] = theta[j] + step * momentum[j] if integrator == THETA_FIRST else theta[j]
-            _stochastic_gradient(kind, parameters, factor, at, normals, k, i, gradient)
-            status, clipped = _inject(step, diffusion, ones, mode, variance_diagonal, variance, clip, normals, k, 1, i, noise, work)
-            if status != OK:
-                bad_step[i], bad_code[i] = k, status
-                break
-            for j in range(d):
-                new_momentum[j] = momentum[j] - step * gradient[j] - step * xi * momentum[j] + noise[j]
-            if friction_mode == 1:
-                for j in range(d):
-                    total = 0.0
-                    for m in range(d):
-                        total += 0.5 * step * friction_matrix[j, m] * momentum[m]
-                    new_momentum[j] = new_momentum[j] - step * total
-            heat = 0.0
-            for j in range(d):
-                if integrator == SPLITTING:
-                    new_theta[j] = theta[j] + step * new_momentum[j]
-                else:
-                    new_theta[j] = at[j] if integrator == THETA_FIRST else theta[j] + step * momentum[j]
-                kinetic = momentum[j] if integrator == EULER else new_momentum[j]
-                heat += kinetic**2
-            new_xi = xi + step * (heat / d - 1.0)
-            if not (_finite(new_theta) and _finite(new_momentum) and math.isfinite(new_xi)):
-                bad_step[i], bad_code[i] = k, NON_FINITE
-                break
-            _accept_step(theta, momentum, new_theta, new_momentum, theta_path, momentum_path, i, k)
-            xi = new_xi
-            xi_path[i, k] = xi
-            clipped_path[i, k] = clipped
 
 
 @numba.njit(cache=True, inline="always")
@@ -501,6 +325,4 @@ def _fingerprint(value):
     return type(value)
 
 
-momentum_block = Specialised(_momentum_block, "kind", "metric_kind", "use_correction", "integrator", "mode", "clip")
-thermostat_block = Specialised(_thermostat_block, "kind", "integrator", "mode", "friction_mode", "clip")
 trajectory_block = Specialised(_trajectory_block, "kind", "stochastic", "trajectory", "mode", "metropolis")

@@ -20,7 +20,7 @@ from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
 from sgmcmc.engine.estimators import source_of
 from sgmcmc.engine.injection import FULL_ESTIMATE
-from sgmcmc.engine.integrators import EULER, SPLITTING, THETA_FIRST, WITH_CORRECTION, WITHOUT_CORRECTION
+from sgmcmc.engine.integrators import ABOBA, EULER, PLAIN, SPLITTING, THETA_FIRST
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import DiagonalMetric, IdentityMetric
 from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
@@ -33,7 +33,7 @@ from sgmcmc.targets.data import DataTarget
 log = logging.getLogger(__name__)
 NOISE_ESTIMATES = ("known", "zero", "running")
 # the integrators the engine's blocks run (sgmcmc.engine.integrators)
-ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST}
+ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST, "aboba": ABOBA}
 RUNNING_FORMS = ("full", "diagonal")
 
 # The config keys of every sampler section (Sampler.config_keys) and those most samplers declare (Sampler.parameters).
@@ -75,16 +75,6 @@ def minibatch_covariance(per_example: np.ndarray, diagonal: bool = False, overwr
     product = np.matmul(centred.transpose(0, 2, 1), centred)  # batched BLAS (syrk), O(n·d²) per chain
     product /= denominator
     return product
-
-
-def metric_for_engine(metric: DiagonalMetric, dim: int, correction: bool = True) -> Optional[tuple]:
-    """:meth:`Sampler.engine_metric` of a Riemannian sampler with ``metric``: the metric's function
-    (:meth:`~sgmcmc.geometry.DiagonalMetric.engine_function`), with Γ or without it (``correction`` false: naive
-    SGRHMC); None where the metric has none."""
-    handed = metric.engine_function(dim)
-    if handed is None:
-        return None
-    return (WITH_CORRECTION if correction else WITHOUT_CORRECTION), *handed
 
 
 def block_diagonal(*blocks: np.ndarray) -> np.ndarray:
@@ -191,10 +181,15 @@ class Sampler(ABC):
         return None
 
     def engine_metric(self) -> Optional[tuple]:
-        """(whether the integrator keeps the correction γ (:mod:`sgmcmc.engine.integrators`), the metric's function, its
-        parameters): G = I (the default); a Riemannian sampler's G(θ) (:func:`metric_for_engine`); None where the
-        engine has no function of its metric."""
-        return metric_for_engine(IdentityMetric(), self.target.dim)
+        """(the metric's function, its flow, their parameters) the integrator takes
+        (:meth:`~sgmcmc.geometry.DiagonalMetric.engine_function`): G = I (the default), a Riemannian sampler's G(θ);
+        None where the engine has no function of its metric."""
+        return IdentityMetric().engine_function(self.target.dim)
+
+    def engine_variant(self) -> int:
+        """The integrator's variant (:mod:`sgmcmc.engine.integrators`, ``options[3]``): :data:`PLAIN` (the default),
+        or naive SGRHMC's dropped γ, CCAdL's covariance-controlled friction."""
+        return PLAIN
 
     def engine_blocks(self, backend: str = COMPILED) -> Optional[Blocks]:
         """The engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) of this sampler on a target that hands the
@@ -220,12 +215,12 @@ class Sampler(ABC):
         if mode == FULL_ESTIMATE and self.noise_clip:
             return None
         step, constant, momentum, xi = integrator
-        correction, metric_function, metric_parameters = metric
-        parameters = (static(metric_function), np.ascontiguousarray(metric_parameters, dtype=float),
+        metric_function, flow, metric_parameters = metric
+        parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
                       np.array([float(constant)]))
         d = self.target.dim
         blocks = Blocks(static(step), source_of(functions), parameters,
-                        (ORDERS[self.integrator], mode, int(self.noise_clip), correction),
+                        (ORDERS[self.integrator], mode, int(self.noise_clip), self.engine_variant()),
                         np.broadcast_to(variance, (d, d)).copy(), momentum=momentum, xi=xi,
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),

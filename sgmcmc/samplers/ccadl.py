@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sgmcmc.engine.integrators import COVARIANCE_FRICTION
 from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import block_diagonal
@@ -35,9 +36,9 @@ class CCAdL(SGNHT):
     def __init__(self, target, diffusion: float = 1.0, noise_estimate: str = "running", **kwargs):
         super().__init__(target, diffusion=diffusion, noise_estimate=noise_estimate, **kwargs)
 
-    def engine_integrator(self):
-        """None: the covariance-controlled friction is not in the engine's integrators yet."""
-        return None
+    def engine_variant(self):
+        """The covariance-controlled friction (ε/2)Σ̂r with Σ̂ the known V, or none for ``zero`` (Σ̂ = 0)."""
+        return COVARIANCE_FRICTION
 
     def friction_matrix(self, estimate, step_size):
         """(h/2)Σ̂: the covariance-controlled friction (Eq. 12, Algorithm 1 step 5); its diagonal (n, d) when

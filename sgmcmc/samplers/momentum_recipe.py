@@ -30,16 +30,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import codes
-from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
+from sgmcmc.engine import integrators
 from sgmcmc.engine.data_blocks import MOMENTUM, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal, diagonal_matrices
 from sgmcmc.state import SamplerState, StepInfo
 
 
-MOMENTUM_INTEGRATORS = {"splitting": codes.SPLITTING, "euler": codes.EULER, "theta_first": codes.THETA_FIRST,
-                        "aboba": codes.ABOBA}
 
 
 class MomentumRecipeSampler(Sampler):
@@ -124,40 +121,23 @@ class MomentumRecipeSampler(Sampler):
         return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
     # -- the compiled block ---------------------------------------------------------------------------
-    def kernel_geometry(self):
-        """(metric kind, a, b, friction C, with γ) for :func:`sgmcmc.engine.kernels.momentum_block`, None if the
-        kernel does not know this sampler's S, F, γ."""
+    def engine_update(self):
+        """The engine's integrator of this order: :func:`~sgmcmc.engine.integrators.aboba`, else
+        :func:`~sgmcmc.engine.integrators.momentum_friction`."""
+        return integrators.aboba if self.integrator == "aboba" else integrators.momentum_friction
+
+    def data_friction(self):
+        """The constant friction C where S = I and γ = 0 (the built-in data targets' kernel,
+        :func:`sgmcmc.engine.data_kernels.data_block`), else None (the default)."""
         return None
 
     def compiled_kernel(self):
-        """:func:`sgmcmc.engine.kernels.momentum_block` on a formula target; on a data target, for S = I, F = C·I
-        and γ = 0, :func:`sgmcmc.engine.data_kernels.data_block`."""
-        geometry = self.kernel_geometry()
-        if self.compiled_data() is not None:
-            if geometry is None or geometry[0] != codes.CONSTANT_METRIC or geometry[4]:
-                return None
-            return data_kernel(self, MOMENTUM, geometry[3])
-        compiled = self.compiled_target()
-        if compiled is None or geometry is None:
+        """On a built-in data target, where S = I, F = C·I and γ = 0, :func:`sgmcmc.engine.data_kernels.data_block`;
+        elsewhere the engine's blocks (:meth:`engine_blocks`)."""
+        friction = self.data_friction()
+        if friction is None or self.compiled_data() is None:
             return None
-        mode, variance_diagonal, variance = gradient_noise_mode(self.known_noise(compiled))
-        if mode == codes.FULL_ESTIMATE and self.noise_clip:
-            return None  # the eigendecomposition of the clipped draw stays on the numpy path
-        metric_kind, scale, softening, friction, with_correction = geometry
-        integrator = MOMENTUM_INTEGRATORS[self.integrator]
-
-        def run(state, normals, step_sizes):
-            n_chains, dim = state.theta.shape
-            paths, bad_step, bad_code = paths_for(n_chains, step_sizes.size, dim, momentum=True)
-            from sgmcmc.engine import kernels
-
-            kernels.momentum_block(compiled.kind, compiled.parameters, compiled.noise_factor, metric_kind, friction,
-                                   with_correction, scale, softening, integrator, mode, variance_diagonal, variance,
-                                   self.noise_clip, np.ascontiguousarray(state.theta), np.ascontiguousarray(state.momentum),
-                                   normals, step_sizes, paths["theta"], paths["momentum"], paths["clipped"], bad_step, bad_code)
-            return paths, bad_step, bad_code
-
-        return CompiledKernel(run, has_momentum=True, has_xi=False, clip=self.noise_clip)
+        return data_kernel(self, MOMENTUM, friction)
 
     # -- the recipe -------------------------------------------------------------------------------
     def unpack(self, z):

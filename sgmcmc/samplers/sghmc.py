@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import codes, integrators
 from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
 from sgmcmc.schema import Key, real
 
@@ -24,11 +23,10 @@ class SGHMC(MomentumRecipeSampler):
         self.friction_coefficient = self.checked("friction", friction)
 
     def engine_integrator(self):
-        return integrators.momentum_friction, self.friction_coefficient, True, False
+        return self.engine_update(), self.friction_coefficient, True, False
 
     def friction(self, theta):
         return np.full_like(theta, self.friction_coefficient)
 
-    def kernel_geometry(self):
-        d = self.target.dim
-        return codes.CONSTANT_METRIC, np.ones(d), np.zeros(d), self.friction_coefficient, False
+    def data_friction(self):
+        return self.friction_coefficient

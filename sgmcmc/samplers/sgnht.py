@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import codes, integrators
-from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
+from sgmcmc.engine import integrators
 from sgmcmc.engine.data_blocks import THERMOSTAT, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal
@@ -102,36 +101,14 @@ class SGNHT(Sampler):
         return covariance
 
     def compiled_kernel(self):
-        """:func:`sgmcmc.engine.kernels.thermostat_block` on a formula target; on a data target
-        :func:`sgmcmc.engine.data_kernels.data_block`, with the friction and the subtracted noise of
-        :meth:`compiled_friction` and :meth:`subtracted_known_noise` (SGNHT: ε(2A − εΣ̂); CCAdL: (ε/2)Σ̂r, 2εA)."""
-        if self.compiled_data() is not None:
-            probe = np.ones((self.target.dim, self.target.dim))
-            return data_kernel(self, THERMOSTAT, self.diffusion, friction=self.compiled_friction(probe)[0] == 1,
-                               subtract=self.subtracted_known_noise(probe) is not None)
-        compiled = self.compiled_target()
-        if compiled is None:
+        """On a built-in data target, :func:`sgmcmc.engine.data_kernels.data_block` with the friction and the subtracted
+        noise of :meth:`compiled_friction` and :meth:`subtracted_known_noise` (SGNHT: ε(2A − εΣ̂); CCAdL: (ε/2)Σ̂r,
+        2εA); elsewhere the engine's blocks (:meth:`engine_blocks`)."""
+        if self.compiled_data() is None:
             return None
-        known = self.known_noise(compiled)
-        mode, variance_diagonal, variance = gradient_noise_mode(self.subtracted_known_noise(known))
-        if mode == codes.FULL_ESTIMATE and self.noise_clip:
-            return None  # the eigendecomposition of the clipped draw stays on the numpy path
-        friction_mode, friction_matrix = self.compiled_friction(known)
-        integrator = {"splitting": codes.SPLITTING, "euler": codes.EULER, "theta_first": codes.THETA_FIRST}[self.integrator]
-
-        def run(state, normals, step_sizes):
-            from sgmcmc.engine import kernels
-
-            n_chains, dim = state.theta.shape
-            paths, bad_step, bad_code = paths_for(n_chains, step_sizes.size, dim, momentum=True, xi=True)
-            kernels.thermostat_block(compiled.kind, compiled.parameters, compiled.noise_factor, self.diffusion, integrator,
-                                     mode, variance_diagonal, variance, friction_mode, friction_matrix, self.noise_clip,
-                                     np.ascontiguousarray(state.theta), np.ascontiguousarray(state.momentum),
-                                     np.ascontiguousarray(state.xi, dtype=float), normals, step_sizes, paths["theta"],
-                                     paths["momentum"], paths["xi"], paths["clipped"], bad_step, bad_code)
-            return paths, bad_step, bad_code
-
-        return CompiledKernel(run, has_momentum=True, has_xi=True, clip=self.noise_clip)
+        probe = np.ones((self.target.dim, self.target.dim))
+        return data_kernel(self, THERMOSTAT, self.diffusion, friction=self.compiled_friction(probe)[0] == 1,
+                           subtract=self.subtracted_known_noise(probe) is not None)
 
     def predicted_thermostat(self, theta: np.ndarray, step_size: float):
         """Where ξ settles at step size ε, averaged over positions θ (m, d) (e.g. the kept samples).

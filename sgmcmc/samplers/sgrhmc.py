@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from sgmcmc.engine import codes, integrators
-from sgmcmc.engine.blocks import metric_arrays
-from sgmcmc.geometry import DiagonalMetric
-from sgmcmc.samplers.base import METRIC, metric_for_engine
+from sgmcmc.geometry import DiagonalMetric, IdentityMetric
+from sgmcmc.engine.integrators import PLAIN, WITHOUT_CORRECTION
+from sgmcmc.samplers.base import METRIC
 from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
 
 
@@ -36,19 +35,18 @@ class SGRHMC(MomentumRecipeSampler):
         return self.metric.inverse_sqrt_derivative(theta)
 
     def engine_integrator(self):
-        return integrators.momentum_friction, 1.0, True, False  # F = C·S² with C = 1: G⁻¹
+        return self.engine_update(), 1.0, True, False  # F = C·S² with C = 1: G⁻¹
 
     def engine_metric(self):
-        """The metric with γ, or without it where a subclass drops it (naive SGRHMC)."""
-        return metric_for_engine(self.metric, self.target.dim, correction=type(self).correction is SGRHMC.correction)
+        return self.metric.engine_function(self.target.dim)
 
-    def kernel_geometry(self):
-        """The identity metric is SGHMC with C = 1; the rational metric with γ (gSGRHMC) or without (naive)."""
-        metric = metric_arrays(self.metric, self.target.dim)
-        if metric is None:
-            return None
-        with_correction = type(self).correction is SGRHMC.correction
-        return (*metric, 1.0, with_correction and metric[0] == codes.RATIONAL_METRIC)
+    def engine_variant(self):
+        """γ kept, or dropped where a subclass drops it (naive SGRHMC)."""
+        return PLAIN if type(self).correction is SGRHMC.correction else WITHOUT_CORRECTION
+
+    def data_friction(self):
+        """G = I: SGHMC with C = 1 (γ = 0 either way)."""
+        return 1.0 if type(self.metric) is IdentityMetric else None
 
     def position_flow(self, theta, momentum, time):
         """The metric's flow of θ̇ = G(θ)^{-1/2} r (exact for the expanded mean, Runge–Kutta otherwise)."""

@@ -13,7 +13,7 @@ import numpy as np
 from sgmcmc.engine import integrators
 from sgmcmc.geometry import DiagonalMetric
 from sgmcmc.recipe import Recipe
-from sgmcmc.samplers.base import METRIC, Sampler, diagonal_matrices, metric_for_engine
+from sgmcmc.samplers.base import METRIC, Sampler, diagonal_matrices
 from sgmcmc.state import SamplerState, StepInfo
 
 
@@ -45,7 +45,7 @@ class SGRLD(Sampler):
         return integrators.langevin, 0.0, False, False
 
     def engine_metric(self):
-        return metric_for_engine(self.metric, self.target.dim)
+        return self.metric.engine_function(self.target.dim)
 
     def recipe(self):
         return Recipe(

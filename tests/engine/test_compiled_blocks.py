@@ -27,9 +27,9 @@ STEP_SIZE = 0.01
 # engine compiles one block per gradient function and options, seconds each from a cold cache, and its compiled block
 # is its integrator's source run as Python (tests/engine/test_driver.py): so here they run that source (the Python
 # backend) on every target, order and noise estimate, and compiled in the clip, refusal and divergence tests below.
-ENGINE = {"sgld": ("euler",), "sgrld": ("euler",), "sghmc": ("splitting", "euler", "theta_first"),
-          "naive_sgrhmc": ("splitting", "euler", "theta_first"), "sgrhmc": ("splitting", "euler", "theta_first"),
-          "sgnht": ("splitting", "euler", "theta_first")}
+MOMENTUM_ORDERS = ("splitting", "euler", "theta_first", "aboba")
+ENGINE = {"sgld": ("euler",), "sgrld": ("euler",), "sghmc": MOMENTUM_ORDERS, "naive_sgrhmc": MOMENTUM_ORDERS,
+          "sgrhmc": MOMENTUM_ORDERS, "sgnht": ("splitting", "euler", "theta_first"), "ccadl": ("theta_first", "euler")}
 
 
 def _cases():

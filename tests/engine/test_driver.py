@@ -87,6 +87,9 @@ def student_data(n_data=40, dim=3, seed=0):
 
 
 INTEGRATORS = {"langevin": (False, False), "momentum_friction": (True, False), "thermostat": (True, True)}
+# the integrators the recipe pins below do not cover: ABOBA is not an Euler step (tests/engine/test_compiled_blocks.py
+# pins it to the numpy steps)
+SPLITTINGS = {"aboba": (True, False)}
 
 
 def rational(dim):
@@ -94,19 +97,21 @@ def rational(dim):
     return RationalMetric(np.array([1.0, 0.25, 0.8])[:dim], np.array([1.0, 0.0, 0.5])[:dim])
 
 
-# the metric cases: G = I, the rational metric with its correction, without it (naive SGRHMC)
-NO_METRIC, METRIC, NAIVE = "identity", "rational", "naive"
+# the cases of the metric and the variant: G = I, the rational metric with its correction, without it (naive SGRHMC),
+# G = I with CCAdL's covariance-controlled friction (the thermostat)
+NO_METRIC, METRIC, NAIVE, CCADL = "identity", "rational", "naive", "ccadl"
 
 
 def blocks(name, source, dim, options=(integrators.EULER, NO_ESTIMATE, 0), variance=None, n_data=0, batch_size=0,
            backend=COMPILED, parameter=0.7, metric=NO_METRIC):
     """The blocks of integrator ``name`` with the ``metric`` case (the friction C = ``parameter`` is 1 on a metric)."""
-    momentum, xi = INTEGRATORS[name]
-    function, numbers = (IdentityMetric() if metric == NO_METRIC else rational(dim)).engine_function(dim)
-    constant = parameter if metric == NO_METRIC or name != "momentum_friction" else 1.0
-    correction = integrators.WITHOUT_CORRECTION if metric == NAIVE else integrators.WITH_CORRECTION
-    return Blocks(static(getattr(integrators, name)), source, (static(function), numbers, np.array([constant])),
-                  (*options, correction),
+    momentum, xi = {**INTEGRATORS, **SPLITTINGS}[name]
+    function, flow, numbers = (IdentityMetric() if metric in (NO_METRIC, CCADL) else rational(dim)).engine_function(dim)
+    constant = parameter if metric in (NO_METRIC, CCADL) or name not in ("momentum_friction", "aboba") else 1.0
+    variant = {NAIVE: integrators.WITHOUT_CORRECTION, CCADL: integrators.COVARIANCE_FRICTION}.get(metric,
+                                                                                                 integrators.PLAIN)
+    return Blocks(static(getattr(integrators, name)), source,
+                  (static(function), static(flow), numbers, np.array([constant])), (*options, variant),
                   np.zeros((dim, dim)) if variance is None else variance, momentum=momentum, xi=xi, n_data=n_data,
                   batch_size=batch_size, clip=bool(options[2]), backend=backend)
 
@@ -128,9 +133,11 @@ COMPILED_CASES = [("langevin", integrators.EULER, NO_ESTIMATE, "data", NO_METRIC
                   ("momentum_friction", integrators.EULER, NO_ESTIMATE, "density_into", NO_METRIC),
                   ("momentum_friction", integrators.THETA_FIRST, DIAGONAL_ESTIMATE, "density", METRIC),
                   ("momentum_friction", integrators.SPLITTING, NO_ESTIMATE, "data", NAIVE),
+                  ("aboba", integrators.ABOBA, NO_ESTIMATE, "density_into", METRIC),
                   ("thermostat", integrators.SPLITTING, DIAGONAL_ESTIMATE, "density_into", NO_METRIC),
                   ("thermostat", integrators.EULER, FULL_ESTIMATE, "density", NO_METRIC),
-                  ("thermostat", integrators.THETA_FIRST, NO_ESTIMATE, "data", NO_METRIC)]
+                  ("thermostat", integrators.THETA_FIRST, NO_ESTIMATE, "data", NO_METRIC),
+                  ("thermostat", integrators.THETA_FIRST, FULL_ESTIMATE, "density_into", CCADL)]
 
 
 def source_of(model):
@@ -161,14 +168,15 @@ def test_the_compiled_block_is_the_python_source(name, integrator, mode, model, 
     assert not np.allclose(runs[0].theta[:, 0], runs[0].theta[:, -1])  # the chains moved
 
 
-def _recipe(name, dim, gradient, variance, parameter, metric):
+def _recipe(name, dim, gradient, variance, parameter, metric, step_size):
     """H, D, Q of Ma et al. (2015): SGLD Eq. 13 (z = θ, D = I, Q = 0) and SGRLD Eq. 14 (D = G⁻¹ = S²); SGHMC Eq. 12
     (z = (θ, r), D = diag(0, C·I), Q = [[0, −I], [I, 0]]) and gSGRHMC Algorithm 1 (D = diag(0, S²), Q = [[0, −S],
     [S, 0]]); SGNHT Eq. 15 (z = (θ, r, ξ), H = U + rᵀr/2 + (d/2)(ξ − A)², D = diag(0, A·I, 0), Q with the r–ξ coupling
-    ±r/d). B̂ = T V̂ T in the block ∇Ũ enters through T (S² for SGRLD, S for gSGRHMC). Γ by the recipe's finite
-    differences, except naive SGRHMC's Γ = 0 (Eq. 16)."""
+    ±r/d); CCAdL's D = diag(0, A·I + (h/2)V̂, 0) (Shang et al. 2015 Eq. 12 as a recipe, ``sgmcmc/samplers/ccadl.py``).
+    B̂ = T V̂ T in the block ∇Ũ enters through T (S² for SGRLD, S for gSGRHMC). Γ by the recipe's finite differences,
+    except naive SGRHMC's Γ = 0 (Eq. 16)."""
     size = {"langevin": dim, "momentum_friction": 2 * dim, "thermostat": 2 * dim + 1}[name]
-    geometry = rational(dim) if metric != NO_METRIC else None
+    geometry = rational(dim) if metric in (METRIC, NAIVE) else None
 
     def root(z):
         return np.ones((z.shape[0], dim)) if geometry is None else geometry.inverse_sqrt(z[:, :dim])
@@ -187,6 +195,8 @@ def _recipe(name, dim, gradient, variance, parameter, metric):
         block = np.arange(dim) if name == "langevin" else np.arange(dim, 2 * dim)
         constant = 1.0 if name == "langevin" else parameter
         matrix[:, block, block] = constant if geometry is None else root(z) ** 2
+        if metric == CCADL:
+            matrix[:, dim:2 * dim, dim:2 * dim] += 0.5 * step_size * variance
         return matrix
 
     def curl(z):
@@ -211,8 +221,9 @@ def _recipe(name, dim, gradient, variance, parameter, metric):
     return Recipe(energy_gradient, diffusion, curl, correction=correction, noise_covariance=noise)
 
 
-RECIPE_CASES = [(name, metric) for name in INTEGRATORS for metric in (NO_METRIC, METRIC, NAIVE)
-                if (name, metric) not in (("thermostat", METRIC), ("thermostat", NAIVE), ("langevin", NAIVE))]
+RECIPE_CASES = [("langevin", NO_METRIC), ("langevin", METRIC), ("momentum_friction", NO_METRIC),
+                ("momentum_friction", METRIC), ("momentum_friction", NAIVE), ("thermostat", NO_METRIC),
+                ("thermostat", CCADL)]
 
 
 @pytest.mark.parametrize("name, metric", RECIPE_CASES)
@@ -247,7 +258,7 @@ def test_an_euler_step_is_the_generic_recipe_step(name, metric, model, mode):
     injected = np.zeros_like(z)
     block_slice = slice(0, dim) if name == "langevin" else slice(dim, 2 * dim)
     injected[:, block_slice] = normals[:, 1]
-    expected = recipe_step(_recipe(name, dim, gradient, variance, parameter, metric), z, step_size,
+    expected = recipe_step(_recipe(name, dim, gradient, variance, parameter, metric, step_size), z, step_size,
                            ScriptedNormals(injected))
     np.testing.assert_allclose(block.theta[:, 0], expected[:, :dim], rtol=1e-7, atol=1e-9)
     if name != "langevin":
