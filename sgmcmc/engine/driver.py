@@ -22,26 +22,26 @@ from numba import types
 from sgmcmc.engine.blocks import Block, first_failure
 from sgmcmc.engine.estimators import rows_for_block
 from sgmcmc.engine.injection import NON_FINITE, OK, finite_state
-from sgmcmc.engine.static import StaticFunction, call17
+from sgmcmc.engine.static import StaticFunction, call18
 from sgmcmc.state import SamplerState
 
 COMPILED, PYTHON = "compiled", "python"
 BACKENDS = (COMPILED, PYTHON)
-# the standard normal slots of a step: the gradient noise of a density model, the injected noise
-NORMAL_SLOTS = 2
 
 
 @numba.njit(cache=True)
-def run_block(step, source, parameters, options, variance, theta0, momentum0, xi0, normals, rows, step_sizes,
-              theta_path, momentum_path, xi_path, clipped_path, bad_step, bad_code):
+def run_block(step, source, parameters, options, variance, theta0, momentum0, xi0, normals, uniforms, rows, step_sizes,
+              theta_path, momentum_path, xi_path, clipped_path, accept_path, bad_step, bad_code):
     """Advance every chain ``step_sizes.size`` steps from (θ₀, r₀, ξ₀) (c, ·): step k of chain i takes
-    ``normals[k, :, i]`` (slots, d) and the minibatch ``rows[k, i]`` (a block with one set of rows for every step and
-    chain has ``rows`` of shape (1, 1, n)). Writes the paths (c, K, ·) of θ, of r and ξ where those have room, and the
-    clipped counts (c, K); per chain the first failed step (K for none) and its status. A chain stops at its first
-    failure: a non-finite state, or an injected covariance that is not PSD."""
+    ``normals[k, :, i]`` (slots, d), the uniform ``uniforms[k, i]`` (a Metropolis–Hastings test's; ``uniforms`` is
+    (0, 0) for a block without one) and the minibatch ``rows[k, i]`` (a block with one set of rows for every step and
+    chain has ``rows`` of shape (1, 1, n)). Writes the paths (c, K, ·) of θ, of r, ξ and the acceptance probability
+    where those have room, and the clipped counts (c, K); per chain the first failed step (K for none) and its status.
+    A chain stops at its first failure: a non-finite state, or an injected covariance that is not PSD."""
     n_chains, d = theta0.shape
     n_steps, slots = step_sizes.shape[0], normals.shape[1]
-    keep_momentum, keep_xi = momentum_path.shape[1] > 0, xi_path.shape[1] > 0
+    keep_momentum, keep_xi, keep_accept = momentum_path.shape[1] > 0, xi_path.shape[1] > 0, accept_path.shape[1] > 0
+    uniform = 0.0
     same_rows = rows.shape[0] == 1 and rows.shape[1] == 1
     batch = rows[0, 0]
     for i in range(n_chains):
@@ -61,9 +61,11 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
             for slot in range(slots):
                 for j in range(d):
                     step_normals[slot, j] = normals[k, slot, i, j]
-            status, clipped = call17(step, source, parameters, options, variance, theta, momentum, xi, batch,
-                                     step_sizes[k], step_normals, gradient, noise, diffusion, scale, at, correction,
-                                     square)
+            if keep_accept:
+                uniform = uniforms[k, i]
+            status, clipped, accept = call18(step, source, parameters, options, variance, theta, momentum, xi, batch,
+                                             step_sizes[k], step_normals, uniform, gradient, noise, diffusion, scale,
+                                             at, correction, square)
             if status == OK and not finite_state(theta, momentum, xi):
                 status = NON_FINITE
             if status != OK:
@@ -75,6 +77,8 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
                     momentum_path[i, k, j] = momentum[j]
             if keep_xi:
                 xi_path[i, k] = xi[0]
+            if keep_accept:
+                accept_path[i, k] = accept
             clipped_path[i, k] = clipped
 
 
@@ -141,6 +145,8 @@ class Blocks:
     n_data: int = 0
     batch_size: int = 0
     clip: bool = False
+    slots: int = 2
+    uniforms: bool = False
     backend: str = COMPILED
 
     def __post_init__(self):
@@ -172,24 +178,33 @@ class Blocks:
             rows = rows_for_block(rng, n_steps, n_chains, self.n_data, self.batch_size)
         else:
             rows = np.zeros((1, 1, 0), dtype=np.int64)
-        # (K, slots, c, d): the order of the numpy steps' draws (all chains' gradient noise, then their injected noise)
-        normals = rng.standard_normal((n_steps, NORMAL_SLOTS, n_chains, dim))
+        # (K, slots, c, d): the order of the numpy steps' draws (all chains' gradient noise, then their injected noise;
+        # with a Metropolis–Hastings test, each step's normals and then its uniforms, step after step)
+        shape = (self.slots, n_chains, dim)
+        if self.uniforms:
+            normals, uniforms = np.empty((n_steps, *shape)), np.empty((n_steps, n_chains))
+            for k in range(n_steps):
+                normals[k] = rng.standard_normal(shape)
+                uniforms[k] = rng.random(n_chains)
+        else:
+            normals, uniforms = rng.standard_normal((n_steps, *shape)), np.zeros((0, 0))
         theta_path = np.empty((n_chains, n_steps, dim))
         momentum_path = np.empty((n_chains, n_steps if self.momentum else 0, dim))
         xi_path = np.empty((n_chains, n_steps if self.xi else 0))
         clipped_path = np.zeros((n_chains, n_steps), dtype=np.int64)
+        accept_path = np.empty((n_chains, n_steps if self.uniforms else 0))
         bad_step, bad_code = np.empty(n_chains, dtype=np.int64), np.empty(n_chains, dtype=np.int64)
-        arguments = (self.parameters, self.options, self.variance, theta0, momentum0, xi0, normals, rows, step_sizes,
-                     theta_path, momentum_path, xi_path, clipped_path, bad_step, bad_code)
+        arguments = (self.parameters, self.options, self.variance, theta0, momentum0, xi0, normals, uniforms, rows,
+                     step_sizes, theta_path, momentum_path, xi_path, clipped_path, accept_path, bad_step, bad_code)
         if self.backend == COMPILED:
             _compiled_entry(self.step, self.source, arguments)(self.step, self.source, *arguments)
         else:
             run_block.py_func(self.step.python, python_source(self.source), python_source(self.parameters),
                               *arguments[1:])
-        return self._block(state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, bad_step,
-                           bad_code)
+        return self._block(state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, accept_path,
+                           bad_step, bad_code)
 
-    def _block(self, state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, bad_step,
+    def _block(self, state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, accept_path, bad_step,
                bad_code) -> Block:
         first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
         theta = np.ascontiguousarray(theta_path[:, :first])
@@ -201,5 +216,6 @@ class Blocks:
                                        momentum=momentum[:, -1].copy() if self.momentum else state.momentum,
                                        xi=xi[:, -1].copy() if self.xi else state.xi)
         return Block(start, start + first, step_sizes[:first], theta, new_state, momentum=momentum, xi=xi,
-                     clipped=np.ascontiguousarray(clipped_path[:, :first]) if self.clip else None, status=status,
-                     error=error)
+                     clipped=np.ascontiguousarray(clipped_path[:, :first]) if self.clip else None,
+                     accept_probability=np.ascontiguousarray(accept_path[:, :first]) if self.uniforms else None,
+                     status=status, error=error)

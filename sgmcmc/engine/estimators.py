@@ -1,15 +1,18 @@
 """The gradient estimators of the engine, one chain at a time: ∇Ũ(θ) from the functions a target hands over.
 
-An estimator is called through its *source*, a tuple ``(estimate, first, second, data, numbers)``:
+An estimator is called through its *source*, a tuple ``(estimate, first, second, data, numbers, energy)``:
 ``estimate(source, θ, normals, rows, out)`` writes ∇Ũ (d,) at θ (d,) into ``out``, where ``normals`` are the step's
-standard normal slots (slots, d) and ``rows`` the step's minibatch (indices into ``data``). The target's functions are
+standard normal slots (slots, d) and ``rows`` the step's minibatch (indices into ``data``); ``energy(source, θ)`` is
+the exact U(θ) where the model hands it over (a Metropolis–Hastings test's; :func:`formula_potential`,
+:func:`density_potential`), else NaN (:func:`no_potential`). The target's functions are
 :class:`~sgmcmc.engine.static.StaticFunction` values, so the block that calls them is compiled once per function
 and cached on disk.
 
 - :func:`density_gradient`: a density model's ∇U(θ) plus Gaussian gradient noise L z, z = ``normals[0]``
   (SPEC §4.3's ∇Ũ = ∇U + N(0, V), V = LLᵀ). ``first(θ)`` is the model's vectorised gradient, called on one chain as θ
-  (1, d), and returns ∇log π (``numbers[0]`` = −1) or ∇U (+1); ``numbers[1:]`` is L (d, d) row-major. :func:`formula_gradient` is the same with ``first(θ, data, out)`` writing
-  ∇U, ``data`` the formula's parameters (a built-in target's formula).
+  (1, d), and returns ∇log π (``numbers[0]`` = −1) or ∇U (+1); ``numbers[1:]`` is L (d, d) row-major; ``second(θ)``
+  its vectorised log π (``data[0]`` = −1) or U (+1). :func:`formula_gradient` is the same with ``first(θ, data, out)`` writing
+  ∇U, ``data`` the formula's parameters (a built-in target's formula), and ``second(θ, data)`` U(θ).
 - :func:`minibatch_gradient`: a data model's ∇Ũ(θ) = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ) (SPEC §1
   "Common"): ``first(θ, data[rows])`` gives the per-example gradients (n, d), ``second(θ)`` the prior's (d,);
   ``numbers[0]`` = N.
@@ -18,6 +21,8 @@ and cached on disk.
 """
 
 from __future__ import annotations
+
+import math
 
 import numba
 import numpy as np
@@ -41,6 +46,24 @@ def formula_gradient(source, theta, normals, rows, out):
     ``data`` (makes no array: the built-in formulas, at tens of nanoseconds a step)."""
     call3(source[1], theta, source[3], out)
     _add_noise(source[4], normals, out)
+
+
+@numba.njit(cache=True)
+def formula_potential(source, theta):
+    """U(θ) of a model that hands over ``second(θ, parameters)`` (:func:`formula_gradient`'s)."""
+    return call2(source[2], theta, source[3])
+
+
+@numba.njit(cache=True)
+def density_potential(source, theta):
+    """U(θ) of a model whose vectorised ``second(θ)`` (1, d) → (1,) is U (``data[0]`` = 1) or log π (−1)."""
+    return source[3][0] * call1(source[2], theta.reshape((1, theta.shape[0])))[0]
+
+
+@numba.njit(cache=True)
+def no_potential(source, theta):
+    """A model that hands over no U: NaN (the samplers that need U refuse it before a block runs)."""
+    return math.nan
 
 
 @numba.njit(cache=True, inline="always")
@@ -89,21 +112,27 @@ def choose_rows(uniforms, n_data, out, chosen):
 def source_of(functions: dict) -> tuple:
     """The source of what a target hands the engine (its ``engine_functions()``): for a data model on rows
     (``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` (N, width), ``n_data``) :func:`minibatch_gradient`'s;
-    for a density model with a vectorised gradient (``gradient(θ)``, its ``sign``, ``noise_factor`` L)
-    :func:`density_gradient`'s; for one that writes ∇U (``gradient_into(θ, parameters, out)``, ``parameters``,
-    ``noise_factor``) :func:`formula_gradient`'s."""
+    for a density model with a vectorised gradient (``gradient(θ)``, its ``sign``, ``noise_factor`` L; optionally its
+    vectorised ``potential`` with its ``potential_sign``) :func:`density_gradient`'s; for one that writes ∇U
+    (``gradient_into(θ, parameters, out)``, ``parameters``, ``noise_factor``; optionally ``potential(θ, parameters)``)
+    :func:`formula_gradient`'s."""
     if "row_gradients" in functions:
         return (static(minibatch_gradient), static(functions["row_gradients"]), static(functions["prior_gradient"]),
-                np.ascontiguousarray(functions["data"], dtype=float), np.array([float(functions["n_data"])]))
+                np.ascontiguousarray(functions["data"], dtype=float), np.array([float(functions["n_data"])]),
+                static(no_potential))
+    potential = functions.get("potential")
     if "gradient" in functions:
         gradient = static(functions["gradient"])
         numbers = np.concatenate([[float(functions["sign"])], np.ravel(functions["noise_factor"])]).astype(float)
-        return static(density_gradient), gradient, gradient, np.zeros(1), numbers
+        if potential is None:  # the slot of U is not read: any function of the right kind fills it
+            return static(density_gradient), gradient, gradient, np.zeros(1), numbers, static(no_potential)
+        return (static(density_gradient), gradient, static(potential), np.array([float(functions["potential_sign"])]),
+                numbers, static(density_potential))
     gradient = static(functions["gradient_into"])
     numbers = np.concatenate([[1.0], np.ravel(functions["noise_factor"])]).astype(float)
-    # the prior's slot is not read for a density model; any function of the right kind fills it
-    return (static(formula_gradient), gradient, gradient, np.ascontiguousarray(functions["parameters"], dtype=float),
-            numbers)
+    return (static(formula_gradient), gradient, gradient if potential is None else static(potential),
+            np.ascontiguousarray(functions["parameters"], dtype=float), numbers,
+            static(no_potential if potential is None else formula_potential))
 
 
 def rows_for_block(rng: np.random.Generator, n_steps: int, n_chains: int, n_data: int, batch: int) -> np.ndarray:

@@ -1,13 +1,14 @@
 """The updates, one chain and one step at a time, each written once: compiled in the blocks of
 :mod:`sgmcmc.engine.driver`, and run as plain Python as the readable reference (the same source).
 
-Every integrator has the signature ``step(source, parameters, options, variance, θ, r, ξ, rows, ε, normals,
-gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped)`` and updates θ (d,), r (d,) and ξ (1,)
-in place:
+Every integrator has the signature ``step(source, parameters, options, variance, θ, r, ξ, rows, ε, normals, uniform,
+gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped, acceptance probability)`` and updates
+θ (d,), r (d,) and ξ (1,) in place:
 
 - ``source``, ``rows`` and ``normals`` (slots, d): the gradient estimate ∇Ũ, written into ``gradient`` by
   ``call5(source[0], source, at, normals, rows, gradient)`` (:mod:`sgmcmc.engine.estimators`); ``normals[1]`` are the
-  injected noise's standard normals;
+  injected noise's standard normals (a trajectory hands each of its gradients and injections its own slots); U, where a
+  Metropolis–Hastings test needs it, by ``call2(source[5], source, θ)``; ``uniform`` is the test's uniform;
 - ``parameters``: ``(metric, flow, the metric's parameters, constants)``. ``metric(θ, its parameters, root,
   derivative)`` writes the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2), ``flow(θ, r, t, its parameters, out)``
   the position flow Φ_t of θ̇ = S(θ)r: the Riemannian samplers' G handed over as functions
@@ -29,20 +30,22 @@ import math
 import numba
 
 from sgmcmc.engine.injection import NO_ESTIMATE, OK, inject
-from sgmcmc.engine.static import call4, call5
+from sgmcmc.engine.static import call2, call4, call5
 
 # the order of θ's and r's moves (SPEC §4.1): r' first and θ' = θ + εSr' (splitting), both from the old state (euler),
-# θ first, the gradient at the moved θ (theta_first, Shang et al. 2015 Eq. 12 and 14), the ABOBA splitting (aboba)
-SPLITTING, EULER, THETA_FIRST, ABOBA = 0, 1, 2, 3
+# θ first, the gradient at the moved θ (theta_first, Shang et al. 2015 Eq. 12 and 14), the ABOBA splitting (aboba);
+# a resampled trajectory's: leapfrog (HMC, naive SGHMC), Chen et al. 2014 Algorithm 2 (SGHMC + MH)
+SPLITTING, EULER, THETA_FIRST, ABOBA, LEAPFROG, ALGORITHM_2 = 0, 1, 2, 3, 4, 5
 # options[3], the integrator's variant: the sampler as its recipe says (PLAIN), or naive SGRHMC's dropped correction γ
 # (momentum_friction and aboba; Ma et al. 2015 Eq. 16: not stationary where G depends on θ), or CCAdL's
-# covariance-controlled friction (thermostat; Shang et al. 2015 Eq. 12)
-PLAIN, WITHOUT_CORRECTION, COVARIANCE_FRICTION = 0, 1, 1
+# covariance-controlled friction (thermostat; Shang et al. 2015 Eq. 12), or the Metropolis–Hastings test after a
+# trajectory (trajectory)
+PLAIN, WITHOUT_CORRECTION, COVARIANCE_FRICTION, METROPOLIS = 0, 1, 1, 1
 
 
 @numba.njit(cache=True)
-def langevin(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, gradient, noise,
-             diffusion, scale, at, correction, square):
+def langevin(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform, gradient,
+             noise, diffusion, scale, at, correction, square):
     """SGLD and SGRLD (Ma et al. 2015 Eq. 13 and 14 with +Γ, SPEC §0 K1): θ' = θ + ε(−G⁻¹∇Ũ + Γ) +
     N(0, ε(2G⁻¹ − εG⁻¹V̂G⁻¹)), G⁻¹ = S², Γ_i = ∂_i(G⁻¹)_ii = 2 S_ii ∂_i S_ii; SGLD's G = I gives
     θ' = θ − ε∇Ũ + N(0, ε(2I − εV̂)) to the bit."""
@@ -54,12 +57,12 @@ def langevin(source, parameters, options, variance, theta, momentum, xi, rows, s
     status, clipped = inject(step_size, diffusion, diffusion, options[1], variance, options[2], normals, noise, square)
     for j in range(theta.shape[0]):
         theta[j] = theta[j] + step_size * (-diffusion[j] * gradient[j] + correction[j]) + noise[j]
-    return status, clipped
+    return status, clipped, 1.0
 
 
 @numba.njit(cache=True)
-def momentum_friction(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, gradient,
-                      noise, diffusion, scale, at, correction, square):
+def momentum_friction(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform,
+                      gradient, noise, diffusion, scale, at, correction, square):
     """SGHMC (Ma et al. 2015 Eq. 12: S = I, F = C·I, γ = 0), gSGRHMC (Algorithm 1 with SPEC §0 K2's signs:
     S = G^{-1/2}, F = G⁻¹, γ_i = ∂_i S_ii) and naive SGRHMC (Eq. 16: γ dropped), with F = C·S², C = ``constants[0]``
     (1 for the Riemannian two): r' = r − εS∇Ũ − εFr + εγ + N(0, ε(2F − εSV̂S)); θ' = θ + εSr' (splitting), θ + εSr
@@ -75,12 +78,12 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
             correction[j] = 0.0
     status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square)
     _move(options[0], theta, momentum, gradient, scale, diffusion, correction, noise, step_size, at)
-    return status, clipped
+    return status, clipped, 1.0
 
 
 @numba.njit(cache=True)
-def aboba(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, gradient, noise,
-          diffusion, scale, at, correction, square):
+def aboba(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform, gradient,
+          noise, diffusion, scale, at, correction, square):
     """:func:`momentum_friction`'s recipe in Leimkuhler & Matthews' ABOBA order (``sgmcmc/samplers/momentum_recipe.py``):
     θ_h = Φ_{ε/2}(θ, r); f = −S∇Ũ(θ_h) + γ with S, F, γ at θ_h; r₁ = r + (ε/2)f; the friction and noise solved
     exactly, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) ξ; r' = r₂ + (ε/2)f; θ' = Φ_{ε/2}(θ_h, r'). No V̂ correction."""
@@ -97,12 +100,12 @@ def aboba(source, parameters, options, variance, theta, momentum, xi, rows, step
         value = math.exp(-decay) * value + math.sqrt(-math.expm1(-2.0 * decay)) * normals[1, j]
         momentum[j] = value + half * force
     call5(parameters[1], at, momentum, half, parameters[2], theta)
-    return OK, 0
+    return OK, 0, 1.0
 
 
 @numba.njit(cache=True)
-def thermostat(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, gradient, noise,
-               diffusion, scale, at, correction, square):
+def thermostat(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform, gradient,
+               noise, diffusion, scale, at, correction, square):
     """SGNHT (Ma et al. 2015 Eq. 15, diffusion A = ``constants[0]``): r' = r − ε∇Ũ − εξr + N(0, ε(2A − εV̂)),
     θ' as :func:`momentum_friction`'s with S = I, ξ' = ξ + ε(kᵀk/d − 1) with k = r (euler) or r'. CCAdL (variant
     :data:`COVARIANCE_FRICTION`, Shang et al. 2015 Eq. 12 and Algorithm 1 with Σ̂ = ``variance``): r' also loses
@@ -130,7 +133,64 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, rows,
         for j in range(d):
             heat += momentum[j] * momentum[j]
     xi[0] += step_size * (heat / d - 1.0)
-    return status, clipped
+    return status, clipped, 1.0
+
+
+@numba.njit(cache=True)
+def trajectory(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform, gradient,
+               noise, diffusion, scale, at, correction, square):
+    """HMC and naive SGHMC (Ma et al. 2015 Eq. 10-11, ``sgmcmc/samplers/hmc.py``: options[0] = :data:`LEAPFROG`) and
+    SGHMC + MH (Chen et al. 2014 Algorithm 2, ``sghmc_mh.py``: :data:`ALGORITHM_2`, friction C = ``constants[0]``):
+    r ~ N(0, I) from ``normals[0]``, a trajectory of m = ``constants[1]`` steps, each gradient and injection reading
+    its own normal slots (leapfrog: half kick, m × (drift, kick), the last kick a half; Algorithm 2: m × (θ += εr,
+    r += −ε∇Ũ − εCr + N(0, ε(2C − εV̂)))), then, with the variant :data:`METROPOLIS`, the Metropolis–Hastings test on
+    the exact H = U + ½rᵀr with ``uniform`` (SPEC §0 K4). HMC's exact gradient is a source with no gradient noise
+    (L = 0) and steps of one normal slot: its gradients read slot 0, times 0."""
+    d = theta.shape[0]
+    steps = int(parameters[3][1])
+    exact = normals.shape[0] == 1
+    for j in range(d):  # (θ₀, r₀) kept in ``at`` and ``correction`` for the test
+        at[j] = theta[j]
+        momentum[j] = normals[0, j]
+        correction[j] = momentum[j]
+    if options[0] == LEAPFROG:
+        call5(source[0], source, theta, normals[0 if exact else 1:], rows, gradient)
+        for j in range(d):
+            momentum[j] = momentum[j] - 0.5 * step_size * gradient[j]
+        for inner in range(steps):
+            for j in range(d):
+                theta[j] = theta[j] + step_size * momentum[j]
+            kick = 0.5 if inner == steps - 1 else 1.0
+            call5(source[0], source, theta, normals[0 if exact else 2 + inner:], rows, gradient)
+            for j in range(d):
+                momentum[j] = momentum[j] - kick * step_size * gradient[j]
+    else:
+        diffusion[:] = parameters[3][0]
+        scale[:] = 1.0
+        for inner in range(steps):
+            for j in range(d):
+                theta[j] = theta[j] + step_size * momentum[j]
+            slots = normals[1 + 2 * inner:]  # the gradient noise, then the injected noise
+            call5(source[0], source, theta, slots, rows, gradient)
+            status, _ = inject(step_size, diffusion, scale, options[1], variance, 0, slots, noise, square)
+            if status != OK:
+                return status, 0, 1.0
+            for j in range(d):
+                momentum[j] = momentum[j] - step_size * gradient[j] - step_size * diffusion[j] * momentum[j] + noise[j]
+    accept = 1.0
+    if options[3] == METROPOLIS:
+        old_kinetic, new_kinetic = 0.0, 0.0
+        for j in range(d):
+            old_kinetic += correction[j] * correction[j]
+            new_kinetic += momentum[j] * momentum[j]
+        old = call2(source[5], source, at) + 0.5 * old_kinetic
+        new = call2(source[5], source, theta) + 0.5 * new_kinetic
+        accept = math.exp(min(old - new if math.isfinite(new) else -math.inf, 0.0))
+        if not uniform < accept:
+            for j in range(d):
+                theta[j] = at[j]
+                momentum[j] = correction[j]
+    return OK, 0, accept
 
 
 @numba.njit(cache=True, inline="always")

@@ -1,31 +1,15 @@
-"""Compiled blocks of steps (numba): each kernel advances every chain K steps on pre-drawn standard normals.
-
-The kernels are line-for-line the closed-form numpy steps of the samplers (the readable reference, pinned to
-these by ``tests/engine/test_compiled_blocks.py`` on identical random numbers):
-
-- :func:`trajectory_block`: HMC, naive SGHMC (leapfrog, Eq. 10-11) and SGHMC + MH (Chen et al. 2014 Alg. 2), with
-  the Metropolis–Hastings test on the exact H (its uniforms drawn after each step's normals, as the numpy step does).
-
-BAOAB and BADODAB (one gradient per step, kept from block to block) are in :mod:`sgmcmc.engine.splitting_kernels`,
-and pSGLD (``psgld``, ``psgld_no_gamma``: the RMSProp average kept from block to block, or the stationary
-preconditioner with its Hessian diagonal) in :mod:`sgmcmc.engine.preconditioned_kernels`. Both compile
-``gradient_into``, ``_inject`` and ``_finite`` from here: a change of them changes :func:`helpers_digest`, and their
-``HELPERS_DIGEST`` must be updated (``tests/engine/test_splitting_kernels.py`` and ``test_preconditioned_kernels.py``
-check it).
+"""What the old compiled kernels still in use share (numba): BAOAB and BADODAB (:mod:`sgmcmc.engine.splitting_kernels`)
+and pSGLD (:mod:`sgmcmc.engine.preconditioned_kernels`), the samplers not yet on the engine's blocks
+(:mod:`sgmcmc.engine.driver`). Both compile ``gradient_into`` (the built-in formulas, by code), ``_inject`` and
+``_finite`` from here: a change of them changes :func:`helpers_digest`, and their ``HELPERS_DIGEST`` must be updated
+(``tests/engine/test_splitting_kernels.py`` and ``test_preconditioned_kernels.py`` check it). :class:`Specialised`
+compiles a kernel once per value of its dispatch arguments.
 
 Random numbers: ``normals`` has shape (K, 2, c, d); step k of chain i uses ``normals[k, 0, i]`` for the gradient
-noise ∇Ũ − ∇U = L z (L the target's noise factor) and ``normals[k, 1, i]`` for the injected noise: the order in which the numpy steps draw them, so a block drawn in one
-call of the run's Generator is the same stream as K numpy steps.
-
-Outputs: the paths (c, K, d) of θ (and r, and (c, K) of ξ), the number of clipped variances per step (c, K), and
-per chain the first step that failed (K when none) with its code: :data:`NON_FINITE` (the state left the
-floating-point range: the run stops as diverged, keeping the steps before) or :data:`NOT_PSD` (the injected
-covariance ε(2D − εB̂) was not positive semidefinite: a :class:`~sgmcmc.recipe.RecipeError`). A chain stops at
-its first failure; the caller keeps only the steps before the earliest one.
-
-The chains run one after the other in one thread: measured on this 2-core machine, ``numba.prange`` over chains
-tripled the compile time (about 60 s against 24 s for the old momentum kernel, under load) and gained nothing at one
-chain; many-chain experiments already run two processes side by side.
+noise ∇Ũ − ∇U = L z (L the target's noise factor) and ``normals[k, 1, i]`` for the injected noise: the order in which
+the numpy steps draw them, so a block drawn in one call of the run's Generator is the same stream as K numpy steps.
+A kernel reports per chain the first step that failed (K when none) with its code: :data:`NON_FINITE` (the state left
+the floating-point range) or :data:`NOT_PSD` (the injected covariance ε(2D − εB̂) was not positive semidefinite).
 """
 
 from __future__ import annotations
@@ -39,8 +23,7 @@ import numba
 import numpy as np
 from numba import types
 
-from sgmcmc.engine.codes import (ABOBA, CONSTANT_METRIC, DIAGONAL_ESTIMATE, EULER, LEAPFROG, NO_ESTIMATE, NON_FINITE,
-                                 NOT_PSD, OK, SPLITTING, THETA_FIRST)
+from sgmcmc.engine.codes import DIAGONAL_ESTIMATE, NO_ESTIMATE, NOT_PSD, OK
 from sgmcmc.engine import codes, gradients
 from sgmcmc.engine.gradients import CORRELATED_2D, DOUBLE_WELL, LECTURE_QUARTIC, QUADRATIC
 
@@ -101,18 +84,6 @@ def gradient_into(kind, parameters, theta, out):
 
 
 @numba.njit(cache=True, inline="always")
-def _stochastic_gradient(kind, parameters, factor, theta, normals, step, chain, out):
-    """∇Ũ = ∇U(θ) + L z (``SyntheticTarget.stochastic_gradient``), z = ``normals[step, 0, chain]``."""
-    gradient_into(kind, parameters, theta, out)
-    d = theta.shape[0]
-    for j in range(d):
-        total = 0.0
-        for k in range(d):
-            total += normals[step, 0, chain, k] * factor[j, k]
-        out[j] += total
-
-
-@numba.njit(cache=True, inline="always")
 def _inject(step_size, diffusion, scale, mode, variance_diagonal, variance, clip, normals, step, slot, chain, out, work):
     """N(0, ε(2D − ε T V̂ T)) into ``out`` (``sgmcmc.noise.injected_noise``) with z = ``normals[step, slot, chain]``:
     returns (status, clipped count)."""
@@ -166,116 +137,6 @@ def _finite(values):
     return True
 
 
-@numba.njit(cache=True, inline="always")
-def potential_of(kind, parameters, theta):
-    """U(θ) of one chain (the formula ``kind`` of :mod:`sgmcmc.engine.gradients`)."""
-    d = theta.shape[0]
-    total = 0.0
-    if kind == QUADRATIC:
-        for i in range(d):
-            row = 0.0
-            for j in range(d):
-                row += parameters[d + i * d + j] * (theta[j] - parameters[j])
-            total += (theta[i] - parameters[i]) * row
-        return 0.5 * total
-    if kind == DOUBLE_WELL:
-        for i in range(d):
-            total += theta[i] ** 4 - 2.0 * theta[i] ** 2
-        return total
-    if kind == LECTURE_QUARTIC:
-        for i in range(d):
-            x = theta[i]
-            total += (x**4 + x**3 - 13.0 * x**2 - x + 12.0) / 14.0 + 0.5
-        return total
-    x, y = theta[0], theta[1]
-    return x**4 / 10.0 + 0.5 * (4.0 * (y + 1.2) - x**2) ** 2
-
-
-@numba.njit(cache=True, inline="always")
-def _trajectory_gradient(kind, parameters, factor, stochastic, theta, normals, step, slot, chain, out):
-    """∇U(θ), or ∇Ũ(θ) with z = ``normals[step, slot, chain]`` when ``stochastic``."""
-    gradient_into(kind, parameters, theta, out)
-    if stochastic:
-        d = theta.shape[0]
-        for j in range(d):
-            total = 0.0
-            for k in range(d):
-                total += normals[step, slot, chain, k] * factor[j, k]
-            out[j] += total
-
-
-@numba.njit(cache=True)
-def _trajectory_block(kind, parameters, factor, stochastic, trajectory, n_inner, friction, mode, variance_diagonal, variance,
-                     metropolis, theta0, normals, uniforms, step_sizes, theta_path, momentum_path, accept_path,
-                     bad_step, bad_code):
-    """The resampled-trajectory samplers (``sgmcmc/samplers/hmc.py``, ``sghmc_mh.py``): r ~ N(0, I) (slot 0), then
-    ``trajectory`` LEAPFROG (HMC / naive SGHMC: half kick, m × (drift, kick), the last kick a half; with ∇Ũ, slots
-    1..m+1, when ``stochastic``) or ALGORITHM_2 (Chen et al. 2014 Alg. 2: m × (θ += εr, r += −ε∇Ũ − εCr +
-    N(0, ε(2C − εV̂))), slots 1 + 2i and 2 + 2i), then, if ``metropolis``, the MH test on the exact H with the
-    uniform ``uniforms[step, chain]``."""
-    n_chains, d = theta0.shape
-    n_steps = step_sizes.shape[0]
-    for i in range(n_chains):
-        theta = theta0[i].copy()
-        start_momentum, momentum, proposal, gradient = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
-        noise, frictions, ones = np.empty(d), np.full(d, friction), np.ones(d)
-        work = np.empty((d, d))
-        bad_step[i], bad_code[i] = n_steps, OK
-        for k in range(n_steps):
-            step = step_sizes[k]
-            for j in range(d):
-                start_momentum[j] = normals[k, 0, i, j]
-                momentum[j] = start_momentum[j]
-                proposal[j] = theta[j]
-            status = OK
-            if trajectory == LEAPFROG:
-                _trajectory_gradient(kind, parameters, factor, stochastic, proposal, normals, k, 1, i, gradient)
-                for j in range(d):
-                    momentum[j] = momentum[j] - 0.5 * step * gradient[j]
-                for inner in range(n_inner):
-                    for j in range(d):
-                        proposal[j] = proposal[j] + step * momentum[j]
-                    scale = 0.5 if inner == n_inner - 1 else 1.0
-                    _trajectory_gradient(kind, parameters, factor, stochastic, proposal, normals, k, 2 + inner, i, gradient)
-                    for j in range(d):
-                        momentum[j] = momentum[j] - scale * step * gradient[j]
-            else:
-                for inner in range(n_inner):
-                    for j in range(d):
-                        proposal[j] = proposal[j] + step * momentum[j]
-                    _trajectory_gradient(kind, parameters, factor, True, proposal, normals, k, 1 + 2 * inner, i, gradient)
-                    status, _ = _inject(step, frictions, ones, mode, variance_diagonal, variance, False, normals, k,
-                                        2 + 2 * inner, i, noise, work)
-                    if status != OK:
-                        break
-                    for j in range(d):
-                        momentum[j] = momentum[j] - step * gradient[j] - step * frictions[j] * momentum[j] + noise[j]
-            if status != OK:
-                bad_step[i], bad_code[i] = k, status
-                break
-            accept = 1.0
-            if metropolis:
-                old_energy = potential_of(kind, parameters, theta)
-                new_energy = potential_of(kind, parameters, proposal)
-                for j in range(d):
-                    old_energy += 0.5 * start_momentum[j] ** 2
-                    new_energy += 0.5 * momentum[j] ** 2
-                log_ratio = old_energy - new_energy if math.isfinite(new_energy) else -math.inf
-                accept = math.exp(min(log_ratio, 0.0))
-                if not uniforms[k, i] < accept:
-                    for j in range(d):
-                        proposal[j] = theta[j]
-                        momentum[j] = start_momentum[j]
-            if not (_finite(proposal) and _finite(momentum)):
-                bad_step[i], bad_code[i] = k, NON_FINITE
-                break
-            for j in range(d):
-                theta[j] = proposal[j]
-                theta_path[i, k, j] = proposal[j]
-                momentum_path[i, k, j] = momentum[j]
-            accept_path[i, k] = accept
-
-
 # Off (environment SGMCMC_SPECIALISE_KERNELS=0) runs the generic kernels: the same source, so the same bits
 # (tests/engine/test_specialised.py checks this) and a dozen compiled variants in all instead of one per combination:
 # the engine tests alone asked for more than a hundred, still compiling after 22 minutes from a cold cache on this
@@ -325,4 +186,3 @@ def _fingerprint(value):
     return type(value)
 
 
-trajectory_block = Specialised(_trajectory_block, "kind", "stochastic", "trajectory", "mode", "metropolis")

@@ -20,9 +20,9 @@ from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
 from sgmcmc.engine.estimators import source_of
 from sgmcmc.engine.injection import FULL_ESTIMATE
-from sgmcmc.engine.integrators import ABOBA, EULER, PLAIN, SPLITTING, THETA_FIRST
+from sgmcmc.engine.integrators import ABOBA, ALGORITHM_2, EULER, LEAPFROG, PLAIN, SPLITTING, THETA_FIRST
 from sgmcmc.engine.static import static
-from sgmcmc.geometry import DiagonalMetric, IdentityMetric
+from sgmcmc.geometry import IdentityMetric
 from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
 from sgmcmc.schema import Key, boolean, choice, metric, optional, real
@@ -33,7 +33,8 @@ from sgmcmc.targets.data import DataTarget
 log = logging.getLogger(__name__)
 NOISE_ESTIMATES = ("known", "zero", "running")
 # the integrators the engine's blocks run (sgmcmc.engine.integrators)
-ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST, "aboba": ABOBA}
+ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST, "aboba": ABOBA, "leapfrog": LEAPFROG,
+          "trajectory": ALGORITHM_2}
 RUNNING_FORMS = ("full", "diagonal")
 
 # The config keys of every sampler section (Sampler.config_keys) and those most samplers declare (Sampler.parameters).
@@ -176,9 +177,20 @@ class Sampler(ABC):
         return None
 
     def engine_integrator(self) -> Optional[tuple]:
-        """(the integrator of :mod:`sgmcmc.engine.integrators`, its constant, whether the state has r, and ξ) that
-        runs this sampler on the engine's blocks; None (the default) for none yet."""
+        """(the integrator of :mod:`sgmcmc.engine.integrators`, its constant or constants, whether the state has r, and
+        ξ) that runs this sampler on the engine's blocks; None (the default) for none yet."""
         return None
+
+    def engine_functions(self) -> Optional[dict]:
+        """What the target hands the engine (:meth:`~sgmcmc.targets.base.Target.engine_functions`), as this sampler
+        uses it (HMC's exact gradient drops the gradient noise)."""
+        return self.target.engine_functions()
+
+    def engine_draws(self) -> tuple[int, bool]:
+        """(the standard normal arrays a step draws, whether it then draws a uniform per chain): two (the gradient
+        noise, the injected noise) and no uniform by default; a trajectory's more, and a Metropolis–Hastings test's
+        uniform."""
+        return 2, False
 
     def engine_metric(self) -> Optional[tuple]:
         """(the metric's function, its flow, their parameters) the integrator takes
@@ -205,8 +217,9 @@ class Sampler(ABC):
         if (integrator is None or metric is None or self.integrator not in ORDERS
                 or not self._kernel_declared("engine_functions") or type(self.target).reflect is not Target.reflect):
             return None
-        functions = self.target.engine_functions()
-        if functions is None:
+        functions = self.engine_functions()
+        slots, uniforms = self.engine_draws()
+        if functions is None or (uniforms and "potential" not in functions):  # a Metropolis test needs the exact U
             return None
         data = "row_gradients" in functions
         if self.noise_estimate not in (("zero",) if data else ("zero", "known")):
@@ -214,17 +227,17 @@ class Sampler(ABC):
         mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" else functions["noise_covariance"])
         if mode == FULL_ESTIMATE and self.noise_clip:
             return None
-        step, constant, momentum, xi = integrator
+        step, constants, momentum, xi = integrator
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
-                      np.array([float(constant)]))
+                      np.atleast_1d(np.asarray(constants, dtype=float)))
         d = self.target.dim
         blocks = Blocks(static(step), source_of(functions), parameters,
                         (ORDERS[self.integrator], mode, int(self.noise_clip), self.engine_variant()),
                         np.broadcast_to(variance, (d, d)).copy(), momentum=momentum, xi=xi,
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
-                        backend=backend)
+                        slots=slots, uniforms=uniforms, backend=backend)
         error = blocks.compile_error(d)
         if error is not None:
             log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,

@@ -10,10 +10,11 @@ without the MH test: :class:`NaiveSGHMC`.
 
 from __future__ import annotations
 
+from typing import Optional
+
 import numpy as np
 
-from sgmcmc.engine import codes
-from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
+from sgmcmc.engine import integrators
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.schema import Key, boolean, integer
@@ -104,10 +105,20 @@ class HMC(Sampler):
 
         return resampled_trajectory_step(rng, self.target, state, trajectory, self.metropolis)
 
-    def compiled_kernel(self):
-        """:func:`sgmcmc.engine.kernels.trajectory_block` with the leapfrog trajectory."""
-        extra_slots = self.n_leapfrog + 1 if self.uses_stochastic_gradient else 0
-        return trajectory_kernel(self, codes.LEAPFROG, extra_slots, self.uses_stochastic_gradient, 0.0, None)
+    def engine_integrator(self):
+        return integrators.trajectory, (0.0, self.n_leapfrog), True, False
+
+    def engine_variant(self):
+        return integrators.METROPOLIS if self.metropolis else integrators.PLAIN
+
+    def engine_draws(self):
+        """r, then ∇Ũ's m + 1 gradient noises (none for the exact ∇U), then the test's uniform."""
+        return 1 + (self.n_leapfrog + 1 if self.uses_stochastic_gradient else 0), self.metropolis
+
+    def engine_functions(self):
+        """The target's density functions, without gradient noise for the exact ∇U; None on a data model (the
+        trajectories' minibatch per gradient is not in the engine's estimators)."""
+        return trajectory_functions(self.target.engine_functions(), exact=not self.uses_stochastic_gradient)
 
     def unpack(self, z):
         d = self.target.dim
@@ -149,28 +160,11 @@ class NaiveSGHMC(HMC):
         super().__init__(target, n_leapfrog=n_leapfrog, metropolis=metropolis, **kwargs)
 
 
-def trajectory_kernel(sampler, trajectory: int, extra_slots: int, stochastic: bool, friction: float, noise_estimate):
-    """The compiled block of a resampled-trajectory sampler on a formula target (None elsewhere): r ~ N(0, I), the
-    ``trajectory`` (:mod:`sgmcmc.engine.codes`) drawing ``extra_slots`` normal arrays, then the MH test if the
-    sampler has one. ``noise_estimate`` is the V̂ its injected noise makes room for (Alg. 2), or None."""
-    compiled = sampler.compiled_target()
-    if compiled is None:
+def trajectory_functions(functions: Optional[dict], exact: bool) -> Optional[dict]:
+    """A resampled-trajectory sampler's view of what the target hands the engine: a density model's, with the gradient
+    noise's factor zero for the exact ∇U (HMC); None for a data model or none."""
+    if functions is None or "row_gradients" in functions:
         return None
-    mode, variance_diagonal, variance = gradient_noise_mode(noise_estimate)
-
-    def run(state, normals, step_sizes, uniforms=None):
-        from sgmcmc.engine import kernels
-
-        n_chains, dim = state.theta.shape
-        paths, bad_step, bad_code = paths_for(n_chains, step_sizes.size, dim, momentum=True, accept=True)
-        kernels.trajectory_block(compiled.kind, compiled.parameters, compiled.noise_factor, stochastic, trajectory,
-                                 sampler.n_leapfrog, friction, mode, variance_diagonal, variance, sampler.metropolis,
-                                 np.ascontiguousarray(state.theta), normals,
-                                 np.zeros((step_sizes.size, n_chains)) if uniforms is None else uniforms, step_sizes,
-                                 paths["theta"], paths["momentum"], paths["accept_probability"], bad_step, bad_code)
-        if not sampler.metropolis:
-            del paths["accept_probability"]
-        return paths, bad_step, bad_code
-
-    return CompiledKernel(run, has_momentum=True, has_xi=False, clip=False, normal_slots=1 + extra_slots,
-                          uniforms=sampler.metropolis)
+    if exact:
+        functions = {**functions, "noise_factor": np.zeros_like(functions["noise_factor"])}
+    return functions

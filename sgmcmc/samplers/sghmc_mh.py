@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import codes
+from sgmcmc.engine import integrators
 from sgmcmc.noise import injected_noise
 from sgmcmc.samplers.base import NOISE_ESTIMATES, Sampler
 from sgmcmc.samplers.hmc import (METROPOLIS, N_LEAPFROG, require_potential_for_metropolis, resampled_trajectory_step,
-                                  trajectory_kernel)
+                                  trajectory_functions)
 from sgmcmc.samplers.sghmc import FRICTION, SGHMC
 from sgmcmc.schema import Key, choice
 from sgmcmc.state import SamplerState
@@ -75,11 +75,18 @@ class SGHMCMetropolis(Sampler):
 
         return resampled_trajectory_step(rng, self.target, state, trajectory, self.metropolis)
 
-    def compiled_kernel(self):
-        """:func:`sgmcmc.engine.kernels.trajectory_block` with Alg. 2's trajectory."""
-        compiled = self.compiled_target()
-        known = None if compiled is None else self.known_noise(compiled)
-        return trajectory_kernel(self, codes.ALGORITHM_2, 2 * self.n_leapfrog, True, self.friction_coefficient, known)
+    def engine_integrator(self):
+        return integrators.trajectory, (self.friction_coefficient, self.n_leapfrog), True, False
+
+    def engine_variant(self):
+        return integrators.METROPOLIS if self.metropolis else integrators.PLAIN
+
+    def engine_draws(self):
+        """r, then each inner step's gradient noise and injected noise, then the test's uniform."""
+        return 1 + 2 * self.n_leapfrog, self.metropolis
+
+    def engine_functions(self):
+        return trajectory_functions(self.target.engine_functions(), exact=False)
 
     def unpack(self, z):
         d = self.target.dim

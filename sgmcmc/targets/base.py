@@ -234,15 +234,29 @@ class SyntheticTarget(Target):
     def noise_covariance(self, theta):
         return self.variance
 
-    def density_functions(self, gradient_into, parameters=(0.0,)) -> dict:
+    def density_functions(self, gradient_into, potential, parameters=(0.0,)) -> dict:
         """:meth:`Target.engine_functions` of a formula target: ``gradient_into(θ, parameters, out)`` writes ∇U of
-        one chain (with ``parameters``, a flat float array), and ∇Ũ = ∇U + L z with this target's V = LLᵀ."""
-        return {"gradient_into": gradient_into, "parameters": np.ascontiguousarray(parameters, dtype=float),
+        one chain and ``potential(θ, parameters)`` returns its U (with ``parameters``, a flat float array), and
+        ∇Ũ = ∇U + L z with this target's V = LLᵀ."""
+        return {"gradient_into": gradient_into, "potential": potential,
+                "parameters": np.ascontiguousarray(parameters, dtype=float),
                 "noise_factor": np.ascontiguousarray(self._noise_factor, dtype=float),
                 "noise_covariance": np.ascontiguousarray(self.variance, dtype=float)}
 
     def initial_position(self, n_chains, rng):
         return self.initial_centre + self.initial_spread * rng.standard_normal((n_chains, self.dim))
+
+
+def quadratic_potential(theta, parameters):
+    """U = ½(θ − m)ᵀP(θ − m) of one chain, ``parameters`` = (m, P row-major)."""
+    d = theta.shape[0]
+    total = 0.0
+    for i in range(d):
+        row = 0.0
+        for j in range(d):
+            row += parameters[d + i * d + j] * (theta[j] - parameters[j])
+        total += (theta[i] - parameters[i]) * row
+    return 0.5 * total
 
 
 def quadratic_gradient_into(theta, parameters, out):

@@ -42,7 +42,7 @@ class Correlated2D(SyntheticTarget):
         return gradients.formula(gradients.CORRELATED_2D, self)
 
     def engine_functions(self):
-        return self.density_functions(gradient_into)
+        return self.density_functions(gradient_into, potential)
 
     def log_density(self, theta):
         return -self.potential(np.asarray(theta)) - self.log_normaliser
@@ -80,3 +80,10 @@ def gradient_into(theta, parameters, out):
     residual = 4.0 * (y + 1.2) - x * x
     out[0] = 0.4 * (x * x * x) - 2.0 * x * residual
     out[1] = 4.0 * residual
+
+
+def potential(theta, parameters):
+    """U = x⁴/10 + ½(4(y + 1.2) − x²)² of one chain (x, y)."""
+    x, y = theta[0], theta[1]
+    residual = 4.0 * (y + 1.2) - x * x
+    return (x * x) * (x * x) / 10.0 + 0.5 * (residual * residual)

@@ -26,7 +26,7 @@ class DoubleWell(OneDimensionalTarget):
         return gradients.formula(gradients.DOUBLE_WELL, self)
 
     def engine_functions(self):
-        return self.density_functions(gradient_into)
+        return self.density_functions(gradient_into, potential)
 
 
 def gradient_into(theta, parameters, out):
@@ -36,3 +36,12 @@ def gradient_into(theta, parameters, out):
     for j in range(theta.shape[0]):
         x = theta[j]
         out[j] = 4.0 * (x * x * x) - 4.0 * x
+
+
+def potential(theta, parameters):
+    """U = Σ θ⁴ − 2θ² of one chain."""
+    total = 0.0
+    for j in range(theta.shape[0]):
+        square = theta[j] * theta[j]
+        total += square * square - 2.0 * square
+    return total

@@ -6,7 +6,7 @@ import numpy as np
 
 from sgmcmc.engine import gradients
 
-from sgmcmc.targets.base import quadratic_gradient_into
+from sgmcmc.targets.base import quadratic_gradient_into, quadratic_potential
 from sgmcmc.targets.one_dimensional import OneDimensionalTarget
 
 
@@ -34,7 +34,7 @@ class Gaussian1D(OneDimensionalTarget):
         return gradients.quadratic([self.mean], [[1.0 / self.std**2]], self)
 
     def engine_functions(self):
-        return self.density_functions(quadratic_gradient_into, [self.mean, 1.0 / self.std**2])
+        return self.density_functions(quadratic_gradient_into, quadratic_potential, [self.mean, 1.0 / self.std**2])
 
     def exact_moments(self):
         return np.array([self.mean]), np.array([self.std**2 + self.mean**2])

@@ -11,7 +11,7 @@ import numpy as np
 
 from sgmcmc.engine import gradients
 
-from sgmcmc.targets.base import SyntheticTarget, quadratic_gradient_into
+from sgmcmc.targets.base import SyntheticTarget, quadratic_gradient_into, quadratic_potential
 
 
 class Gaussian2D(SyntheticTarget):
@@ -49,7 +49,8 @@ class Gaussian2D(SyntheticTarget):
         return gradients.quadratic(np.zeros(2), self.precision, self)
 
     def engine_functions(self):
-        return self.density_functions(quadratic_gradient_into, np.concatenate([np.zeros(2), self.precision.ravel()]))
+        return self.density_functions(quadratic_gradient_into, quadratic_potential,
+                                      np.concatenate([np.zeros(2), self.precision.ravel()]))
 
     def log_density(self, theta):
         return -self.potential(np.asarray(theta)) - self._log_normaliser

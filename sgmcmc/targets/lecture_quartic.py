@@ -30,7 +30,7 @@ class LectureQuartic(OneDimensionalTarget):
         return gradients.formula(gradients.LECTURE_QUARTIC, self)
 
     def engine_functions(self):
-        return self.density_functions(gradient_into)
+        return self.density_functions(gradient_into, potential)
 
 
 def gradient_into(theta, parameters, out):
@@ -38,3 +38,12 @@ def gradient_into(theta, parameters, out):
     for j in range(theta.shape[0]):
         x = theta[j]
         out[j] = (4.0 * (x * x * x) + 3.0 * (x * x) - 26.0 * x - 1.0) / 14.0
+
+
+def potential(theta, parameters):
+    """U = Σ (θ⁴ + θ³ − 13θ² − θ + 12)/14 + 1/2 of one chain."""
+    total = 0.0
+    for j in range(theta.shape[0]):
+        x = theta[j]
+        total += (x * x * x * x + x * x * x - 13.0 * (x * x) - x + 12.0) / 14.0 + 0.5
+    return total

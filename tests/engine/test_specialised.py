@@ -4,15 +4,15 @@ ones (what the rest of the test suite runs): sgmcmc.engine.kernels.Specialised."
 import numpy as np
 import pytest
 
-from sgmcmc.engine import kernels
+from sgmcmc.engine import kernels, splitting_kernels
 from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.schedules import Constant
 from tests.helpers import build
 
 # one configuration per kernel family and branch kind: formula, metric, integrator, noise mode, clipping, trajectory, MH
-# (SGLD, SGRLD, SGHMC, the SGRHMCs, SGNHT and CCAdL run on the engine's blocks on these targets, not here)
+# (SGLD, SGRLD, SGHMC, the SGRHMCs, SGNHT, CCAdL and the HMC family run on the engine's blocks on these targets, not
+# here)
 CASES = [
-    ("sghmc_mh", "double_well", {}, {"n_leapfrog": 3}),
     ("psgld", "correlated_2d", {}, {"noise_estimate": "known"}),
     ("psgld", "double_well", {}, {"preconditioner": "running", "noise_estimate": "zero"}),
     ("baoab", "gaussian_2d_cov", {}, {"noise_estimate": "known"}),
@@ -40,12 +40,13 @@ def test_specialised_kernel_gives_the_generic_bits(sampler_name, target_name, ta
 
 def test_specialised_kernel_compiles_per_combination(monkeypatch):
     """Two dispatch values give two entries; the same values again reuse one."""
-    sampler = build("sghmc_mh", "double_well", {}, n_leapfrog=2)
+    sampler = build("baoab", "double_well", {}, noise_estimate="known")
     monkeypatch.setattr(kernels, "SPECIALISE", True)
-    monkeypatch.setattr(kernels.trajectory_block, "entries", {})
+    monkeypatch.setattr(splitting_kernels.splitting_block, "entries", {})
     settings = RunSettings(n_steps=20, n_chains=2, burn_in=0, eval_every=20, progress=False)
     for _ in range(2):
         run_chains(sampler, Constant(0.01), settings, np.random.default_rng(0))
-    assert len(kernels.trajectory_block.entries) == 1
-    run_chains(build("sghmc_mh", "correlated_2d", {}, n_leapfrog=2), Constant(0.01), settings, np.random.default_rng(0))
-    assert len(kernels.trajectory_block.entries) == 2
+    assert len(splitting_kernels.splitting_block.entries) == 1
+    run_chains(build("baoab", "correlated_2d", {}, noise_estimate="known"), Constant(0.01), settings,
+               np.random.default_rng(0))
+    assert len(splitting_kernels.splitting_block.entries) == 2
