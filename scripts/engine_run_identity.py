@@ -9,7 +9,8 @@ run through :func:`sgmcmc.runner.run_chains` (what a run runs, whatever kernel t
 
     PYTHONPATH=<old checkout> python scripts/engine_run_identity.py save old.npz
     python scripts/engine_run_identity.py save new.npz
-    python scripts/engine_run_identity.py compare old.npz new.npz [--output results/bench/engine-run-identity-<date>.json]
+    python scripts/engine_run_identity.py compare old.npz new.npz [--labels <old commit> <new commit>]
+        [--output results/bench/engine-run-identity-<date>.json]
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def save(path: str) -> None:
     print(f"{len(arrays) // 2} cases with {sgmcmc.__file__}")
 
 
-def compare(old_path: str, new_path: str, output: str | None) -> list:
+def compare(old_path: str, new_path: str, output: str | None, labels: tuple = ("old", "new")) -> list:
     """Per case: identical samples (and acceptance rate), or the largest difference."""
     old, new = np.load(old_path), np.load(new_path)
     rows = []
@@ -78,7 +79,7 @@ def compare(old_path: str, new_path: str, output: str | None) -> list:
     print(f"{sum(row['identical'] for row in rows)} of {len(rows)} identical")
     if output:
         write_json(Path(output), {"provenance": provenance(seed=11, argv=None), "old": old_path, "new": new_path,
-                                  "rows": rows})
+                                  "old_checkout": labels[0], "new_checkout": labels[1], "rows": rows})
     return rows
 
 
@@ -91,11 +92,12 @@ def main(argv=None) -> None:
     comparing.add_argument("old")
     comparing.add_argument("new")
     comparing.add_argument("--output", default=None, help="a JSON file for the rows and the provenance")
+    comparing.add_argument("--labels", nargs=2, default=("old", "new"), help="what the two checkouts were (commits)")
     args = parser.parse_args(argv)
     if args.command == "save":
         save(args.path)
     else:
-        compare(args.old, args.new, args.output)
+        compare(args.old, args.new, args.output, tuple(args.labels))
 
 
 if __name__ == "__main__":
