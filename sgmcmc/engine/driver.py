@@ -12,6 +12,7 @@ factorisation and the finiteness test, stay compiled). Both give the same sample
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Optional
 
@@ -99,10 +100,20 @@ def _fingerprint(value):
     return type(value)
 
 
+# Off (environment SGMCMC_SPECIALISE_KERNELS=0, as the test suite sets it in tests/conftest.py) types the options as
+# plain integers: one block per integrator and model for every combination of options, the same source and so the same
+# samples (tests/engine/test_driver.py checks it). The suite asks for blocks of some 40 integrator × model pairs with a
+# few options each; compiled per combination they took it past its 10 minutes on this machine.
+SPECIALISE = os.environ.get("SGMCMC_SPECIALISE_KERNELS", "1") != "0"
+
+
 def _options_type(options: tuple):
     """numba's type of the integrator's options: a tuple of integer literals, so the block is compiled once per
     combination and LLVM drops the branches it never takes (measured on the double well, SGLD at 1,000 chains:
-    135 ns a chain-step with the options as an array, read at every step)."""
+    135 ns a chain-step with the options as an array, read at every step); plain integers where :data:`SPECIALISE` is
+    off."""
+    if not SPECIALISE:
+        return types.UniTuple(types.int64, len(options))
     return types.Tuple(tuple(types.literal(int(option)) for option in options))
 
 
@@ -110,7 +121,7 @@ def _compiled_entry(step: StaticFunction, source: tuple, arguments: tuple):
     """run_block's compiled entry point for these arguments, called directly: numba's dispatcher types every argument
     at every call, and for a source of function values that takes longer than a block of a hundred steps of one chain
     (measured: 0.2 ms against 0.36 ms). Compiled (or loaded from the cache) the first time a fingerprint is seen."""
-    key = (step.key, _fingerprint(source), arguments[1], _fingerprint(arguments))
+    key = (step.key, _fingerprint(source), arguments[1] if SPECIALISE else None, _fingerprint(arguments))
     entry = _ENTRIES.get(key)
     if entry is None:
         signature = tuple(numba.typeof(value) for value in (step, source, *arguments))

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from sgmcmc.engine import estimators, integrators
+from sgmcmc.engine import driver, estimators, integrators
 from sgmcmc.engine import static as static_module
 from sgmcmc.engine.blocks import DIVERGED, FAILED
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
@@ -171,6 +171,23 @@ def test_the_compiled_block_is_the_python_source(name, integrator, mode, model, 
     if runs[0].momentum is not None:
         np.testing.assert_allclose(runs[0].momentum, runs[1].momentum, rtol=1e-12, atol=1e-12)
     assert not np.allclose(runs[0].theta[:, 0], runs[0].theta[:, -1])  # the chains moved
+
+
+@pytest.mark.parametrize("name, integrator, mode, model, metric", [COMPILED_CASES[5], COMPILED_CASES[-1]])
+def test_a_block_compiled_for_its_options_gives_the_generic_blocks_samples(name, integrator, mode, model, metric,
+                                                                           monkeypatch):
+    """Runs compile a block per combination of options, as integer literals (driver.SPECIALISE); the test suite
+    compiles one for all (tests/conftest.py). The two give the same bits."""
+    source, dim, n_data, batch = source_of(model)
+    variance = np.array([[0.5, 0.1, 0.0], [0.1, 0.4, 0.0], [0.0, 0.0, 0.3]])[:dim, :dim]
+    runs = []
+    for specialise in (True, False):
+        monkeypatch.setattr(driver, "SPECIALISE", specialise)
+        runs.append(blocks(name, source, dim, (integrator, mode, 0), variance, n_data, batch, metric=metric)(
+            np.random.default_rng(5), state(4, dim), np.full(25, 0.01), 0))
+    assert runs[0].stop == 25
+    np.testing.assert_array_equal(runs[0].theta, runs[1].theta)
+    np.testing.assert_array_equal(runs[0].momentum, runs[1].momentum)
 
 
 def _recipe(name, dim, gradient, variance, parameter, metric, step_size):
