@@ -148,30 +148,27 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, rows,
     (L = 0) and steps of one normal slot: its gradients read slot 0, times 0."""
     d = theta.shape[0]
     steps = int(parameters[3][1])
-    exact = normals.shape[0] == 1
+    leapfrog, exact = options[0] == LEAPFROG, normals.shape[0] == 1
     for j in range(d):  # (θ₀, r₀) kept in ``at`` and ``correction`` for the test
         at[j] = theta[j]
         momentum[j] = normals[0, j]
         correction[j] = momentum[j]
-    if options[0] == LEAPFROG:
-        call5(source[0], source, theta, normals[0 if exact else 1:], rows, gradient)
-        for j in range(d):
-            momentum[j] = momentum[j] - 0.5 * step_size * gradient[j]
-        for inner in range(steps):
+    diffusion[:] = parameters[3][0]
+    scale[:] = 1.0
+    # one gradient per pass, written once (each call of the inlined estimator is typed again where it is compiled):
+    # leapfrog's m + 1 passes are its half kick, then m × (drift, kick), the last kick a half; Algorithm 2's m passes
+    # are (drift, gradient, injected noise, kick with friction)
+    for inner in range(steps + 1 if leapfrog else steps):
+        if inner > 0 or not leapfrog:
             for j in range(d):
                 theta[j] = theta[j] + step_size * momentum[j]
-            kick = 0.5 if inner == steps - 1 else 1.0
-            call5(source[0], source, theta, normals[0 if exact else 2 + inner:], rows, gradient)
+        slots = normals[(0 if exact else 1 + inner) if leapfrog else 1 + 2 * inner:]
+        call5(source[0], source, theta, slots, rows, gradient)
+        if leapfrog:
+            kick = 0.5 if inner == 0 or inner == steps else 1.0
             for j in range(d):
                 momentum[j] = momentum[j] - kick * step_size * gradient[j]
-    else:
-        diffusion[:] = parameters[3][0]
-        scale[:] = 1.0
-        for inner in range(steps):
-            for j in range(d):
-                theta[j] = theta[j] + step_size * momentum[j]
-            slots = normals[1 + 2 * inner:]  # the gradient noise, then the injected noise
-            call5(source[0], source, theta, slots, rows, gradient)
+        else:
             status, _ = inject(step_size, diffusion, scale, options[1], variance, 0, slots, noise, square)
             if status != OK:
                 return status, 0, 1.0
@@ -179,12 +176,17 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, rows,
                 momentum[j] = momentum[j] - step_size * gradient[j] - step_size * diffusion[j] * momentum[j] + noise[j]
     accept = 1.0
     if options[3] == METROPOLIS:
-        old_kinetic, new_kinetic = 0.0, 0.0
-        for j in range(d):
-            old_kinetic += correction[j] * correction[j]
-            new_kinetic += momentum[j] * momentum[j]
-        old = call2(source[5], source, at) + 0.5 * old_kinetic
-        new = call2(source[5], source, theta) + 0.5 * new_kinetic
+        old, new = 0.0, 0.0
+        for side in range(2):  # H(θ₀, r₀), then H(θ, r): U written once
+            point, kinetic = (at, correction) if side == 0 else (theta, momentum)
+            total = 0.0
+            for j in range(d):
+                total += kinetic[j] * kinetic[j]
+            energy = call2(source[5], source, point) + 0.5 * total
+            if side == 0:
+                old = energy
+            else:
+                new = energy
         accept = math.exp(min(old - new if math.isfinite(new) else -math.inf, 0.0))
         if not uniform < accept:
             for j in range(d):

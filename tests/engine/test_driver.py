@@ -1,7 +1,8 @@
 """The one block driver (:mod:`sgmcmc.engine.driver`) with the integrators of :mod:`sgmcmc.engine.integrators` and the
 estimators of :mod:`sgmcmc.engine.estimators`, on models handed over as plain functions:
 
-- the compiled block and the same source run as Python give the same samples;
+- the compiled block and the same source run as Python give the same samples (in ``make validate``: a block compiled
+  per case; ``make test`` runs the compiled blocks against exact laws here and in tests/samplers);
 - each integrator's Euler step is the generic recipe step (Ma et al. 2015 Eq. 9 with +εΓ, :func:`sgmcmc.recipe.
   recipe_step`) on the same random numbers, with H, D and Q written here from Eq. 12-16 and Algorithm 1 (the
   Riemannian ones on the rational metric of SPEC §4.2, Γ by the recipe's finite differences; naive SGRHMC with Γ = 0);
@@ -153,6 +154,7 @@ def source_of(model):
     return density_source(np.array([[1.0, 0.0], [0.5, 0.8]]), into=model == "density_into"), 2, 0, 0
 
 
+@pytest.mark.validate  # a block compiled per case (seconds each): the long tier
 @pytest.mark.parametrize("name, integrator, mode, model, metric", COMPILED_CASES)
 def test_the_compiled_block_is_the_python_source(name, integrator, mode, model, metric):
     source, dim, n_data, batch = source_of(model)
@@ -173,6 +175,7 @@ def test_the_compiled_block_is_the_python_source(name, integrator, mode, model, 
     assert not np.allclose(runs[0].theta[:, 0], runs[0].theta[:, -1])  # the chains moved
 
 
+@pytest.mark.validate  # a block compiled per case (seconds each): the long tier
 @pytest.mark.parametrize("name, integrator, mode, model, metric", [COMPILED_CASES[5], COMPILED_CASES[-1]])
 def test_a_block_compiled_for_its_options_gives_the_generic_blocks_samples(name, integrator, mode, model, metric,
                                                                            monkeypatch):
@@ -306,6 +309,7 @@ def trajectory_blocks(trajectory, metropolis, steps, factor, backend=COMPILED, m
                   uniforms=metropolis, backend=backend)
 
 
+@pytest.mark.validate  # a block compiled per case (seconds each): the long tier
 @pytest.mark.parametrize("trajectory, factor, mode", [
     (integrators.LEAPFROG, np.zeros((2, 2)), NO_ESTIMATE),
     (integrators.ALGORITHM_2, np.array([[1.0, 0.0], [0.5, 0.8]]), FULL_ESTIMATE)])
