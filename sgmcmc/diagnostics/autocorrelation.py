@@ -106,17 +106,20 @@ def _rank_normal_scores(x: np.ndarray) -> np.ndarray:
     from scipy.special import ndtri
 
     n = x.shape[0]
-    order = np.argsort(x, axis=0)  # ties get their group's average rank whatever their order: no stable sort needed
-    ordered = np.take_along_axis(x, order, axis=0)
-    index = np.arange(n)[:, None]
-    differs = ordered[1:] != ordered[:-1]
-    first = np.concatenate([np.ones((1, x.shape[1]), bool), differs])  # first of its tie group
-    last = np.concatenate([differs, np.ones((1, x.shape[1]), bool)])  # last of its tie group
-    start = np.maximum.accumulate(np.where(first, index, 0), axis=0)
-    end = np.minimum.accumulate(np.where(last, index, n - 1)[::-1], axis=0)[::-1]
-    ranks = np.empty_like(x)
-    np.put_along_axis(ranks, order, 0.5 * (start + end + 2), axis=0)  # positions start+1..end+1, averaged
-    return ndtri((ranks - 3.0 / 8.0) / (n - 2.0 * 3.0 / 8.0 + 1.0))
+    # each column as a contiguous row (measured, 200,000 × 20: 0.33 s against 0.42 s sorting the strided columns)
+    rows = np.ascontiguousarray(x.T)
+    order = np.argsort(rows, axis=1)  # ties get their group's average rank whatever their order: no stable sort needed
+    ordered = np.take_along_axis(rows, order, axis=1)
+    index = np.arange(n)[None, :]
+    differs = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones((rows.shape[0], 1), bool)
+    first = np.concatenate([ends, differs], axis=1)  # first of its tie group
+    last = np.concatenate([differs, ends], axis=1)  # last of its tie group
+    start = np.maximum.accumulate(np.where(first, index, 0), axis=1)
+    end = np.minimum.accumulate(np.where(last, index, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    ranks = np.empty_like(rows)
+    np.put_along_axis(ranks, order, 0.5 * (start + end + 2), axis=1)  # positions start+1..end+1, averaged
+    return ndtri((ranks.T - 3.0 / 8.0) / (n - 2.0 * 3.0 / 8.0 + 1.0))
 
 
 def _geyer_ess(z: np.ndarray) -> np.ndarray:
