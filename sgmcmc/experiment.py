@@ -407,7 +407,7 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
         write_samples(folder / "moments.npz", mean=outcome.moments.mean, count=np.array(outcome.moments.count), **extra)
     trace = outcome.trace  # rows (dicts): trace.csv and the metric figure need no pandas
     write_rows(folder / "trace.csv", trace)
-    final = evaluator.score(outcome.samples.reshape(-1, built.target.dim)) if outcome.samples.size else {}
+    final = _sample_scores(evaluator, outcome, built.target.dim)
     final.update(chain_diagnostics(outcome.samples) if outcome.samples.size else {})
     if outcome.moments is not None and outcome.moments.count:
         final.update(evaluator.score_mean(outcome.moments.mean))
@@ -423,6 +423,18 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
     metrics = _metrics(built, outcome, final, figures, artifacts)
     write_json(folder / "metrics.json", metrics)
     log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
+
+
+def _sample_scores(evaluator, outcome: RunOutcome, dim: int) -> dict:
+    """The sample metrics of every kept sample: the trace's where its last scored row is the run's last step (the same
+    numbers up to the rounding of the moment sums, :class:`~sgmcmc.evaluation.RunningScore`; scoring them again sorted
+    every sample a second time for W1), else :meth:`~sgmcmc.evaluation.Evaluator.score` on them."""
+    if not outcome.samples.size:
+        return {}
+    step, scores = outcome.sample_scores
+    if step == outcome.steps_done:
+        return dict(scores)
+    return evaluator.score(outcome.samples.reshape(-1, dim))
 
 
 def _metrics(built: Built, outcome: RunOutcome, final: dict, figures: list[str], artifacts: list[str]) -> dict:

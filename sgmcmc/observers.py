@@ -278,6 +278,8 @@ class TraceObserver:
         self.ksd_points = int(ksd_points) if toy_target else 0
         self.rows: list[dict] = []
         self.state_metrics: dict = {}
+        # the sample metrics of every kept sample at the last step that scored them all (W1 included): (step, scores)
+        self.sample_scores: tuple[int, dict] = (-1, {})
         self.seconds = 0.0
 
     def due(self, t: int) -> bool:
@@ -310,7 +312,10 @@ class TraceObserver:
         costly = (index & (index - 1)) == 0 or t == self.settings.n_steps
         if self.evaluator is not None:
             if self.store.kept:
-                row.update(self.score.score(self.store.samples.reshape(-1, self.target.dim) if costly else None))
+                scores = self.score.score(self.store.samples.reshape(-1, self.target.dim) if costly else None)
+                row.update(scores)
+                if costly:
+                    self.sample_scores = (t, scores)
             if self.moments.moments.count:
                 row.update(self.evaluator.score_mean(self.moments.moments.mean))
             self.state_metrics = self.evaluator.score_state(state.theta, self.evaluation_rng)

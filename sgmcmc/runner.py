@@ -79,6 +79,8 @@ class RunOutcome:
     final_theta: Optional[np.ndarray] = None  # the last finite state's θ (n_chains, dim)
     evaluation_time: float = 0.0  # seconds of wall_time spent scoring the trace rows
     state_metrics: dict = field(default_factory=dict)  # the target's metrics of the last scored state (LDA perplexity)
+    # the sample metrics of all kept samples at a step (TraceObserver.sample_scores): (step, scores), -1 for none
+    sample_scores: tuple = (-1, {})
     predictive: dict = field(default_factory=dict)  # metrics of the averaged test-set predictive (BNN, BPMF)
     hyperparameters: dict = field(default_factory=dict)  # the last Gibbs-step values, mean over chains
     # the kept draws' step_size (n_kept,) and xi / clipped / accept_probability / reflected (c, n_kept) where reported
@@ -275,6 +277,7 @@ def run_chains(
     outcome.samples, outcome.sample_stats = store.samples, store.sample_stats
     outcome.final_theta = state.theta
     outcome.trace, outcome.state_metrics, outcome.evaluation_time = trace.rows, trace.state_metrics, trace.seconds
+    outcome.sample_scores = trace.sample_scores
     outcome.noise_clips, outcome.reflections = counters.noise_clips, counters.reflections
     outcome.clip_draws, outcome.clip_decompositions = counters.clip_draws, counters.clip_decompositions
     outcome.acceptance_rate = counters.acceptance_rate
