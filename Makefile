@@ -106,12 +106,13 @@ bench: $(STAMP)
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.run
 
 # ours against blackjax (SGLD, SGHMC, SGNHT; 1 and 1,000 chains) -> results/bench/peers-<run-id>.json + .md,
-# LATEST-peers names it; then a user's model end to end through run.py -> results/bench/user-model-<run-id>.json. Installs the peers extra (jax, blackjax) when jax is missing. ARGS=--quick: a short run.
+# LATEST-peers names it; then end to end through run.py (a user's model at 1 and 100 chains, the double well at 1,000)
+# -> results/bench/end-to-end-<run-id>.json. Installs the peers extra (jax, blackjax) when jax is missing. ARGS=--quick: a short run.
 bench-peers: $(STAMP)
 	@$(BIN)/python -c "import jax, blackjax" 2>/dev/null || $(BIN)/python -m pip install --quiet -e ".[peers]" >$(VENV)/peers-install.log 2>&1 \
 		|| { echo 'bench-peers needs jax and blackjax, which did not install (see $(VENV)/peers-install.log): pip install -e ".[peers]"'; exit 1; }
 	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.peers $(ARGS)
-	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.user_model $(ARGS)
+	OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 $(BIN)/python -m benchmarks.end_to_end $(ARGS)
 
 # every experiment with tiny settings, in seconds (also part of `make validate`: each tests/test_<experiment>.py has a test_smoke_run_*)
 smoke: $(STAMP)

@@ -54,7 +54,8 @@ log = logging.getLogger("sgmcmc")
 EXIT_CODES = {"completed": 0, "failed": 1, "diverged": 3, "interrupted": 130}
 # metrics.json's wall-clock entries (top level, and in ``final``): the only ones that differ between two runs of the
 # same config and seed (a resumed run, another launcher)
-TIMINGS = ("wall_time_s", "steps_per_second", "chain_steps_per_second", "evaluation_time_s", "seconds_per_100_documents")
+TIMINGS = ("wall_time_s", "steps_per_second", "chain_steps_per_second", "evaluation_time_s", "final_metrics_time_s",
+           "figures_time_s", "seconds_per_100_documents")
 FINAL_TIMINGS = ("ksd_seconds",)
 
 
@@ -407,6 +408,7 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
         write_samples(folder / "moments.npz", mean=outcome.moments.mean, count=np.array(outcome.moments.count), **extra)
     trace = outcome.trace  # rows (dicts): trace.csv and the metric figure need no pandas
     write_rows(folder / "trace.csv", trace)
+    started = time.perf_counter()
     final = _sample_scores(evaluator, outcome, built.target.dim)
     final.update(chain_diagnostics(outcome.samples) if outcome.samples.size else {})
     if outcome.moments is not None and outcome.moments.count:
@@ -418,9 +420,12 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
     from sgmcmc.diagnostics.stein import final_ksd_metrics  # the IMQ kernel Stein discrepancy and its cost
 
     final.update(final_ksd_metrics(built.target, outcome.samples, config["run"].get("ksd_points", 0)))
+    scored = time.perf_counter()
     figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
+    drawn = time.perf_counter()
     artifacts = built.target.write_artifacts(folder, outcome.final_theta) if outcome.steps_done else []
     metrics = _metrics(built, outcome, final, figures, artifacts)
+    metrics.update(final_metrics_time_s=scored - started, figures_time_s=drawn - scored)
     write_json(folder / "metrics.json", metrics)
     log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
 
