@@ -20,7 +20,8 @@ from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
 from sgmcmc.engine.estimators import source_of
 from sgmcmc.engine.injection import FULL_ESTIMATE
-from sgmcmc.engine.integrators import ABOBA, ALGORITHM_2, EULER, LEAPFROG, PLAIN, SPLITTING, THETA_FIRST
+from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
+                                       THETA_FIRST)
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
@@ -34,7 +35,7 @@ log = logging.getLogger(__name__)
 NOISE_ESTIMATES = ("known", "zero", "running")
 # the integrators the engine's blocks run (sgmcmc.engine.integrators)
 ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST, "aboba": ABOBA, "leapfrog": LEAPFROG,
-          "trajectory": ALGORITHM_2}
+          "trajectory": ALGORITHM_2, "baoab": BAOAB, "badodab": BADODAB}
 RUNNING_FORMS = ("full", "diagonal")
 
 # The config keys of every sampler section (Sampler.config_keys) and those most samplers declare (Sampler.parameters).
@@ -171,9 +172,9 @@ class Sampler(ABC):
 
     # -- compiled blocks (sgmcmc.engine) ---------------------------------------------------------------
     def compiled_kernel(self):
-        """The compiled block of this sampler on its target (:class:`sgmcmc.engine.blocks.CompiledKernel`), or None
-        to run on :meth:`step` (the numpy reference). Samplers with a kernel override this and return None where
-        the kernel does not cover the configuration (see :meth:`compiled_target`)."""
+        """The data kernel of this sampler on a built-in data target (:class:`sgmcmc.engine.data_blocks.DataKernel`,
+        :meth:`compiled_data`), or None: the engine's blocks (:meth:`engine_blocks`) or the numpy steps (:meth:`step`,
+        the reference). Samplers with a data kernel override this."""
         return None
 
     def engine_integrator(self) -> Optional[tuple]:
@@ -197,6 +198,17 @@ class Sampler(ABC):
         (:meth:`~sgmcmc.geometry.DiagonalMetric.engine_function`): G = I (the default), a Riemannian sampler's G(θ);
         None where the engine has no function of its metric."""
         return IdentityMetric().engine_function(self.target.dim)
+
+    def engine_carry(self) -> Optional[tuple]:
+        """(the :class:`~sgmcmc.state.SamplerState` field (c, d) the integrator carries from step to step, the function
+        ``(rng, state) -> state`` that fills it where a state has none, or None), or None (the default): nothing
+        carried (:class:`sgmcmc.engine.driver.Blocks`' ``carry`` and ``prepare``)."""
+        return None
+
+    def engine_curvature(self, functions: dict) -> tuple:
+        """What the integrator takes after its constants (``parameters[4:]``): () by default; pSGLD's target's
+        ∂²U/∂θ_i² function and its parameters."""
+        return ()
 
     def engine_variant(self) -> int:
         """The integrator's variant (:mod:`sgmcmc.engine.integrators`, ``options[3]``): :data:`PLAIN` (the default),
@@ -230,14 +242,15 @@ class Sampler(ABC):
         step, constants, momentum, xi = integrator
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
-                      np.atleast_1d(np.asarray(constants, dtype=float)))
+                      np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions))
+        carry, prepare = self.engine_carry() or (None, None)
         d = self.target.dim
         blocks = Blocks(static(step), source_of(functions), parameters,
                         (ORDERS[self.integrator], mode, int(self.noise_clip), self.engine_variant()),
                         np.broadcast_to(variance, (d, d)).copy(), momentum=momentum, xi=xi,
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
-                        slots=slots, uniforms=uniforms, backend=backend)
+                        slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare)
         error = blocks.compile_error(d)
         if error is not None:
             log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,
@@ -259,13 +272,6 @@ class Sampler(ABC):
         # a method replaced on the instance (e.g. a test's deliberate bug): the numpy steps
         return not any(callable(value) for value in (*vars(self).values(), *vars(target).values()))
 
-    def compiled_target(self):
-        """The target's compiled gradient when a kernel may run (:meth:`_kernel_declared`), else None: the
-        integrator is closed-form and the noise estimate known or none (the running estimate needs a data target)."""
-        if not self._kernel_declared("compiled_gradient") or self.integrator == "generic" or self.noise_estimate == "running":
-            return None
-        return self.target.compiled_gradient()
-
     def compiled_data(self):
         """The data target's compiled minibatch gradient (:class:`sgmcmc.engine.data_blocks.CompiledData`) when the
         data kernel may run (:meth:`_kernel_declared` with ``compiled_data``), else None: the noise estimate is
@@ -275,10 +281,6 @@ class Sampler(ABC):
         if self.noise_estimate == "known" or (self.noise_estimate == "running" and self.running_form != "full"):
             return None
         return self.target.compiled_data()
-
-    def known_noise(self, compiled) -> Optional[np.ndarray]:
-        """V̂ as the kernels take it: the formula target's constant V for ``known`` (None for ``zero``)."""
-        return None if self.noise_estimate == "zero" else compiled.noise_covariance
 
     # -- the recipe ---------------------------------------------------------------------------------
     def predicted_thermostat(self, theta: np.ndarray, step_size: float) -> Optional[float]:

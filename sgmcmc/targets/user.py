@@ -279,7 +279,7 @@ class UserDensityTarget(_UserTarget, Target):
     @property
     def variance(self) -> np.ndarray:
         """V = v·I, the covariance of the gradient noise (as :class:`~sgmcmc.targets.base.SyntheticTarget`'s, which
-        ``sgmcmc.engine.gradients.formula`` reads)."""
+        ``density_functions`` hands the engine)."""
         return self.noise_variance * np.eye(self.dim)
 
     @property
