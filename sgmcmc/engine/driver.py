@@ -12,6 +12,7 @@ factorisation and the finiteness test, stay compiled). Both give the same sample
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -21,9 +22,9 @@ import numpy as np
 from numba import types
 
 from sgmcmc.engine.blocks import Block, first_failure
-from sgmcmc.engine.estimators import rows_for_block
+from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, rows_for_block
 from sgmcmc.engine.injection import NON_FINITE, OK, finite_state
-from sgmcmc.engine.static import StaticFunction, call19
+from sgmcmc.engine.static import StaticFunction, call20
 from sgmcmc.state import SamplerState
 
 COMPILED, PYTHON = "compiled", "python"
@@ -31,8 +32,8 @@ BACKENDS = (COMPILED, PYTHON)
 
 
 @numba.njit(cache=True)
-def run_block(step, source, parameters, options, variance, theta0, momentum0, xi0, carry0, normals, uniforms, rows,
-              step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path, accept_path, bad_step,
+def run_block(step, source, parameters, options, variance, theta0, momentum0, xi0, carry0, memory, normals, uniforms,
+              rows, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path, accept_path, bad_step,
               bad_code):
     """Advance every chain ``step_sizes.size`` steps from (θ₀, r₀, ξ₀, the carried vector) (c, ·): step k of chain i
     takes ``normals[k, :, i]`` (slots, d), the uniform ``uniforms[k, i]`` (a Metropolis–Hastings test's; ``uniforms``
@@ -40,7 +41,8 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
     and chain has ``rows`` of shape (1, 1, n)). Writes the paths (c, K, ·) of θ, of r, ξ, the carried vector and the
     acceptance probability where those have room, and the clipped counts (c, K); per chain the first failed step (K
     for none) and its status. A chain stops at its first failure: a non-finite state (the carried vector included), or
-    an injected covariance that is not PSD."""
+    an injected covariance that is not PSD. ``memory`` (c, m), each chain's gradient-estimator state, is advanced in
+    place (to the last step a chain took; a block that fails ends the run)."""
     n_chains, d = theta0.shape
     n_steps, slots = step_sizes.shape[0], normals.shape[1]
     keep_momentum, keep_xi, keep_accept = momentum_path.shape[1] > 0, xi_path.shape[1] > 0, accept_path.shape[1] > 0
@@ -58,6 +60,7 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
         diffusion, scale, at, correction = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
         square = np.empty((d, d))
         theta, momentum, xi, carry = theta0[i].copy(), momentum0[i].copy(), xi0[i].copy(), carry0[i].copy()
+        state = memory[i].copy()
         bad_step[i], bad_code[i] = n_steps, OK
         for k in range(n_steps):
             if not same_rows:
@@ -67,11 +70,14 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
                     step_normals[slot, j] = normals[k, slot, i, j]
             if keep_accept:
                 uniform = uniforms[k, i]
-            status, clipped, accept = call19(step, source, parameters, options, variance, theta, momentum, xi, carry,
-                                             batch, step_sizes[k], step_normals, uniform, gradient, noise, diffusion,
-                                             scale, at, correction, square)
+            status, clipped, accept = call20(step, source, parameters, options, variance, theta, momentum, xi, carry,
+                                             state, batch, step_sizes[k], step_normals, uniform, gradient, noise,
+                                             diffusion, scale, at, correction, square)
             if status == OK and not finite_state(theta, momentum, xi, carry):
                 status = NON_FINITE
+            for j in range(state.shape[0]):  # the estimator's state (none on most models: no loop)
+                if status == OK and not math.isfinite(state[j]):
+                    status = NON_FINITE
             if status != OK:
                 bad_step[i], bad_code[i] = k, status
                 break
@@ -87,6 +93,8 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
             if keep_accept:
                 accept_path[i, k] = accept
             clipped_path[i, k] = clipped
+        for j in range(state.shape[0]):
+            memory[i, j] = state[j]
 
 
 # the compiled entry points of run_block by what fixes its argument types (see _compiled_entry)
@@ -156,7 +164,11 @@ class Blocks:
     (BAOAB's kept ``gradient``, pSGLD's ``preconditioner``), handed over from block to block in the state; None for
     none. ``prepare(rng, state) -> state`` fills that field where the state has none, before anything else of a block
     is drawn (BAOAB's gradient at θ₀, drawn as its numpy step draws it); a block that fails at its first step returns
-    the state it was given."""
+    the state it was given.
+
+    ``running`` is the gradient estimator's running noise estimate (:data:`~sgmcmc.engine.estimators.RUNNING_FULL`,
+    ``RUNNING_DIAGONAL`` or ``NO_RUNNING``), whose state (t, Î_t) is the :class:`~sgmcmc.state.SamplerState`'s
+    ``noise_count`` and ``noise`` (c, d, d) or (c, d), handed to the blocks as each chain's estimator memory."""
 
     step: StaticFunction
     source: tuple
@@ -173,6 +185,7 @@ class Blocks:
     backend: str = COMPILED
     carry: Optional[str] = None
     prepare: Optional[Callable] = None
+    running: int = NO_RUNNING
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
@@ -201,6 +214,7 @@ class Blocks:
         n_steps = step_sizes.size
         momentum0 = np.ascontiguousarray(state.momentum, dtype=float) if self.momentum else np.zeros((n_chains, 0))
         xi0 = np.ascontiguousarray(state.xi, dtype=float).reshape(n_chains, 1) if self.xi else np.zeros((n_chains, 0))
+        memory = self._memory(state, n_chains, dim)
         if self.n_data:
             rows = rows_for_block(rng, n_steps, n_chains, self.n_data, self.batch_size)
         else:
@@ -222,16 +236,28 @@ class Blocks:
         clipped_path = np.zeros((n_chains, n_steps), dtype=np.int64)
         accept_path = np.empty((n_chains, n_steps if self.uniforms else 0))
         bad_step, bad_code = np.empty(n_chains, dtype=np.int64), np.empty(n_chains, dtype=np.int64)
-        arguments = (self.parameters, self.options, self.variance, theta0, momentum0, xi0, carry0, normals, uniforms,
-                     rows, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path, accept_path,
-                     bad_step, bad_code)
+        arguments = (self.parameters, self.options, self.variance, theta0, momentum0, xi0, carry0, memory, normals,
+                     uniforms, rows, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path,
+                     accept_path, bad_step, bad_code)
         if self.backend == COMPILED:
             _compiled_entry(self.step, self.source, arguments)(self.step, self.source, *arguments)
         else:
             run_block.py_func(self.step.python, python_source(self.source), python_source(self.parameters),
                               *arguments[1:])
         return self._block(given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path,
-                           clipped_path, accept_path, bad_step, bad_code)
+                           clipped_path, accept_path, bad_step, bad_code, memory)
+
+    def _memory(self, state, n_chains: int, dim: int) -> np.ndarray:
+        """Each chain's estimator memory (c, m): (t, Î_t) of a running noise estimate (zeros where the state has
+        none yet), else (c, 0)."""
+        if self.running == NO_RUNNING:
+            return np.zeros((n_chains, 0))
+        size = dim * dim if self.running == RUNNING_FULL else dim
+        memory = np.zeros((n_chains, 1 + size))
+        if state.noise is not None:
+            memory[:, 0] = state.noise_count
+            memory[:, 1:] = np.reshape(state.noise, (n_chains, size))
+        return memory
 
     def _carried(self, rng: np.random.Generator, state, n_steps: int):
         """(the state, its carried vector (c, m)): :attr:`prepare` fills a missing one first (where the block has
@@ -244,7 +270,7 @@ class Blocks:
         return state, np.zeros(np.shape(state.theta)) if carry0 is None else np.ascontiguousarray(carry0, dtype=float)
 
     def _block(self, given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path,
-               accept_path, bad_step, bad_code) -> Block:
+               accept_path, bad_step, bad_code, memory) -> Block:
         first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
         theta = np.ascontiguousarray(theta_path[:, :first])
         momentum = np.ascontiguousarray(momentum_path[:, :first]) if self.momentum else None
@@ -252,6 +278,10 @@ class Blocks:
         new_state = given
         if first:
             carried = {self.carry: carry_path[:, first - 1].copy()} if self.carry else {}
+            if self.running != NO_RUNNING:
+                shape = (state.theta.shape[0], *(2 * state.theta.shape[1:] if self.running == RUNNING_FULL else
+                                                 state.theta.shape[1:]))
+                carried.update(noise=memory[:, 1:].reshape(shape), noise_count=int(memory[0, 0]))
             new_state = state._replace(theta=theta[:, -1].copy(),
                                        momentum=momentum[:, -1].copy() if self.momentum else state.momentum,
                                        xi=xi[:, -1].copy() if self.xi else state.xi, **carried)

@@ -1,16 +1,18 @@
 """The updates, one chain and one step at a time, each written once: compiled in the blocks of
 :mod:`sgmcmc.engine.driver`, and run as plain Python as the readable reference (the same source).
 
-Every integrator has the signature ``step(source, parameters, options, variance, θ, r, ξ, carry, rows, ε, normals,
-uniform, gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped, acceptance probability)`` and
-updates θ (d,), r (d,), ξ (1,) and ``carry`` (m,) in place:
+Every integrator has the signature ``step(source, parameters, options, variance, θ, r, ξ, carry, memory, rows, ε,
+normals, uniform, gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped, acceptance
+probability)`` and updates θ (d,), r (d,), ξ (1,), ``carry`` (m,) and ``memory`` in place:
 
 - ``carry``: the vector an integrator keeps from one step to the next besides θ, r and ξ (BAOAB's last gradient,
   pSGLD's RMSProp average; empty for the others), a :class:`~sgmcmc.state.SamplerState` field the driver hands over;
+  ``memory`` the gradient estimator's (its running noise estimate), which the integrator hands to the estimator;
 
 - ``source``, ``rows`` and ``normals`` (slots, d): the gradient estimate ∇Ũ, written into ``gradient`` by
-  ``call5(source[0], source, at, normals, rows, gradient)`` (:mod:`sgmcmc.engine.estimators`); ``normals[1]`` are the
-  injected noise's standard normals (a trajectory hands each of its gradients and injections its own slots); U, where a
+  ``call7(source[0], source, at, normals, rows, memory, gradient, variance)`` (:mod:`sgmcmc.engine.estimators`, which
+  updates the chain's estimator state ``memory`` and, where it estimates its noise, writes V̂ into ``variance``);
+  ``normals[1]`` are the injected noise's standard normals (a trajectory hands each of its gradients and injections its own slots); U, where a
   Metropolis–Hastings test needs it, by ``call2(source[5], source, θ)``; ``uniform`` is the test's uniform;
 - ``parameters``: ``(metric, flow, the metric's parameters, constants[, curvature, its parameters])``.
   ``metric(θ, its parameters, root, derivative)`` writes the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2), ``flow(θ, r, t, its parameters, out)``
@@ -20,7 +22,7 @@ updates θ (d,), r (d,), ξ (1,) and ``carry`` (m,) in place:
   sampler needs it, writes the target's ∂²U/∂θ_i² (pSGLD's stationary preconditioner);
 - ``options``: (order, how V̂ enters, clip, variant) as integer literals (:data:`SPLITTING` …,
   :mod:`sgmcmc.engine.injection`, 0/1, :data:`PLAIN` …);
-- ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3);
+- ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3): constant, or the estimator's;
 - ``gradient``, ``noise``, ``diffusion``, ``scale``, ``at``, ``correction`` (d,) and ``square`` (d, d): working arrays.
 
 The recipe's (H, D, Q, Γ) of each (Ma et al. 2015) is in the sampler's file; ``tests/engine/test_driver.py`` pins each
@@ -34,7 +36,7 @@ import math
 import numba
 
 from sgmcmc.engine.injection import NO_ESTIMATE, OK, inject
-from sgmcmc.engine.static import call2, call3, call4, call5
+from sgmcmc.engine.static import call2, call3, call4, call5, call7
 
 # the order of θ's and r's moves (SPEC §4.1): r' first and θ' = θ + εSr' (splitting), both from the old state (euler),
 # θ first, the gradient at the moved θ (theta_first, Shang et al. 2015 Eq. 12 and 14), the ABOBA splitting (aboba);
@@ -53,12 +55,13 @@ RUNNING = 2
 
 
 @numba.njit(cache=True)
-def langevin(source, parameters, options, variance, theta, momentum, xi, carry, rows, step_size, normals, uniform,
+def langevin(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
              gradient, noise, diffusion, scale, at, correction, square):
     """SGLD and SGRLD (Ma et al. 2015 Eq. 13 and 14 with +Γ, SPEC §0 K1): θ' = θ + ε(−G⁻¹∇Ũ + Γ) +
     N(0, ε(2G⁻¹ − εG⁻¹V̂G⁻¹)), G⁻¹ = S², Γ_i = ∂_i(G⁻¹)_ii = 2 S_ii ∂_i S_ii; SGLD's G = I gives
     θ' = θ − ε∇Ũ + N(0, ε(2I − εV̂)) to the bit."""
-    call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, gradient)
+    call7(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, memory,
+          gradient, variance)
     call4(parameters[0], theta, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
         diffusion[j] = scale[j] * scale[j]
@@ -70,7 +73,7 @@ def langevin(source, parameters, options, variance, theta, momentum, xi, carry, 
 
 
 @numba.njit(cache=True)
-def momentum_friction(source, parameters, options, variance, theta, momentum, xi, carry, rows, step_size, normals,
+def momentum_friction(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals,
                       uniform, gradient, noise, diffusion, scale, at, correction, square):
     """SGHMC (Ma et al. 2015 Eq. 12: S = I, F = C·I, γ = 0), gSGRHMC (Algorithm 1 with SPEC §0 K2's signs:
     S = G^{-1/2}, F = G⁻¹, γ_i = ∂_i S_ii) and naive SGRHMC (Eq. 16: γ dropped), with F = C·S², C = ``constants[0]``
@@ -78,7 +81,7 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
     (euler), or θ moved first to θ + εS(θ)r with S, F, γ and ∇Ũ taken there (theta_first)."""
     call4(parameters[0], theta, parameters[2], scale, correction)
     point = _evaluated_at(options[0], theta, momentum, step_size, at, scale)
-    call5(source[0], source, point, normals, rows, gradient)
+    call7(source[0], source, point, normals, rows, memory, gradient, variance)
     if options[0] == THETA_FIRST:
         call4(parameters[0], point, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
@@ -91,14 +94,14 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
 
 
 @numba.njit(cache=True)
-def aboba(source, parameters, options, variance, theta, momentum, xi, carry, rows, step_size, normals, uniform,
+def aboba(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
           gradient, noise, diffusion, scale, at, correction, square):
     """:func:`momentum_friction`'s recipe in Leimkuhler & Matthews' ABOBA order (``sgmcmc/samplers/momentum_recipe.py``):
     θ_h = Φ_{ε/2}(θ, r); f = −S∇Ũ(θ_h) + γ with S, F, γ at θ_h; r₁ = r + (ε/2)f; the friction and noise solved
     exactly, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) ξ; r' = r₂ + (ε/2)f; θ' = Φ_{ε/2}(θ_h, r'). No V̂ correction."""
     half = 0.5 * step_size
     call5(parameters[1], theta, momentum, half, parameters[2], at)
-    call5(source[0], source, at, normals, rows, gradient)
+    call7(source[0], source, at, normals, rows, memory, gradient, variance)
     call4(parameters[0], at, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
         if options[3] == WITHOUT_CORRECTION:
@@ -113,7 +116,7 @@ def aboba(source, parameters, options, variance, theta, momentum, xi, carry, row
 
 
 @numba.njit(cache=True)
-def thermostat(source, parameters, options, variance, theta, momentum, xi, carry, rows, step_size, normals, uniform,
+def thermostat(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
                gradient, noise, diffusion, scale, at, correction, square):
     """SGNHT (Ma et al. 2015 Eq. 15, diffusion A = ``constants[0]``): r' = r − ε∇Ũ − εξr + N(0, ε(2A − εV̂)),
     θ' as :func:`momentum_friction`'s with S = I, ξ' = ξ + ε(kᵀk/d − 1) with k = r (euler) or r'. CCAdL (variant
@@ -122,13 +125,14 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, carry
     d = theta.shape[0]
     scale[:] = 1.0
     correction[:] = 0.0
-    if options[3] == COVARIANCE_FRICTION:  # −(ε/2)Σ̂r of the old r, in the place of γ
+    call7(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, memory,
+          gradient, variance)
+    if options[3] == COVARIANCE_FRICTION:  # −(ε/2)Σ̂r of the old r, in the place of γ, with this step's Σ̂
         for j in range(d):
             total = 0.0
             for m in range(d):
                 total += 0.5 * step_size * variance[j, m] * momentum[m]
             correction[j] = -total
-    call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, gradient)
     diffusion[:] = parameters[3][0]
     mode = NO_ESTIMATE if options[3] == COVARIANCE_FRICTION else options[1]  # CCAdL subtracts nothing
     status, clipped = inject(step_size, diffusion, scale, mode, variance, options[2], normals, noise, square)
@@ -146,7 +150,7 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, carry
 
 
 @numba.njit(cache=True)
-def trajectory(source, parameters, options, variance, theta, momentum, xi, carry, rows, step_size, normals, uniform,
+def trajectory(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
                gradient, noise, diffusion, scale, at, correction, square):
     """HMC and naive SGHMC (Ma et al. 2015 Eq. 10-11, ``sgmcmc/samplers/hmc.py``: options[0] = :data:`LEAPFROG`) and
     SGHMC + MH (Chen et al. 2014 Algorithm 2, ``sghmc_mh.py``: :data:`ALGORITHM_2`, friction C = ``constants[0]``):
@@ -172,7 +176,7 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, carry
             for j in range(d):
                 theta[j] = theta[j] + step_size * momentum[j]
         slots = normals[(0 if exact else 1 + inner) if leapfrog else 1 + 2 * inner:]
-        call5(source[0], source, theta, slots, rows, gradient)
+        call7(source[0], source, theta, slots, rows, memory, gradient, variance)
         if leapfrog:
             kick = 0.5 if inner == 0 or inner == steps else 1.0
             for j in range(d):
@@ -205,7 +209,7 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, carry
 
 
 @numba.njit(cache=True)
-def ou_splitting(source, parameters, options, variance, theta, momentum, xi, carry, rows, step_size, normals, uniform,
+def ou_splitting(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
                  gradient, noise, diffusion, scale, at, correction, square):
     """BAOAB (options[0] = :data:`BAOAB`; Leimkuhler & Matthews 2013 §2, friction C = ``constants[0]``) and BADODAB
     (:data:`BADODAB`; Leimkuhler & Shang 2016 §5, A = ``constants[0]``) with h = ε and ``carry`` the ∇Ũ(θ_n) kept
@@ -243,14 +247,14 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
         xi[0] = xi[0] + half * (heat / d - 1.0)                                                   # D
     for j in range(d):
         theta[j] = theta[j] + half * momentum[j]                                                  # A
-    call5(source[0], source, theta, normals[1:], rows, carry)
+    call7(source[0], source, theta, normals[1:], rows, memory, carry, variance)
     for j in range(d):
         momentum[j] = momentum[j] - half * carry[j]                                               # B
     return OK, clipped, 1.0
 
 
 @numba.njit(cache=True)
-def preconditioned(source, parameters, options, variance, theta, momentum, xi, carry, rows, step_size, normals,
+def preconditioned(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals,
                    uniform, gradient, noise, diffusion, scale, at, correction, square):
     """pSGLD (Li et al. 2016 Algorithm 1 as the recipe's z = θ, H = U, Q = 0 step, Ma et al. 2015 Eq. 9 with +εΓ;
     ``sgmcmc/samplers/psgld.py``): θ' = θ − εD∇Ũ + εΓ + N(0, ε(2D − εDV̂D)), D diagonal, (α, λ) = ``constants[:2]``.
@@ -260,7 +264,7 @@ def preconditioned(source, parameters, options, variance, theta, momentum, xi, c
     (:data:`PLAIN`), or Γ = 0 (:data:`WITHOUT_CORRECTION`)."""
     d = theta.shape[0]
     alpha, damping = parameters[3][0], parameters[3][1]
-    call5(source[0], source, theta, normals, rows, gradient)
+    call7(source[0], source, theta, normals, rows, memory, gradient, variance)
     if options[3] == RUNNING:
         for j in range(d):
             carry[j] = alpha * carry[j] + (1.0 - alpha) * gradient[j] * gradient[j]
@@ -268,7 +272,7 @@ def preconditioned(source, parameters, options, variance, theta, momentum, xi, c
             correction[j] = 0.0
     else:
         square[0, :] = 0.0  # ∇U: the estimator with its noise's normals all 0 (``square`` is scratch until inject)
-        call5(source[0], source, theta, square, rows, at)
+        call7(source[0], source, theta, square, rows, memory, at, variance)
         if options[3] == PLAIN:
             call3(parameters[4], theta, parameters[5], scale)
         for j in range(d):

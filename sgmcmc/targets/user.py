@@ -45,8 +45,9 @@ on the rows of one array, with functions the compiler takes (plain numpy on arra
 - ``prior_gradient(θ)`` → (dim,), ∇log p(θ);
 - optionally ``row_log_likelihoods(θ, rows)`` → (m,) and ``prior_log_density(θ)`` → a float.
 
-SGLD, SGRLD, SGHMC, the SGRHMCs and SGNHT (with ``noise_estimate=zero``; on a density model also ``known``) then run
-on the engine's compiled blocks (:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in
+SGLD, SGRLD, SGHMC, the SGRHMCs, SGNHT and CCAdL (with ``noise_estimate=zero``, on a data model also ``running``: the
+running average of the minibatches' covariances, :func:`sgmcmc.engine.estimators.minibatch_gradient`; on a density
+model also ``known``) then run on the engine's compiled blocks (:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in
 one line and takes the numpy steps. Everything else sees it through the contract above (:class:`RowModel`).
 
 **The checks** (:func:`check_model`, at build time, before any run folder exists): the required methods are there,
