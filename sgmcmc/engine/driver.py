@@ -168,7 +168,9 @@ class Blocks:
 
     ``running`` is the gradient estimator's running noise estimate (:data:`~sgmcmc.engine.estimators.RUNNING_FULL`,
     ``RUNNING_DIAGONAL`` or ``NO_RUNNING``), whose state (t, Î_t) is the :class:`~sgmcmc.state.SamplerState`'s
-    ``noise_count`` and ``noise`` (c, d, d) or (c, d), handed to the blocks as each chain's estimator memory."""
+    ``noise_count`` and ``noise`` (c, d, d) or (c, d), handed to the blocks as each chain's estimator memory.
+    ``advanced(steps)``, where the target hands one over, is told the steps each block took (a gradient estimator's
+    cost)."""
 
     step: StaticFunction
     source: tuple
@@ -186,6 +188,7 @@ class Blocks:
     carry: Optional[str] = None
     prepare: Optional[Callable] = None
     running: int = NO_RUNNING
+    advanced: Optional[Callable] = None
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
@@ -272,6 +275,8 @@ class Blocks:
     def _block(self, given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path,
                accept_path, bad_step, bad_code, memory) -> Block:
         first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
+        if self.advanced is not None and first:
+            self.advanced(first)
         theta = np.ascontiguousarray(theta_path[:, :first])
         momentum = np.ascontiguousarray(momentum_path[:, :first]) if self.momentum else None
         xi = np.ascontiguousarray(xi_path[:, :first]) if self.xi else None

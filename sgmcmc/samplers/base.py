@@ -231,7 +231,7 @@ class Sampler(ABC):
         V(θ) is a pass over all the data at every step: the numpy steps."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
         if (integrator is None or metric is None or self.integrator not in ORDERS
-                or not self._kernel_declared("engine_functions") or type(self.target).reflect is not Target.reflect):
+                or not self._kernel_declared("engine_functions")):
             return None
         functions = self.engine_functions()
         slots, uniforms = self.engine_draws()
@@ -263,7 +263,7 @@ class Sampler(ABC):
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
                         slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare,
-                        running=running)
+                        running=running, advanced=functions.get("advanced"))
         error = blocks.compile_error(d)
         if error is not None:
             log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,

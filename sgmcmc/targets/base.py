@@ -93,7 +93,8 @@ class Target(ABC):
         default) keeps it on the numpy steps. A density model gives ``gradient_into(θ, parameters, out)`` (∇U of one
         chain written into ``out``), ``parameters``, and its gradient noise's factor ``noise_factor`` L and
         covariance ``noise_covariance`` V = LLᵀ (:meth:`SyntheticTarget.density_functions`); a data model on rows
-        ``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` and ``n_data``."""
+        ``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` and ``n_data``. A target whose support has a
+        boundary (its own :meth:`reflect`) hands over none: the blocks do not reflect."""
         return None
 
     # -- what some targets add: declared here with the value that means "none", overridden where a target has it --
