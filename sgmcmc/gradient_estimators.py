@@ -327,6 +327,18 @@ class ControlVariates(CentredGradients):
 
     compiled_data = CentredGradients._compiled_data
 
+    def engine_functions(self):
+        """The base's functions on rows with θ̂ and ḡ(θ̂) (:func:`sgmcmc.engine.estimators.minibatch_gradient`'s
+        control variates) and ``advanced(steps)``, which counts the blocks' 2n evaluations a step; None where the base
+        hands the engine none."""
+        functions = self.base.engine_functions()
+        if functions is None or "row_gradients" not in functions:
+            return None
+        return {**functions, "centre": self.centre[0], "centre_mean": self.centre_mean[0], "advanced": self._advanced}
+
+    def _advanced(self, steps: int) -> None:
+        self.evaluations += 2 * self.batch_size * steps
+
     def compiled_estimator(self, n_chains):
         from sgmcmc.engine.data_blocks import CONTROL_VARIATES
 

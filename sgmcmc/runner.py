@@ -26,7 +26,7 @@ from sgmcmc.checkpoint import (
     restore_generator,
     split_target_state,
 )
-from sgmcmc.engine.blocks import CompiledBlocks, CompiledKernel, kernel_of, numpy_block
+from sgmcmc.engine.blocks import kernel_of, numpy_block
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.observers import (GibbsObserver, MomentsObserver, PredictiveObserver, ProgressObserver, RunningMoments,
                               SampleStore, StepCounters, ThermostatObserver, TraceObserver)
@@ -127,9 +127,7 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
     drawn, so the stream is the same whichever path runs the sampling blocks), in blocks of their own marked
     ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
     before every block, and before every numpy step)."""
-    kernel = kernel_of(sampler)
-    # a DataKernel and the engine's Blocks run a block themselves; a CompiledKernel runs in CompiledBlocks
-    advance = None if kernel is None else CompiledBlocks(kernel) if isinstance(kernel, CompiledKernel) else kernel
+    advance = kernel_of(sampler)  # a DataKernel and the engine's Blocks run a block themselves
     check_exploration(sampler, schedule)
     t = start
     while t < n_steps:

@@ -4,8 +4,10 @@ Arrays carry the chain dimension first: ``theta`` and ``momentum`` are (n_chains
 (n_chains,), ``noise`` (the running gradient-noise estimate Î_t of Shang et al. 2015, Eq. 18) is
 (n_chains, dim, dim) or (n_chains, dim) for the diagonal form, with ``noise_count`` = t the number of
 minibatches averaged into it; ``gradient`` (n_chains, dim) is the stochastic gradient ∇Ũ(θ) a splitting
-sampler reuses for the first half kick of its next step (BAOAB, BADODAB: one gradient per step). Fields a sampler
-does not use are ``None``.
+sampler reuses for the first half kick of its next step (BAOAB, BADODAB: one gradient per step), and
+``preconditioner`` (n_chains, dim) pSGLD's RMSProp average: each is the vector the engine's integrator carries from
+step to step (``sgmcmc.engine.driver.Blocks.carry``), so a checkpoint keeps it. Fields a sampler does not use are
+``None``.
 """
 
 from __future__ import annotations

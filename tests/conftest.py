@@ -12,8 +12,8 @@ import numba.core.caching
 import numba.core.dispatcher
 import pytest
 
-# The generic compiled kernels, not one per dispatch combination (sgmcmc.engine.kernels.SPECIALISE; the two give the same
-# bits, tests/engine/test_specialised.py); set before sgmcmc is imported, and inherited by the runs tests start.
+# The generic compiled blocks, not one per combination of options (sgmcmc.engine.driver.SPECIALISE; the two give the same
+# bits, tests/engine/test_driver.py); set before sgmcmc is imported, and inherited by the runs tests start.
 os.environ.setdefault("SGMCMC_SPECIALISE_KERNELS", "0")
 
 

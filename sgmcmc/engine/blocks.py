@@ -3,9 +3,9 @@
 Two ways to run one, which give the same samples for the same random numbers:
 
 - :func:`numpy_block`, the reference: ``sampler.step`` once per step (any sampler, any target);
-- :class:`CompiledBlocks`, where the sampler declares a compiled kernel for its target
-  (:meth:`sgmcmc.samplers.base.Sampler.compiled_kernel`): the block's standard normals are drawn with the run's
-  Generator in one call, in the order the numpy steps draw them, and one numba kernel advances all chains.
+- compiled, where the sampler runs on the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) or a data kernel
+  (:class:`sgmcmc.engine.data_blocks.DataKernel`): the block's random numbers are drawn with the run's Generator in
+  the order the numpy steps draw them, and one numba block advances all chains.
 
 Both stop at the first step that leaves a non-finite state (status ``diverged``) or whose injected covariance is
 not positive semidefinite (status ``failed``), keeping the steps before it; the Generator has then moved on, and the
@@ -29,11 +29,10 @@ DIVERGED, FAILED = "diverged", "failed"
 COMPILED = True
 
 
-def kernel_of(sampler) -> "Optional[CompiledKernel | DataKernel]":
-    """The sampler's compiled kernel for its target: the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) where
-    the target hands the engine its functions, a :class:`CompiledKernel`, or a
-    :class:`~sgmcmc.engine.data_blocks.DataKernel` on a data target, or None for the numpy steps (or when
-    :data:`COMPILED` is off)."""
+def kernel_of(sampler) -> "Optional[Blocks | DataKernel]":
+    """The sampler's compiled blocks for its target: the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) where
+    the target hands the engine its functions, or a :class:`~sgmcmc.engine.data_blocks.DataKernel` on a data target,
+    or None for the numpy steps (or when :data:`COMPILED` is off)."""
     if not COMPILED:
         return None
     blocks = sampler.engine_blocks()
@@ -71,7 +70,7 @@ def _finite(state: SamplerState) -> bool:
 
 def _non_finite_chains(state: SamplerState) -> np.ndarray:
     """Which chains have a non-finite θ, r, ξ, pSGLD's running average or BAOAB's kept gradient (n,): the fields the
-    compiled kernels check."""
+    compiled blocks check."""
     bad = np.zeros(state.theta.shape[0], dtype=bool)
     for part in (state.theta, state.momentum, state.xi, state.preconditioner, state.gradient):
         if part is not None:
@@ -123,70 +122,6 @@ def numpy_block(sampler, rng: np.random.Generator, state: SamplerState, step_siz
                  reflected=_stack(paths["reflected"], int), status=status, error=error)
 
 
-@dataclass(frozen=True)
-class CompiledKernel:
-    """A sampler's compiled block: ``run(state, normals, step_sizes[, uniforms]) -> (paths, bad_step, bad_code)``, with
-    ``paths`` a dict of (c, K, …) arrays (``theta``, optionally ``momentum``, ``xi``, ``clipped``,
-    ``accept_probability``), and the state fields it carries (``momentum``, ``xi``). ``clip`` says whether the clipped
-    counts are reported. Each step draws ``normal_slots`` standard normal arrays (c, d) and, with ``uniforms``, then
-    one uniform per chain (the Metropolis–Hastings test): the numpy steps' order.
-
-    ``state_paths`` names further :class:`~sgmcmc.state.SamplerState` fields the kernel carries from step to step
-    (BAOAB's kept ``gradient``, pSGLD's RMSProp ``preconditioner``): the kernel writes each one's per-step values
-    (c, K, …) under that name in ``paths``, and the block's final state takes the value at its last good step. They
-    are the state, not samples: the :class:`Block` does not expose them.
-
-    ``prepare(rng, state) -> state``, when given, runs before a block's normals are drawn and fills a carried field
-    the state lacks, drawing from the run's Generator as the numpy step draws it first (BAOAB's gradient at θ₀ on
-    a run's first step); a block that fails at its first step returns the state as it was given."""
-
-    run: Callable
-    has_momentum: bool
-    has_xi: bool
-    clip: bool
-    normal_slots: int = 2
-    uniforms: bool = False
-    state_paths: tuple = ()
-    prepare: Optional[Callable] = None
-
-
-class CompiledBlocks:
-    """Runs a sampler's :class:`CompiledKernel` on blocks whose normals come from the run's Generator."""
-
-    def __init__(self, kernel: CompiledKernel):
-        self.kernel = kernel
-
-    def __call__(self, rng: np.random.Generator, state: SamplerState, step_sizes: np.ndarray, start: int) -> Block:
-        n_chains, dim = state.theta.shape
-        step_sizes = np.ascontiguousarray(step_sizes, dtype=float)
-        given = state
-        if self.kernel.prepare is not None and step_sizes.size:
-            state = self.kernel.prepare(rng, state)
-        shape = (self.kernel.normal_slots, n_chains, dim)
-        if not self.kernel.uniforms:  # normals only: one call is the same stream as one call per step
-            normals = rng.standard_normal((step_sizes.size, *shape))
-            paths, bad_step, bad_code = self.kernel.run(state, normals, step_sizes)
-        else:  # normals, then a uniform per chain, step after step
-            normals, uniforms = np.empty((step_sizes.size, *shape)), np.empty((step_sizes.size, n_chains))
-            for k in range(step_sizes.size):
-                normals[k] = rng.standard_normal(shape)
-                uniforms[k] = rng.random(n_chains)
-            paths, bad_step, bad_code = self.kernel.run(state, normals, step_sizes, uniforms)
-        first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
-        paths = {name: np.ascontiguousarray(path[:, :first]) for name, path in paths.items()}
-        if first == 0:
-            new_state = given
-        else:
-            new_state = state._replace(
-                theta=paths["theta"][:, -1].copy(),
-                momentum=paths["momentum"][:, -1].copy() if self.kernel.has_momentum else state.momentum,
-                xi=paths["xi"][:, -1].copy() if self.kernel.has_xi else state.xi,
-                **{name: paths[name][:, -1].copy() for name in self.kernel.state_paths})
-        return Block(start, start + first, step_sizes[:first], paths["theta"], new_state,
-                     momentum=paths.get("momentum"), xi=paths.get("xi"), accept_probability=paths.get("accept_probability"),
-                     clipped=paths["clipped"] if self.kernel.clip else None, status=status, error=error)
-
-
 def first_failure(bad_step: np.ndarray, bad_code: np.ndarray, n_steps: int, start: int) -> tuple[int, Optional[str], Optional[str]]:
     """(the first failed step of a compiled block, K for none; its status; the message) from the kernel's per-chain
     records: ``failed`` where a chain failing there had an injected covariance that is not PSD, else ``diverged``."""
@@ -211,15 +146,3 @@ def gradient_noise_mode(covariance) -> tuple[int, np.ndarray, np.ndarray]:
     if not np.any(off_diagonal):
         return codes.DIAGONAL_ESTIMATE, np.ascontiguousarray(np.diagonal(covariance)), covariance
     return codes.FULL_ESTIMATE, np.ascontiguousarray(np.diagonal(covariance)), covariance
-
-
-def paths_for(n_chains: int, n_steps: int, dim: int, momentum: bool = False, xi: bool = False, accept: bool = False) -> dict:
-    """Empty path arrays for a kernel, and the per-chain failure records (bad step, code)."""
-    paths = {"theta": np.empty((n_chains, n_steps, dim)), "clipped": np.zeros((n_chains, n_steps), dtype=np.int64)}
-    if momentum:
-        paths["momentum"] = np.empty((n_chains, n_steps, dim))
-    if xi:
-        paths["xi"] = np.empty((n_chains, n_steps))
-    if accept:
-        paths["accept_probability"] = np.empty((n_chains, n_steps))
-    return paths, np.empty(n_chains, dtype=np.int64), np.empty(n_chains, dtype=np.int64)

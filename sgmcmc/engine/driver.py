@@ -12,18 +12,19 @@ factorisation and the finiteness test, stay compiled). Both give the same sample
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numba
 import numpy as np
 from numba import types
 
 from sgmcmc.engine.blocks import Block, first_failure
-from sgmcmc.engine.estimators import rows_for_block
+from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, rows_for_block
 from sgmcmc.engine.injection import NON_FINITE, OK, finite_state
-from sgmcmc.engine.static import StaticFunction, call18
+from sgmcmc.engine.static import StaticFunction, call20
 from sgmcmc.state import SamplerState
 
 COMPILED, PYTHON = "compiled", "python"
@@ -31,17 +32,21 @@ BACKENDS = (COMPILED, PYTHON)
 
 
 @numba.njit(cache=True)
-def run_block(step, source, parameters, options, variance, theta0, momentum0, xi0, normals, uniforms, rows, step_sizes,
-              theta_path, momentum_path, xi_path, clipped_path, accept_path, bad_step, bad_code):
-    """Advance every chain ``step_sizes.size`` steps from (θ₀, r₀, ξ₀) (c, ·): step k of chain i takes
-    ``normals[k, :, i]`` (slots, d), the uniform ``uniforms[k, i]`` (a Metropolis–Hastings test's; ``uniforms`` is
-    (0, 0) for a block without one) and the minibatch ``rows[k, i]`` (a block with one set of rows for every step and
-    chain has ``rows`` of shape (1, 1, n)). Writes the paths (c, K, ·) of θ, of r, ξ and the acceptance probability
-    where those have room, and the clipped counts (c, K); per chain the first failed step (K for none) and its status.
-    A chain stops at its first failure: a non-finite state, or an injected covariance that is not PSD."""
+def run_block(step, source, parameters, options, variance, theta0, momentum0, xi0, carry0, memory, normals, uniforms,
+              rows, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path, accept_path, bad_step,
+              bad_code):
+    """Advance every chain ``step_sizes.size`` steps from (θ₀, r₀, ξ₀, the carried vector) (c, ·): step k of chain i
+    takes ``normals[k, :, i]`` (slots, d), the uniform ``uniforms[k, i]`` (a Metropolis–Hastings test's; ``uniforms``
+    is (0, 0) for a block without one) and the minibatch ``rows[k, i]`` (a block with one set of rows for every step
+    and chain has ``rows`` of shape (1, 1, n)). Writes the paths (c, K, ·) of θ, of r, ξ, the carried vector and the
+    acceptance probability where those have room, and the clipped counts (c, K); per chain the first failed step (K
+    for none) and its status. A chain stops at its first failure: a non-finite state (the carried vector included), or
+    an injected covariance that is not PSD. ``memory`` (c, m), each chain's gradient-estimator state, is advanced in
+    place (to the last step a chain took; a block that fails ends the run)."""
     n_chains, d = theta0.shape
     n_steps, slots = step_sizes.shape[0], normals.shape[1]
     keep_momentum, keep_xi, keep_accept = momentum_path.shape[1] > 0, xi_path.shape[1] > 0, accept_path.shape[1] > 0
+    keep_carry = carry_path.shape[1] > 0
     uniform = 0.0
     same_rows = rows.shape[0] == 1 and rows.shape[1] == 1
     batch = rows[0, 0]
@@ -54,7 +59,8 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
         step_normals, gradient, noise = np.empty((slots, d)), np.empty(d), np.empty(d)
         diffusion, scale, at, correction = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
         square = np.empty((d, d))
-        theta, momentum, xi = theta0[i].copy(), momentum0[i].copy(), xi0[i].copy()
+        theta, momentum, xi, carry = theta0[i].copy(), momentum0[i].copy(), xi0[i].copy(), carry0[i].copy()
+        state = memory[i].copy()
         bad_step[i], bad_code[i] = n_steps, OK
         for k in range(n_steps):
             if not same_rows:
@@ -64,11 +70,14 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
                     step_normals[slot, j] = normals[k, slot, i, j]
             if keep_accept:
                 uniform = uniforms[k, i]
-            status, clipped, accept = call18(step, source, parameters, options, variance, theta, momentum, xi, batch,
-                                             step_sizes[k], step_normals, uniform, gradient, noise, diffusion, scale,
-                                             at, correction, square)
-            if status == OK and not finite_state(theta, momentum, xi):
+            status, clipped, accept = call20(step, source, parameters, options, variance, theta, momentum, xi, carry,
+                                             state, batch, step_sizes[k], step_normals, uniform, gradient, noise,
+                                             diffusion, scale, at, correction, square)
+            if status == OK and not finite_state(theta, momentum, xi, carry):
                 status = NON_FINITE
+            for j in range(state.shape[0]):  # the estimator's state (none on most models: no loop)
+                if status == OK and not math.isfinite(state[j]):
+                    status = NON_FINITE
             if status != OK:
                 bad_step[i], bad_code[i] = k, status
                 break
@@ -78,9 +87,14 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
                     momentum_path[i, k, j] = momentum[j]
             if keep_xi:
                 xi_path[i, k] = xi[0]
+            if keep_carry:
+                for j in range(carry.shape[0]):
+                    carry_path[i, k, j] = carry[j]
             if keep_accept:
                 accept_path[i, k] = accept
             clipped_path[i, k] = clipped
+        for j in range(state.shape[0]):
+            memory[i, j] = state[j]
 
 
 # the compiled entry points of run_block by what fixes its argument types (see _compiled_entry)
@@ -144,7 +158,19 @@ class Blocks:
     ``step`` is the integrator (a :class:`~sgmcmc.engine.static.StaticFunction` of
     :mod:`sgmcmc.engine.integrators`), ``source`` the gradient source, ``parameters`` (metric, its parameters, the
     sampler's constants), ``options`` and ``variance`` what the integrator takes; ``momentum`` and ``xi`` whether the state has them; ``n_data`` and ``batch_size`` the
-    minibatch (``n_data`` 0 for a density model: no rows); ``clip`` whether the clipped counts are reported."""
+    minibatch (``n_data`` 0 for a density model: no rows); ``clip`` whether the clipped counts are reported.
+
+    ``carry`` names the :class:`~sgmcmc.state.SamplerState` field (c, d) the integrator carries from step to step
+    (BAOAB's kept ``gradient``, pSGLD's ``preconditioner``), handed over from block to block in the state; None for
+    none. ``prepare(rng, state) -> state`` fills that field where the state has none, before anything else of a block
+    is drawn (BAOAB's gradient at θ₀, drawn as its numpy step draws it); a block that fails at its first step returns
+    the state it was given.
+
+    ``running`` is the gradient estimator's running noise estimate (:data:`~sgmcmc.engine.estimators.RUNNING_FULL`,
+    ``RUNNING_DIAGONAL`` or ``NO_RUNNING``), whose state (t, Î_t) is the :class:`~sgmcmc.state.SamplerState`'s
+    ``noise_count`` and ``noise`` (c, d, d) or (c, d), handed to the blocks as each chain's estimator memory.
+    ``advanced(steps)``, where the target hands one over, is told the steps each block took (a gradient estimator's
+    cost)."""
 
     step: StaticFunction
     source: tuple
@@ -159,6 +185,10 @@ class Blocks:
     slots: int = 2
     uniforms: bool = False
     backend: str = COMPILED
+    carry: Optional[str] = None
+    prepare: Optional[Callable] = None
+    running: int = NO_RUNNING
+    advanced: Optional[Callable] = None
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
@@ -179,12 +209,15 @@ class Blocks:
         return None
 
     def __call__(self, rng: np.random.Generator, state, step_sizes: np.ndarray, start: int) -> Block:
+        given = state
+        state, carry0 = self._carried(rng, state, np.size(step_sizes))
         theta0 = np.ascontiguousarray(state.theta, dtype=float)
         n_chains, dim = theta0.shape
         step_sizes = np.ascontiguousarray(step_sizes, dtype=float)
         n_steps = step_sizes.size
         momentum0 = np.ascontiguousarray(state.momentum, dtype=float) if self.momentum else np.zeros((n_chains, 0))
         xi0 = np.ascontiguousarray(state.xi, dtype=float).reshape(n_chains, 1) if self.xi else np.zeros((n_chains, 0))
+        memory = self._memory(state, n_chains, dim)
         if self.n_data:
             rows = rows_for_block(rng, n_steps, n_chains, self.n_data, self.batch_size)
         else:
@@ -202,30 +235,61 @@ class Blocks:
         theta_path = np.empty((n_chains, n_steps, dim))
         momentum_path = np.empty((n_chains, n_steps if self.momentum else 0, dim))
         xi_path = np.empty((n_chains, n_steps if self.xi else 0))
+        carry_path = np.empty((n_chains, n_steps if self.carry else 0, carry0.shape[1]))
         clipped_path = np.zeros((n_chains, n_steps), dtype=np.int64)
         accept_path = np.empty((n_chains, n_steps if self.uniforms else 0))
         bad_step, bad_code = np.empty(n_chains, dtype=np.int64), np.empty(n_chains, dtype=np.int64)
-        arguments = (self.parameters, self.options, self.variance, theta0, momentum0, xi0, normals, uniforms, rows,
-                     step_sizes, theta_path, momentum_path, xi_path, clipped_path, accept_path, bad_step, bad_code)
+        arguments = (self.parameters, self.options, self.variance, theta0, momentum0, xi0, carry0, memory, normals,
+                     uniforms, rows, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path,
+                     accept_path, bad_step, bad_code)
         if self.backend == COMPILED:
             _compiled_entry(self.step, self.source, arguments)(self.step, self.source, *arguments)
         else:
             run_block.py_func(self.step.python, python_source(self.source), python_source(self.parameters),
                               *arguments[1:])
-        return self._block(state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, accept_path,
-                           bad_step, bad_code)
+        return self._block(given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path,
+                           clipped_path, accept_path, bad_step, bad_code, memory)
 
-    def _block(self, state, start, step_sizes, theta_path, momentum_path, xi_path, clipped_path, accept_path, bad_step,
-               bad_code) -> Block:
+    def _memory(self, state, n_chains: int, dim: int) -> np.ndarray:
+        """Each chain's estimator memory (c, m): (t, Î_t) of a running noise estimate (zeros where the state has
+        none yet), else (c, 0)."""
+        if self.running == NO_RUNNING:
+            return np.zeros((n_chains, 0))
+        size = dim * dim if self.running == RUNNING_FULL else dim
+        memory = np.zeros((n_chains, 1 + size))
+        if state.noise is not None:
+            memory[:, 0] = state.noise_count
+            memory[:, 1:] = np.reshape(state.noise, (n_chains, size))
+        return memory
+
+    def _carried(self, rng: np.random.Generator, state, n_steps: int):
+        """(the state, its carried vector (c, m)): :attr:`prepare` fills a missing one first (where the block has
+        steps; a block of none, as :meth:`compile_error`'s, is given zeros); (c, 0) without :attr:`carry`."""
+        if self.carry is None:
+            return state, np.zeros((state.theta.shape[0], 0))
+        if getattr(state, self.carry) is None and n_steps and self.prepare is not None:
+            state = self.prepare(rng, state)
+        carry0 = getattr(state, self.carry)
+        return state, np.zeros(np.shape(state.theta)) if carry0 is None else np.ascontiguousarray(carry0, dtype=float)
+
+    def _block(self, given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path,
+               accept_path, bad_step, bad_code, memory) -> Block:
         first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
+        if self.advanced is not None and first:
+            self.advanced(first)
         theta = np.ascontiguousarray(theta_path[:, :first])
         momentum = np.ascontiguousarray(momentum_path[:, :first]) if self.momentum else None
         xi = np.ascontiguousarray(xi_path[:, :first]) if self.xi else None
-        new_state = state
+        new_state = given
         if first:
+            carried = {self.carry: carry_path[:, first - 1].copy()} if self.carry else {}
+            if self.running != NO_RUNNING:
+                shape = (state.theta.shape[0], *(2 * state.theta.shape[1:] if self.running == RUNNING_FULL else
+                                                 state.theta.shape[1:]))
+                carried.update(noise=memory[:, 1:].reshape(shape), noise_count=int(memory[0, 0]))
             new_state = state._replace(theta=theta[:, -1].copy(),
                                        momentum=momentum[:, -1].copy() if self.momentum else state.momentum,
-                                       xi=xi[:, -1].copy() if self.xi else state.xi)
+                                       xi=xi[:, -1].copy() if self.xi else state.xi, **carried)
         return Block(start, start + first, step_sizes[:first], theta, new_state, momentum=momentum, xi=xi,
                      clipped=np.ascontiguousarray(clipped_path[:, :first]) if self.clip else None,
                      accept_probability=np.ascontiguousarray(accept_path[:, :first]) if self.uniforms else None,

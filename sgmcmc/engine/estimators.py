@@ -1,8 +1,11 @@
 """The gradient estimators of the engine, one chain at a time: ∇Ũ(θ) from the functions a target hands over.
 
 An estimator is called through its *source*, a tuple ``(estimate, first, second, data, numbers, energy)``:
-``estimate(source, θ, normals, rows, out)`` writes ∇Ũ (d,) at θ (d,) into ``out``, where ``normals`` are the step's
-standard normal slots (slots, d) and ``rows`` the step's minibatch (indices into ``data``); ``energy(source, θ)`` is
+``estimate(source, θ, normals, rows, memory, out, variance)`` writes ∇Ũ (d,) at θ (d,) into ``out``, where
+``normals`` are the step's standard normal slots (slots, d) and ``rows`` the step's minibatch (indices into ``data``);
+``memory`` (m,) is the chain's estimator state, carried from step to step and block to block (the running noise
+estimate's t and Î_t), and an estimator that estimates its noise writes V̂ into ``variance`` (d, d);
+``energy(source, θ)`` is
 the exact U(θ) where the model hands it over (a Metropolis–Hastings test's; :func:`formula_potential`,
 :func:`density_potential`), else NaN (:func:`no_potential`). The target's functions are
 :class:`~sgmcmc.engine.static.StaticFunction` values, so the block that calls them is compiled once per function
@@ -13,9 +16,14 @@ and cached on disk.
   (1, d), and returns ∇log π (``numbers[0]`` = −1) or ∇U (+1); ``numbers[1:]`` is L (d, d) row-major; ``second(θ)``
   its vectorised log π (``data[0]`` = −1) or U (+1). :func:`formula_gradient` is the same with ``first(θ, data, out)`` writing
   ∇U, ``data`` the formula's parameters (a built-in target's formula), and ``second(θ, data)`` U(θ).
-- :func:`minibatch_gradient`: a data model's ∇Ũ(θ) = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ) (SPEC §1
-  "Common"): ``first(θ, data[rows])`` gives the per-example gradients (n, d), ``second(θ)`` the prior's (d,);
-  ``numbers[0]`` = N.
+- :func:`minibatch_gradient`: a data model's ∇Ũ(θ) = −(N/n) Σ_{i∈S̃} h_i − ∇log p(θ) (SPEC §1 "Common"):
+  ``first(θ, data[rows])`` gives the per-example gradients g_i = ∇log p(x_i | θ) (n, d), ``second(θ)`` the prior's
+  (d,); h_i = g_i (``numbers[1]`` = :data:`PLAIN`) or the control variates' h_i = g_i(θ) − g_i(θ̂) + ḡ(θ̂) about a
+  centre θ̂ with ḡ(θ̂) = (1/N) Σ_j g_j(θ̂) (:data:`CONTROL_VARIATES`; Baker et al. 2019). With a running noise estimate
+  (``numbers[2]`` = :data:`RUNNING_FULL` or :data:`RUNNING_DIAGONAL`; Shang et al. 2015 Eq. 18-19) the chain's
+  ``memory`` = (t, Î_t) is updated with this minibatch's V_t = Σ_i (h_i − h̄)(h_i − h̄)ᵀ/(n − 1) (its diagonal),
+  Î_t = Î_{t−1} + (V_t − Î_{t−1})/t, and V̂ = c·Î_t written into ``variance`` (its diagonal), c = ``numbers[3]``.
+  ``numbers`` = (N, estimator, running form, c, θ̂ (d), ḡ(θ̂) (d)).
 
 :func:`choose_rows` draws the minibatches of a block, uniform subsets of size n without replacement.
 """
@@ -29,9 +37,13 @@ import numpy as np
 
 from sgmcmc.engine.static import call1, call2, call3, static
 
+# a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
+PLAIN, CONTROL_VARIATES = 0, 1
+NO_RUNNING, RUNNING_FULL, RUNNING_DIAGONAL = 0, 1, 2
+
 
 @numba.njit(cache=True)
-def density_gradient(source, theta, normals, rows, out):
+def density_gradient(source, theta, normals, rows, memory, out, variance):
     """∇U(θ) + L z of a density model whose vectorised ``first(θ)`` (1, d) → (1, d) returns ∇U (``numbers[0]`` = 1) or
     ∇log π (−1)."""
     value = call1(source[1], theta.reshape((1, theta.shape[0])))
@@ -41,7 +53,7 @@ def density_gradient(source, theta, normals, rows, out):
 
 
 @numba.njit(cache=True)
-def formula_gradient(source, theta, normals, rows, out):
+def formula_gradient(source, theta, normals, rows, memory, out, variance):
     """∇U(θ) + L z of a density model whose ``first(θ, parameters, out)`` writes ∇U into ``out`` with its parameters
     ``data`` (makes no array: the built-in formulas, at tens of nanoseconds a step)."""
     call3(source[1], theta, source[3], out)
@@ -78,16 +90,50 @@ def _add_noise(numbers, normals, out):
 
 
 @numba.njit(cache=True)
-def minibatch_gradient(source, theta, normals, rows, out):
-    """−(N/n) Σ_{i∈rows} ∇log p(x_i | θ) − ∇log p(θ) of a data model (see the module docstring)."""
-    examples = call2(source[1], theta, source[3][rows])
-    prior = call1(source[2], theta)
-    scale = source[4][0] / rows.shape[0]
-    for j in range(theta.shape[0]):
-        total = 0.0
+def minibatch_gradient(source, theta, normals, rows, memory, out, variance):
+    """−(N/n) Σ_{i∈rows} h_i − ∇log p(θ) of a data model, and its running noise estimate (see the module docstring)."""
+    numbers, d = source[4], theta.shape[0]
+    batch = source[3][rows]
+    examples = call2(source[1], theta, batch)
+    if numbers[1] == CONTROL_VARIATES:
+        at_centre = call2(source[1], numbers[4:4 + d], batch)
         for i in range(examples.shape[0]):
-            total += examples[i, j]
-        out[j] = -scale * total - prior[j]
+            for j in range(d):
+                examples[i, j] += numbers[4 + d + j] - at_centre[i, j]
+    prior = call1(source[2], theta)
+    n = examples.shape[0]
+    for j in range(d):
+        out[j] = 0.0
+    for i in range(n):
+        for j in range(d):
+            out[j] += examples[i, j]
+    if numbers[2] != NO_RUNNING:
+        _running_estimate(numbers, examples, out, memory, variance)
+    scale = numbers[0] / n
+    for j in range(d):
+        out[j] = -scale * out[j] - prior[j]
+
+
+@numba.njit(cache=True, inline="always")
+def _running_estimate(numbers, examples, total, memory, variance):
+    """Î_t = Î_{t−1} + (V_t − Î_{t−1})/t in ``memory`` = (t, Î_t) (full, row-major, or its diagonal), with V_t the
+    covariance of the rows of ``examples`` (n, d) whose sum is ``total``; V̂ = c·Î_t into ``variance``."""
+    n, d = examples.shape
+    full = numbers[2] == RUNNING_FULL
+    count = memory[0] + 1.0
+    memory[0] = count
+    denominator = max(n - 1, 1)
+    for j in range(d):
+        for k in range(j, d if full else j + 1):
+            product = 0.0
+            for i in range(n):
+                product += (examples[i, j] - total[j] / n) * (examples[i, k] - total[k] / n)
+            at = 1 + (j * d + k if full else j)
+            memory[at] += (product / denominator - memory[at]) / count
+            variance[j, k] = numbers[3] * memory[at]
+            if full and k != j:
+                memory[1 + k * d + j] = memory[at]
+                variance[k, j] = variance[j, k]
 
 
 @numba.njit(cache=True)
@@ -109,17 +155,21 @@ def choose_rows(uniforms, n_data, out, chosen):
                 chosen[out[k, c, m]] = False
 
 
-def source_of(functions: dict) -> tuple:
+def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) -> tuple:
     """The source of what a target hands the engine (its ``engine_functions()``): for a data model on rows
     (``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` (N, width), ``n_data``) :func:`minibatch_gradient`'s;
     for a density model with a vectorised gradient (``gradient(θ)``, its ``sign``, ``noise_factor`` L; optionally its
     vectorised ``potential`` with its ``potential_sign``) :func:`density_gradient`'s; for one that writes ∇U
     (``gradient_into(θ, parameters, out)``, ``parameters``, ``noise_factor``; optionally ``potential(θ, parameters)``)
-    :func:`formula_gradient`'s."""
+    :func:`formula_gradient`'s. A data model's control variates come as ``centre`` θ̂ (d,) and ``centre_mean``
+    ḡ(θ̂) (d,); ``running`` and ``scale`` are its running noise estimate and c (:func:`minibatch_gradient`)."""
     if "row_gradients" in functions:
+        centred = "centre" in functions
+        numbers = np.concatenate([[float(functions["n_data"]), CONTROL_VARIATES if centred else PLAIN, running, scale],
+                                  np.ravel(functions["centre"]) if centred else [],
+                                  np.ravel(functions["centre_mean"]) if centred else []]).astype(float)
         return (static(minibatch_gradient), static(functions["row_gradients"]), static(functions["prior_gradient"]),
-                np.ascontiguousarray(functions["data"], dtype=float), np.array([float(functions["n_data"])]),
-                static(no_potential))
+                np.ascontiguousarray(functions["data"], dtype=float), numbers, static(no_potential))
     potential = functions.get("potential")
     if "gradient" in functions:
         gradient = static(functions["gradient"])

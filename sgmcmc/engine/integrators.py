@@ -1,22 +1,28 @@
 """The updates, one chain and one step at a time, each written once: compiled in the blocks of
 :mod:`sgmcmc.engine.driver`, and run as plain Python as the readable reference (the same source).
 
-Every integrator has the signature ``step(source, parameters, options, variance, θ, r, ξ, rows, ε, normals, uniform,
-gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped, acceptance probability)`` and updates
-θ (d,), r (d,) and ξ (1,) in place:
+Every integrator has the signature ``step(source, parameters, options, variance, θ, r, ξ, carry, memory, rows, ε,
+normals, uniform, gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped, acceptance
+probability)`` and updates θ (d,), r (d,), ξ (1,), ``carry`` (m,) and ``memory`` in place:
+
+- ``carry``: the vector an integrator keeps from one step to the next besides θ, r and ξ (BAOAB's last gradient,
+  pSGLD's RMSProp average; empty for the others), a :class:`~sgmcmc.state.SamplerState` field the driver hands over;
+  ``memory`` the gradient estimator's (its running noise estimate), which the integrator hands to the estimator;
 
 - ``source``, ``rows`` and ``normals`` (slots, d): the gradient estimate ∇Ũ, written into ``gradient`` by
-  ``call5(source[0], source, at, normals, rows, gradient)`` (:mod:`sgmcmc.engine.estimators`); ``normals[1]`` are the
-  injected noise's standard normals (a trajectory hands each of its gradients and injections its own slots); U, where a
+  ``call7(source[0], source, at, normals, rows, memory, gradient, variance)`` (:mod:`sgmcmc.engine.estimators`, which
+  updates the chain's estimator state ``memory`` and, where it estimates its noise, writes V̂ into ``variance``);
+  ``normals[1]`` are the injected noise's standard normals (a trajectory hands each of its gradients and injections its own slots); U, where a
   Metropolis–Hastings test needs it, by ``call2(source[5], source, θ)``; ``uniform`` is the test's uniform;
-- ``parameters``: ``(metric, flow, the metric's parameters, constants)``. ``metric(θ, its parameters, root,
-  derivative)`` writes the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2), ``flow(θ, r, t, its parameters, out)``
+- ``parameters``: ``(metric, flow, the metric's parameters, constants[, curvature, its parameters])``.
+  ``metric(θ, its parameters, root, derivative)`` writes the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2), ``flow(θ, r, t, its parameters, out)``
   the position flow Φ_t of θ̇ = S(θ)r: the Riemannian samplers' G handed over as functions
   (:meth:`sgmcmc.geometry.DiagonalMetric.engine_function`), the identity's for the others; the constants are the
-  sampler's (SGHMC's friction C, the thermostat's diffusion A);
+  sampler's (SGHMC's friction C, the thermostat's diffusion A); ``curvature(θ, its parameters, out)``, where a
+  sampler needs it, writes the target's ∂²U/∂θ_i² (pSGLD's stationary preconditioner);
 - ``options``: (order, how V̂ enters, clip, variant) as integer literals (:data:`SPLITTING` …,
   :mod:`sgmcmc.engine.injection`, 0/1, :data:`PLAIN` …);
-- ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3);
+- ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3): constant, or the estimator's;
 - ``gradient``, ``noise``, ``diffusion``, ``scale``, ``at``, ``correction`` (d,) and ``square`` (d, d): working arrays.
 
 The recipe's (H, D, Q, Γ) of each (Ma et al. 2015) is in the sampler's file; ``tests/engine/test_driver.py`` pins each
@@ -30,26 +36,32 @@ import math
 import numba
 
 from sgmcmc.engine.injection import NO_ESTIMATE, OK, inject
-from sgmcmc.engine.static import call2, call4, call5
+from sgmcmc.engine.static import call2, call3, call4, call5, call7
 
 # the order of θ's and r's moves (SPEC §4.1): r' first and θ' = θ + εSr' (splitting), both from the old state (euler),
 # θ first, the gradient at the moved θ (theta_first, Shang et al. 2015 Eq. 12 and 14), the ABOBA splitting (aboba);
 # a resampled trajectory's: leapfrog (HMC, naive SGHMC), Chen et al. 2014 Algorithm 2 (SGHMC + MH)
 SPLITTING, EULER, THETA_FIRST, ABOBA, LEAPFROG, ALGORITHM_2 = 0, 1, 2, 3, 4, 5
+# the Leimkuhler–Matthews splittings with one gradient per step (ou_splitting): BAOAB, BADODAB
+BAOAB, BADODAB = 6, 7
 # options[3], the integrator's variant: the sampler as its recipe says (PLAIN), or naive SGRHMC's dropped correction γ
 # (momentum_friction and aboba; Ma et al. 2015 Eq. 16: not stationary where G depends on θ), or CCAdL's
 # covariance-controlled friction (thermostat; Shang et al. 2015 Eq. 12), or the Metropolis–Hastings test after a
 # trajectory (trajectory)
 PLAIN, WITHOUT_CORRECTION, COVARIANCE_FRICTION, METROPOLIS = 0, 1, 1, 1
+# pSGLD's preconditioner (preconditioned): the stationary one with Γ (PLAIN), without it (WITHOUT_CORRECTION, Li et
+# al.'s published step), or Li et al.'s running average (RUNNING, Γ = 0)
+RUNNING = 2
 
 
 @numba.njit(cache=True)
-def langevin(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform, gradient,
-             noise, diffusion, scale, at, correction, square):
+def langevin(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
+             gradient, noise, diffusion, scale, at, correction, square):
     """SGLD and SGRLD (Ma et al. 2015 Eq. 13 and 14 with +Γ, SPEC §0 K1): θ' = θ + ε(−G⁻¹∇Ũ + Γ) +
     N(0, ε(2G⁻¹ − εG⁻¹V̂G⁻¹)), G⁻¹ = S², Γ_i = ∂_i(G⁻¹)_ii = 2 S_ii ∂_i S_ii; SGLD's G = I gives
     θ' = θ − ε∇Ũ + N(0, ε(2I − εV̂)) to the bit."""
-    call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, gradient)
+    call7(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, memory,
+          gradient, variance)
     call4(parameters[0], theta, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
         diffusion[j] = scale[j] * scale[j]
@@ -61,15 +73,15 @@ def langevin(source, parameters, options, variance, theta, momentum, xi, rows, s
 
 
 @numba.njit(cache=True)
-def momentum_friction(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform,
-                      gradient, noise, diffusion, scale, at, correction, square):
+def momentum_friction(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals,
+                      uniform, gradient, noise, diffusion, scale, at, correction, square):
     """SGHMC (Ma et al. 2015 Eq. 12: S = I, F = C·I, γ = 0), gSGRHMC (Algorithm 1 with SPEC §0 K2's signs:
     S = G^{-1/2}, F = G⁻¹, γ_i = ∂_i S_ii) and naive SGRHMC (Eq. 16: γ dropped), with F = C·S², C = ``constants[0]``
     (1 for the Riemannian two): r' = r − εS∇Ũ − εFr + εγ + N(0, ε(2F − εSV̂S)); θ' = θ + εSr' (splitting), θ + εSr
     (euler), or θ moved first to θ + εS(θ)r with S, F, γ and ∇Ũ taken there (theta_first)."""
     call4(parameters[0], theta, parameters[2], scale, correction)
     point = _evaluated_at(options[0], theta, momentum, step_size, at, scale)
-    call5(source[0], source, point, normals, rows, gradient)
+    call7(source[0], source, point, normals, rows, memory, gradient, variance)
     if options[0] == THETA_FIRST:
         call4(parameters[0], point, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
@@ -82,14 +94,14 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
 
 
 @numba.njit(cache=True)
-def aboba(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform, gradient,
-          noise, diffusion, scale, at, correction, square):
+def aboba(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
+          gradient, noise, diffusion, scale, at, correction, square):
     """:func:`momentum_friction`'s recipe in Leimkuhler & Matthews' ABOBA order (``sgmcmc/samplers/momentum_recipe.py``):
     θ_h = Φ_{ε/2}(θ, r); f = −S∇Ũ(θ_h) + γ with S, F, γ at θ_h; r₁ = r + (ε/2)f; the friction and noise solved
     exactly, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) ξ; r' = r₂ + (ε/2)f; θ' = Φ_{ε/2}(θ_h, r'). No V̂ correction."""
     half = 0.5 * step_size
     call5(parameters[1], theta, momentum, half, parameters[2], at)
-    call5(source[0], source, at, normals, rows, gradient)
+    call7(source[0], source, at, normals, rows, memory, gradient, variance)
     call4(parameters[0], at, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
         if options[3] == WITHOUT_CORRECTION:
@@ -104,8 +116,8 @@ def aboba(source, parameters, options, variance, theta, momentum, xi, rows, step
 
 
 @numba.njit(cache=True)
-def thermostat(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform, gradient,
-               noise, diffusion, scale, at, correction, square):
+def thermostat(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
+               gradient, noise, diffusion, scale, at, correction, square):
     """SGNHT (Ma et al. 2015 Eq. 15, diffusion A = ``constants[0]``): r' = r − ε∇Ũ − εξr + N(0, ε(2A − εV̂)),
     θ' as :func:`momentum_friction`'s with S = I, ξ' = ξ + ε(kᵀk/d − 1) with k = r (euler) or r'. CCAdL (variant
     :data:`COVARIANCE_FRICTION`, Shang et al. 2015 Eq. 12 and Algorithm 1 with Σ̂ = ``variance``): r' also loses
@@ -113,13 +125,14 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, rows,
     d = theta.shape[0]
     scale[:] = 1.0
     correction[:] = 0.0
-    if options[3] == COVARIANCE_FRICTION:  # −(ε/2)Σ̂r of the old r, in the place of γ
+    call7(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, memory,
+          gradient, variance)
+    if options[3] == COVARIANCE_FRICTION:  # −(ε/2)Σ̂r of the old r, in the place of γ, with this step's Σ̂
         for j in range(d):
             total = 0.0
             for m in range(d):
                 total += 0.5 * step_size * variance[j, m] * momentum[m]
             correction[j] = -total
-    call5(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, gradient)
     diffusion[:] = parameters[3][0]
     mode = NO_ESTIMATE if options[3] == COVARIANCE_FRICTION else options[1]  # CCAdL subtracts nothing
     status, clipped = inject(step_size, diffusion, scale, mode, variance, options[2], normals, noise, square)
@@ -137,8 +150,8 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, rows,
 
 
 @numba.njit(cache=True)
-def trajectory(source, parameters, options, variance, theta, momentum, xi, rows, step_size, normals, uniform, gradient,
-               noise, diffusion, scale, at, correction, square):
+def trajectory(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
+               gradient, noise, diffusion, scale, at, correction, square):
     """HMC and naive SGHMC (Ma et al. 2015 Eq. 10-11, ``sgmcmc/samplers/hmc.py``: options[0] = :data:`LEAPFROG`) and
     SGHMC + MH (Chen et al. 2014 Algorithm 2, ``sghmc_mh.py``: :data:`ALGORITHM_2`, friction C = ``constants[0]``):
     r ~ N(0, I) from ``normals[0]``, a trajectory of m = ``constants[1]`` steps, each gradient and injection reading
@@ -163,7 +176,7 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, rows,
             for j in range(d):
                 theta[j] = theta[j] + step_size * momentum[j]
         slots = normals[(0 if exact else 1 + inner) if leapfrog else 1 + 2 * inner:]
-        call5(source[0], source, theta, slots, rows, gradient)
+        call7(source[0], source, theta, slots, rows, memory, gradient, variance)
         if leapfrog:
             kick = 0.5 if inner == 0 or inner == steps else 1.0
             for j in range(d):
@@ -193,6 +206,98 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, rows,
                 theta[j] = at[j]
                 momentum[j] = correction[j]
     return OK, 0, accept
+
+
+@numba.njit(cache=True)
+def ou_splitting(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals, uniform,
+                 gradient, noise, diffusion, scale, at, correction, square):
+    """BAOAB (options[0] = :data:`BAOAB`; Leimkuhler & Matthews 2013 §2, friction C = ``constants[0]``) and BADODAB
+    (:data:`BADODAB`; Leimkuhler & Shang 2016 §5, A = ``constants[0]``) with h = ε and ``carry`` the ∇Ũ(θ_n) kept
+    from the previous step (``sgmcmc/samplers/baoab.py``): B r₁ = r − (h/2)∇Ũ(θ_n); A θ₁ = θ + (h/2)r₁;
+    [D ξ₁ = ξ + (h/2)(r₁ᵀr₁/d − 1)]; O r₂ = e^{−hc} r₁ + N(0, 2hD' − h²V̂) with c = C (ξ₁) and
+    D' = D(1 − e^{−2hc})/(2hc), D = C (A): the exact Ornstein–Uhlenbeck variance less the recipe's ε²B̂; [D ξ' = ξ₁ + (h/2)(r₂ᵀr₂/d − 1)];
+    A θ' = θ₁ + (h/2)r₂; B r' = r₂ − (h/2)∇Ũ(θ'), ∇Ũ(θ') kept in ``carry``. The O step's normals are ``normals[0]``
+    and the gradient's ``normals[1]`` (the numpy step's order)."""
+    d = theta.shape[0]
+    half = 0.5 * step_size
+    thermostat = options[0] == BADODAB
+    heat = 0.0
+    for j in range(d):
+        momentum[j] = momentum[j] - half * carry[j]                                               # B
+        theta[j] = theta[j] + half * momentum[j]                                                  # A
+        heat += momentum[j] * momentum[j]
+    rate = parameters[3][0]
+    if thermostat:
+        xi[0] = xi[0] + half * (heat / d - 1.0)                                                   # D
+        rate = xi[0]
+    for j in range(d):
+        diffusion[j] = parameters[3][0] * _ou_fraction(rate, step_size)  # C or A times the OU fraction at c
+        scale[j] = 1.0
+    # the O step's noise from normals[0]: inject reads slot 1, here of the slots reversed
+    status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals[::-1], noise,
+                             square)
+    if status != OK:
+        return status, 0, 1.0
+    heat = 0.0
+    decay = math.exp(-step_size * rate)
+    for j in range(d):
+        momentum[j] = decay * momentum[j] + noise[j]                                              # O
+        heat += momentum[j] * momentum[j]
+    if thermostat:
+        xi[0] = xi[0] + half * (heat / d - 1.0)                                                   # D
+    for j in range(d):
+        theta[j] = theta[j] + half * momentum[j]                                                  # A
+    call7(source[0], source, theta, normals[1:], rows, memory, carry, variance)
+    for j in range(d):
+        momentum[j] = momentum[j] - half * carry[j]                                               # B
+    return OK, clipped, 1.0
+
+
+@numba.njit(cache=True)
+def preconditioned(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows, step_size, normals,
+                   uniform, gradient, noise, diffusion, scale, at, correction, square):
+    """pSGLD (Li et al. 2016 Algorithm 1 as the recipe's z = θ, H = U, Q = 0 step, Ma et al. 2015 Eq. 9 with +εΓ;
+    ``sgmcmc/samplers/psgld.py``): θ' = θ − εD∇Ũ + εΓ + N(0, ε(2D − εDV̂D)), D diagonal, (α, λ) = ``constants[:2]``.
+    :data:`RUNNING`: V_t = αV_{t−1} + (1 − α)∇Ũ ⊙ ∇Ũ carried in ``carry``, D = 1 ⊘ (λ + √V_t), Γ = 0. Else the
+    stationary D(θ) = 1 ⊘ (λ + √v), v = ∇U² + diag V (diag V = ``constants[2:]``, the target's constant gradient-noise
+    covariance), with Γ_i = ∂_i D_ii = −D_ii² ∂_iU ∂²_iiU / √v_i (0 where v_i = 0; ∂²_iiU from ``curvature``)
+    (:data:`PLAIN`), or Γ = 0 (:data:`WITHOUT_CORRECTION`)."""
+    d = theta.shape[0]
+    alpha, damping = parameters[3][0], parameters[3][1]
+    call7(source[0], source, theta, normals, rows, memory, gradient, variance)
+    if options[3] == RUNNING:
+        for j in range(d):
+            carry[j] = alpha * carry[j] + (1.0 - alpha) * gradient[j] * gradient[j]
+            diffusion[j] = 1.0 / (damping + math.sqrt(carry[j]))
+            correction[j] = 0.0
+    else:
+        square[0, :] = 0.0  # ∇U: the estimator with its noise's normals all 0 (``square`` is scratch until inject)
+        call7(source[0], source, theta, square, rows, memory, at, variance)
+        if options[3] == PLAIN:
+            call3(parameters[4], theta, parameters[5], scale)
+        for j in range(d):
+            moment = at[j] * at[j] + parameters[3][2 + j]
+            diffusion[j] = 1.0 / (damping + math.sqrt(moment))
+            correction[j] = 0.0
+            if options[3] == PLAIN:
+                root = math.sqrt(moment)
+                slope = (at[j] * scale[j] + 0.0) / root if root > 0 else 0.0
+                correction[j] = -diffusion[j] * diffusion[j] * slope
+    status, clipped = inject(step_size, diffusion, diffusion, options[1], variance, options[2], normals, noise, square)
+    if status != OK:
+        return status, 0, 1.0
+    for j in range(d):
+        theta[j] = theta[j] + step_size * (-diffusion[j] * gradient[j] + correction[j]) + noise[j]
+    return OK, clipped, 1.0
+
+
+@numba.njit(cache=True, inline="always")
+def _ou_fraction(rate, step_size):
+    """(1 − e^{−2hc})/(2hc), 1 where |2hc| < 10⁻¹² (``sgmcmc.samplers.baoab.ou_fraction``, the same formula)."""
+    u = 2.0 * step_size * rate
+    if abs(u) < 1e-12:
+        return 1.0
+    return -math.expm1(-u) / u
 
 
 @numba.njit(cache=True, inline="always")

@@ -50,11 +50,12 @@ with ``noise_clip``. With ``zero`` nothing is subtracted: BAOAB then runs hot (r
 1 + hV/(2C)), while BADODAB's thermostat absorbs the noise: ξ settles near A + h·tr V/(2d) (:meth:`BADODAB.
 predicted_thermostat`), as Leimkuhler & Shang show for adaptive Langevin.
 
-**Compiled kernel** (:meth:`_ForceReuse.compiled_kernel`): on the formula targets with a known or no noise estimate,
-:func:`sgmcmc.engine.splitting_kernels.splitting_block` runs these steps line for line, carrying the kept gradient
-from block to block (``CompiledKernel.state_paths``); a state without one draws F(θ₀) with :meth:`_first_gradient`
-before the block's normals (``CompiledKernel.prepare``), as the numpy step draws it first. Elsewhere (data targets,
-a bounded target, a full V̂ with ``noise_clip``, the ``generic`` integrator) the engine runs :meth:`step`.
+**On the engine** (:meth:`_ForceReuse.engine_integrator`): on a density model that hands the engine its functions,
+with a known or no noise estimate, :func:`sgmcmc.engine.integrators.ou_splitting` runs these steps line for line,
+carrying the kept gradient from step to step and block to block (the driver's carried vector, ``state.gradient``);
+a state without one draws F(θ₀) with :meth:`_first_gradient` before the block's normals, as the numpy step draws it
+first. Elsewhere (data targets, a bounded target, a full V̂ with ``noise_clip``, the ``generic`` integrator) the
+engine runs :meth:`step`.
 """
 
 from __future__ import annotations
@@ -62,8 +63,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import brentq
 
-from sgmcmc.engine import codes
-from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
+from sgmcmc.engine import integrators
 from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.samplers.sghmc import SGHMC
 from sgmcmc.samplers.sgnht import SGNHT
@@ -88,46 +88,28 @@ def _sum_counts(*counts):
 class _ForceReuse:
     """The one-gradient-per-step bookkeeping shared by BAOAB and BADODAB (a mixin before the sampler class)."""
 
-    def compiled_kernel(self):
-        """:func:`sgmcmc.engine.splitting_kernels.splitting_block` on a formula target (:meth:`compiled_target`) that
-        does not reflect, with V̂ known or zero (a full V̂ with ``noise_clip`` stays on the numpy path, as for SGNHT);
-        None elsewhere (data targets included)."""
-        compiled = self.compiled_target()
-        if compiled is None or self.target.bounded:
-            return None
-        mode, variance_diagonal, variance = gradient_noise_mode(self.known_noise(compiled))
-        if mode == codes.FULL_ESTIMATE and self.noise_clip:
-            return None  # the eigendecomposition of the clipped draw stays on the numpy path
+    def engine_integrator(self):
+        """:func:`~sgmcmc.engine.integrators.ou_splitting` with C (BAOAB) or A and ξ (BADODAB)."""
         thermostat = isinstance(self, SGNHT)
-        dim = self.target.dim
-        friction = np.zeros(dim) if thermostat else np.ascontiguousarray(np.broadcast_to(self.friction_coefficient, dim), dtype=float)
-        diffusion = float(self.diffusion) if thermostat else 0.0
+        return integrators.ou_splitting, self.diffusion if thermostat else self.friction_coefficient, True, thermostat
 
-        def run(state, normals, step_sizes):
-            from sgmcmc.engine import splitting_kernels
+    def engine_functions(self):
+        """The target's functions on a density model; None on a data model (the numpy steps: a block draws its
+        minibatches before its normals, the numpy steps draw them step by step)."""
+        functions = super().engine_functions()
+        return None if functions is None or "row_gradients" in functions else functions
 
-            n_chains, dim = state.theta.shape
-            paths, bad_step, bad_code = paths_for(n_chains, step_sizes.size, dim, momentum=True, xi=True)
-            paths["gradient"] = np.empty((n_chains, step_sizes.size, dim))
-            xi = np.ascontiguousarray(state.xi, dtype=float) if thermostat else np.zeros(n_chains)
-            splitting_kernels.splitting_block(compiled.kind, compiled.parameters, compiled.noise_factor, thermostat, friction,
-                                              diffusion, mode, variance_diagonal, variance, self.noise_clip,
-                                              np.ascontiguousarray(state.theta), np.ascontiguousarray(state.momentum), xi,
-                                              np.ascontiguousarray(state.gradient), normals, step_sizes, paths["theta"],
-                                              paths["momentum"], paths["xi"], paths["gradient"], paths["clipped"], bad_step,
-                                              bad_code)
-            if not thermostat:
-                del paths["xi"]
-            return paths, bad_step, bad_code
+    def compiled_kernel(self):
+        """None: no data kernel (SGHMC's and SGNHT's take other steps); data targets run on the numpy steps."""
+        return None
 
-        def prepare(rng, state):
-            if state.gradient is not None:
-                return state
-            gradient, state = self._first_gradient(rng, state)
-            return state._replace(gradient=gradient)
+    def engine_carry(self):
+        """The kept gradient ∇Ũ(θ_n), ``state.gradient``; a state without one gets it from :meth:`_first_gradient`."""
+        return "gradient", self._with_first_gradient
 
-        return CompiledKernel(run, has_momentum=True, has_xi=thermostat, clip=self.noise_clip, state_paths=("gradient",),
-                              prepare=prepare)
+    def _with_first_gradient(self, rng, state):
+        gradient, state = self._first_gradient(rng, state)
+        return state._replace(gradient=gradient)
 
     def _first_gradient(self, rng, state):
         """(∇Ũ(θ_n), state): the gradient kept from the previous step, or, on a state without one (the run's first

@@ -18,9 +18,10 @@ import numpy as np
 
 from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
-from sgmcmc.engine.estimators import source_of
-from sgmcmc.engine.injection import FULL_ESTIMATE
-from sgmcmc.engine.integrators import ABOBA, ALGORITHM_2, EULER, LEAPFROG, PLAIN, SPLITTING, THETA_FIRST
+from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, source_of
+from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
+from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
+                                       THETA_FIRST, langevin, momentum_friction, thermostat)
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
@@ -34,8 +35,11 @@ log = logging.getLogger(__name__)
 NOISE_ESTIMATES = ("known", "zero", "running")
 # the integrators the engine's blocks run (sgmcmc.engine.integrators)
 ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST, "aboba": ABOBA, "leapfrog": LEAPFROG,
-          "trajectory": ALGORITHM_2}
+          "trajectory": ALGORITHM_2, "baoab": BAOAB, "badodab": BADODAB}
 RUNNING_FORMS = ("full", "diagonal")
+# the integrators that take one gradient a step, and so update a running noise estimate once a step, as the numpy
+# steps do (Shang et al. 2015 Eq. 18: one minibatch covariance per step)
+RUNNING = (langevin, momentum_friction, thermostat)
 
 # The config keys of every sampler section (Sampler.config_keys) and those most samplers declare (Sampler.parameters).
 STEP_SIZE = Key(real(0.0, strict=True), "ε, or ε₀ of the schedule", required=True)
@@ -171,9 +175,9 @@ class Sampler(ABC):
 
     # -- compiled blocks (sgmcmc.engine) ---------------------------------------------------------------
     def compiled_kernel(self):
-        """The compiled block of this sampler on its target (:class:`sgmcmc.engine.blocks.CompiledKernel`), or None
-        to run on :meth:`step` (the numpy reference). Samplers with a kernel override this and return None where
-        the kernel does not cover the configuration (see :meth:`compiled_target`)."""
+        """The data kernel of this sampler on a built-in data target (:class:`sgmcmc.engine.data_blocks.DataKernel`,
+        :meth:`compiled_data`), or None: the engine's blocks (:meth:`engine_blocks`) or the numpy steps (:meth:`step`,
+        the reference). Samplers with a data kernel override this."""
         return None
 
     def engine_integrator(self) -> Optional[tuple]:
@@ -198,6 +202,17 @@ class Sampler(ABC):
         None where the engine has no function of its metric."""
         return IdentityMetric().engine_function(self.target.dim)
 
+    def engine_carry(self) -> Optional[tuple]:
+        """(the :class:`~sgmcmc.state.SamplerState` field (c, d) the integrator carries from step to step, the function
+        ``(rng, state) -> state`` that fills it where a state has none, or None), or None (the default): nothing
+        carried (:class:`sgmcmc.engine.driver.Blocks`' ``carry`` and ``prepare``)."""
+        return None
+
+    def engine_curvature(self, functions: dict) -> tuple:
+        """What the integrator takes after its constants (``parameters[4:]``): () by default; pSGLD's target's
+        ∂²U/∂θ_i² function and its parameters."""
+        return ()
+
     def engine_variant(self) -> int:
         """The integrator's variant (:mod:`sgmcmc.engine.integrators`, ``options[3]``): :data:`PLAIN` (the default),
         or naive SGRHMC's dropped γ, CCAdL's covariance-controlled friction."""
@@ -209,35 +224,46 @@ class Sampler(ABC):
         metric is not there yet, the target has a boundary, the noise estimate is one the engine does not take, or the
         compiler refuses the model's functions (said in one line).
 
-        Noise estimates: ``zero`` (nothing subtracted), and on a density model ``known`` (its constant V, by its
+        Noise estimates: ``zero`` (nothing subtracted), on a density model ``known`` (its constant V, by its
         diagonal or in full; with ``noise_clip`` only a diagonal V: the clipped eigendecomposition stays on the numpy
-        steps). On a data model the known V(θ) is a pass over all the data at every step, and the running estimate is
-        not in the engine's estimators yet: both stay on the numpy steps."""
+        steps), and on a data model ``running`` with an integrator that takes one gradient a step (:data:`RUNNING`:
+        the estimator updates Î_t at every gradient; the full form without ``noise_clip``). On a data model the known
+        V(θ) is a pass over all the data at every step: the numpy steps."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
         if (integrator is None or metric is None or self.integrator not in ORDERS
-                or not self._kernel_declared("engine_functions") or type(self.target).reflect is not Target.reflect):
+                or not self._kernel_declared("engine_functions")):
             return None
         functions = self.engine_functions()
         slots, uniforms = self.engine_draws()
         if functions is None or (uniforms and "potential" not in functions):  # a Metropolis test needs the exact U
             return None
         data = "row_gradients" in functions
-        if self.noise_estimate not in (("zero",) if data else ("zero", "known")):
+        step, constants, momentum, xi = integrator
+        running = NO_RUNNING
+        if data and self.noise_estimate == "running" and step in RUNNING:
+            running = RUNNING_FULL if self.running_form == "full" else RUNNING_DIAGONAL
+            mode = FULL_ESTIMATE if running == RUNNING_FULL else DIAGONAL_ESTIMATE
+            variance = np.zeros((self.target.dim, self.target.dim))  # the estimator writes V̂ = c·Î_t at every step
+        elif self.noise_estimate in (("zero",) if data else ("zero", "known")):
+            mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" else
+                                                    functions["noise_covariance"])
+        else:
             return None
-        mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" else functions["noise_covariance"])
         if mode == FULL_ESTIMATE and self.noise_clip:
             return None
-        step, constants, momentum, xi = integrator
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
-                      np.atleast_1d(np.asarray(constants, dtype=float)))
+                      np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions))
+        carry, prepare = self.engine_carry() or (None, None)
         d = self.target.dim
-        blocks = Blocks(static(step), source_of(functions), parameters,
+        blocks = Blocks(static(step), source_of(functions, running, self.running_scale() if running else 0.0),
+                        parameters,
                         (ORDERS[self.integrator], mode, int(self.noise_clip), self.engine_variant()),
                         np.broadcast_to(variance, (d, d)).copy(), momentum=momentum, xi=xi,
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
-                        slots=slots, uniforms=uniforms, backend=backend)
+                        slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare,
+                        running=running, advanced=functions.get("advanced"))
         error = blocks.compile_error(d)
         if error is not None:
             log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,
@@ -259,13 +285,6 @@ class Sampler(ABC):
         # a method replaced on the instance (e.g. a test's deliberate bug): the numpy steps
         return not any(callable(value) for value in (*vars(self).values(), *vars(target).values()))
 
-    def compiled_target(self):
-        """The target's compiled gradient when a kernel may run (:meth:`_kernel_declared`), else None: the
-        integrator is closed-form and the noise estimate known or none (the running estimate needs a data target)."""
-        if not self._kernel_declared("compiled_gradient") or self.integrator == "generic" or self.noise_estimate == "running":
-            return None
-        return self.target.compiled_gradient()
-
     def compiled_data(self):
         """The data target's compiled minibatch gradient (:class:`sgmcmc.engine.data_blocks.CompiledData`) when the
         data kernel may run (:meth:`_kernel_declared` with ``compiled_data``), else None: the noise estimate is
@@ -275,10 +294,6 @@ class Sampler(ABC):
         if self.noise_estimate == "known" or (self.noise_estimate == "running" and self.running_form != "full"):
             return None
         return self.target.compiled_data()
-
-    def known_noise(self, compiled) -> Optional[np.ndarray]:
-        """V̂ as the kernels take it: the formula target's constant V for ``known`` (None for ``zero``)."""
-        return None if self.noise_estimate == "zero" else compiled.noise_covariance
 
     # -- the recipe ---------------------------------------------------------------------------------
     def predicted_thermostat(self, theta: np.ndarray, step_size: float) -> Optional[float]:

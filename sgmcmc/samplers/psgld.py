@@ -46,19 +46,19 @@ generic integrator is therefore refused with ``preconditioner: running``.
 Config keys: ``alpha`` (α, the running average's decay per step, Li et al.'s 0.99), ``damping`` (λ > 0, Li et al.'s
 10⁻⁵), ``preconditioner`` (``stationary`` | ``running``).
 
-Compiled kernel (:func:`psgld_kernel`, :func:`sgmcmc.engine.preconditioned_kernels.psgld_block`): on the formula
-targets (``compiled_gradient``), both preconditioners, with the known or no noise estimate, integrator ``euler``; the
-stationary preconditioner needs the target's exact ``hessian_diagonal`` in its own class and its constant V
-(``SyntheticTarget``). Elsewhere (the data targets, a full V with ``noise_clip``, ``integrator: generic``) the engine
-runs the numpy :meth:`step`.
+On the engine (:func:`sgmcmc.engine.integrators.preconditioned`, :meth:`PSGLD.engine_integrator`): on a density
+model that hands the engine its functions, both preconditioners, with the known or no noise estimate, integrator
+``euler``, V_t carried in ``state.preconditioner``; the stationary preconditioner needs the target's constant V
+(``SyntheticTarget``) and, with Γ, its exact ∂²U/∂θ_i² handed over as ``hessian_diagonal_into``. Elsewhere (the data
+targets, a full V with ``noise_clip``, ``integrator: generic``) the engine runs the numpy :meth:`step`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import codes, gradients
-from sgmcmc.engine.blocks import CompiledKernel, gradient_noise_mode, paths_for
+from sgmcmc.engine import integrators
+from sgmcmc.engine.static import static
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, diagonal_matrices
 from sgmcmc.schema import Key, choice, real
@@ -75,8 +75,6 @@ PSGLD_KEYS = {
                                                     "running average of the minibatch gradients (running: Γ = 0)"),
 }
 _SPACING = 1e-5  # relative spacing of the central differences of the noise covariance
-# the formulas whose gradient and Hessian diagonal sgmcmc.engine.preconditioned_kernels knows
-KERNEL_FORMULAS = (gradients.QUADRATIC, gradients.DOUBLE_WELL, gradients.LECTURE_QUARTIC, gradients.CORRELATED_2D)
 
 
 # -- pure functions over (n_chains, dim) arrays ---------------------------------------------------------------------
@@ -188,9 +186,44 @@ class PSGLD(Sampler):
                                  preconditioner=average)
         return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
-    def compiled_kernel(self):
-        """:func:`sgmcmc.engine.preconditioned_kernels.psgld_block` on the formula targets (:func:`psgld_kernel`)."""
-        return psgld_kernel(self)
+    # -- the engine's blocks ----------------------------------------------------------------------------------------
+    def engine_integrator(self):
+        """:func:`~sgmcmc.engine.integrators.preconditioned` with the constants (α, λ, diag V): V the target's
+        gradient-noise covariance in the stationary v(θ)."""
+        functions = self.engine_functions() or {}
+        noise = np.diagonal(np.atleast_2d(functions.get("noise_covariance", np.zeros((1, 1)))))
+        constants = np.concatenate([[self.alpha, self.damping], np.broadcast_to(noise, self.target.dim)])
+        return integrators.preconditioned, constants, False, False
+
+    def engine_functions(self):
+        """The target's functions on a density model: for the running preconditioner always; for the stationary one
+        where the target's V is SyntheticTarget's constant one (v(θ) and Γ take ∂Cov = 0) and, with Γ, it hands over
+        its exact ∂²U/∂θ_i² (``hessian_diagonal_into(θ, parameters, out)``). None elsewhere (the numpy steps: a data
+        model's stationary D is a pass over all the data)."""
+        functions = super().engine_functions()
+        if functions is None or "row_gradients" in functions:
+            return None
+        if self.preconditioner == "stationary" and (
+                type(self.target).noise_covariance is not SyntheticTarget.noise_covariance
+                or (self.with_gamma and "hessian_diagonal_into" not in functions)):
+            return None
+        return functions
+
+    def engine_curvature(self, functions):
+        """The target's ∂²U/∂θ_i² and its parameters (Γ's), or :func:`no_curvature` where Γ does not need it."""
+        return (static(functions.get("hessian_diagonal_into", no_curvature)),
+                np.ascontiguousarray(functions.get("parameters", np.zeros(1)), dtype=float))
+
+    def engine_carry(self):
+        """The running average V_t, ``state.preconditioner`` (init's V_0 = 0); nothing for the stationary D(θ)."""
+        return ("preconditioner", None) if self.preconditioner == "running" else None
+
+    def engine_variant(self):
+        """:data:`~sgmcmc.engine.integrators.RUNNING`, or the stationary preconditioner with Γ (``PLAIN``) or
+        without (``WITHOUT_CORRECTION``)."""
+        if self.preconditioner == "running":
+            return integrators.RUNNING
+        return integrators.PLAIN if self.with_gamma else integrators.WITHOUT_CORRECTION
 
     def recipe(self):
         return Recipe(
@@ -212,42 +245,8 @@ class PSGLDNoGamma(PSGLD):
     exact_kernel = True  # its numpy step is PSGLD's with Γ = 0, which the kernel takes as with_gamma
 
 
-def psgld_kernel(sampler: PSGLD) -> "CompiledKernel | None":
-    """pSGLD's compiled block on a formula target, or None for the numpy steps: where the target gives no compiled
-    gradient (or the integrator is generic, :meth:`~Sampler.compiled_target`), reflects, has a formula the kernel does
-    not know, or, for the stationary preconditioner, has no exact Hessian diagonal of its own or a V other than
-    SyntheticTarget's constant one; and with a full V̂ and ``noise_clip`` (the clipped eigendecomposition stays on the
-    numpy path, as for SGLD). The running average V_t is carried from block to block in ``state.preconditioner``."""
-    compiled = sampler.compiled_target()
-    target = sampler.target
-    if compiled is None or target.bounded or compiled.kind not in KERNEL_FORMULAS:
-        return None
-    running = sampler.preconditioner == "running"
-    if not running and ("hessian_diagonal" not in type(target).__dict__
-                        or type(target).noise_covariance is not SyntheticTarget.noise_covariance):
-        return None
-    mode, variance_diagonal, variance = gradient_noise_mode(sampler.known_noise(compiled))
-    if mode == codes.FULL_ESTIMATE and sampler.noise_clip:
-        return None
-    noise_diagonal = np.ascontiguousarray(np.diagonal(compiled.noise_covariance), dtype=float)  # diag V in v(θ)
-    with_gamma = bool(sampler.with_gamma) and not running
-
-    def run(state, normals, step_sizes):
-        from sgmcmc.engine import preconditioned_kernels
-
-        n_chains, dim = state.theta.shape
-        paths, bad_step, bad_code = paths_for(n_chains, step_sizes.size, dim)
-        if running:
-            average = np.ascontiguousarray(state.preconditioner, dtype=float)
-            average_path = paths["preconditioner"] = np.empty((n_chains, step_sizes.size, dim))
-        else:
-            average, average_path = np.zeros((n_chains, dim)), np.empty((0, 0, 0))
-        preconditioned_kernels.psgld_block(compiled.kind, compiled.parameters, compiled.noise_factor, noise_diagonal,
-                                           running, with_gamma, float(sampler.alpha), float(sampler.damping), mode,
-                                           variance_diagonal, variance, sampler.noise_clip,
-                                           np.ascontiguousarray(state.theta), average, normals, step_sizes,
-                                           paths["theta"], average_path, paths["clipped"], bad_step, bad_code)
-        return paths, bad_step, bad_code
-
-    return CompiledKernel(run, has_momentum=False, has_xi=False, clip=sampler.noise_clip,
-                          state_paths=("preconditioner",) if running else ())
+def no_curvature(theta, parameters, out):
+    """The curvature slot of a target without ∂²U/∂θ_i² where Γ does not read it (the running preconditioner, or
+    Γ dropped): NaN."""
+    for j in range(theta.shape[0]):
+        out[j] = np.nan

@@ -93,13 +93,8 @@ class Target(ABC):
         default) keeps it on the numpy steps. A density model gives ``gradient_into(θ, parameters, out)`` (∇U of one
         chain written into ``out``), ``parameters``, and its gradient noise's factor ``noise_factor`` L and
         covariance ``noise_covariance`` V = LLᵀ (:meth:`SyntheticTarget.density_functions`); a data model on rows
-        ``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` and ``n_data``."""
-        return None
-
-    def compiled_gradient(self):
-        """The compiled stochastic gradient (:class:`sgmcmc.engine.gradients.CompiledGradient`) that lets the
-        samplers run this target in compiled blocks; None (the default) keeps it on the numpy steps. A target that
-        gives one must not reflect (the kernels do not) and must draw only its gradient noise L z per step."""
+        ``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` and ``n_data``. A target whose support has a
+        boundary (its own :meth:`reflect`) hands over none: the blocks do not reflect."""
         return None
 
     # -- what some targets add: declared here with the value that means "none", overridden where a target has it --
@@ -234,14 +229,18 @@ class SyntheticTarget(Target):
     def noise_covariance(self, theta):
         return self.variance
 
-    def density_functions(self, gradient_into, potential, parameters=(0.0,)) -> dict:
+    def density_functions(self, gradient_into, potential, parameters=(0.0,), hessian_diagonal_into=None) -> dict:
         """:meth:`Target.engine_functions` of a formula target: ``gradient_into(θ, parameters, out)`` writes ∇U of
         one chain and ``potential(θ, parameters)`` returns its U (with ``parameters``, a flat float array), and
-        ∇Ũ = ∇U + L z with this target's V = LLᵀ."""
-        return {"gradient_into": gradient_into, "potential": potential,
-                "parameters": np.ascontiguousarray(parameters, dtype=float),
-                "noise_factor": np.ascontiguousarray(self._noise_factor, dtype=float),
-                "noise_covariance": np.ascontiguousarray(self.variance, dtype=float)}
+        ∇Ũ = ∇U + L z with this target's V = LLᵀ; ``hessian_diagonal_into(θ, parameters, out)``, where given, writes
+        its exact ∂²U/∂θ_i² (:meth:`hessian_diagonal`'s; pSGLD's stationary preconditioner)."""
+        functions = {"gradient_into": gradient_into, "potential": potential,
+                     "parameters": np.ascontiguousarray(parameters, dtype=float),
+                     "noise_factor": np.ascontiguousarray(self._noise_factor, dtype=float),
+                     "noise_covariance": np.ascontiguousarray(self.variance, dtype=float)}
+        if hessian_diagonal_into is not None:
+            functions["hessian_diagonal_into"] = hessian_diagonal_into
+        return functions
 
     def initial_position(self, n_chains, rng):
         return self.initial_centre + self.initial_spread * rng.standard_normal((n_chains, self.dim))
@@ -267,3 +266,10 @@ def quadratic_gradient_into(theta, parameters, out):
         for j in range(d):
             total += parameters[d + i * d + j] * (theta[j] - parameters[j])
         out[i] = total
+
+
+def quadratic_hessian_diagonal_into(theta, parameters, out):
+    """∂²U/∂θ_i² = P_ii of U = ½(θ − m)ᵀP(θ − m), one chain, ``parameters`` = (m, P row-major)."""
+    d = theta.shape[0]
+    for i in range(d):
+        out[i] = parameters[d + i * d + i]

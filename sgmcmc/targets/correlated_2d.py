@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 from scipy import integrate, stats
 
-from sgmcmc.engine import gradients
 from sgmcmc.geometry import RationalMetric
 from sgmcmc.targets.base import SyntheticTarget
 
@@ -38,11 +37,8 @@ class Correlated2D(SyntheticTarget):
         x, y = theta[:, 0], theta[:, 1]
         return np.stack([5.2 * x**2 - 2.0 * (4.0 * (y + 1.2) - x**2), np.full_like(y, 16.0)], axis=1)
 
-    def compiled_gradient(self):
-        return gradients.formula(gradients.CORRELATED_2D, self)
-
     def engine_functions(self):
-        return self.density_functions(gradient_into, potential)
+        return self.density_functions(gradient_into, potential, hessian_diagonal_into=hessian_diagonal_into)
 
     def log_density(self, theta):
         return -self.potential(np.asarray(theta)) - self.log_normaliser
@@ -87,3 +83,11 @@ def potential(theta, parameters):
     x, y = theta[0], theta[1]
     residual = 4.0 * (y + 1.2) - x * x
     return (x * x) * (x * x) / 10.0 + 0.5 * (residual * residual)
+
+
+def hessian_diagonal_into(theta, parameters, out):
+    """(∂²U/∂θ₁², ∂²U/∂θ₂²) = (5.2θ₁² − 2ρ, 16), ρ = 4(θ₂ + 1.2) − θ₁², of one chain into ``out``
+    (:meth:`Correlated2D.hessian_diagonal`'s)."""
+    x, y = theta[0], theta[1]
+    out[0] = 5.2 * (x * x) - 2.0 * (4.0 * (y + 1.2) - x * x)
+    out[1] = 16.0

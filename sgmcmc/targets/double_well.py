@@ -5,8 +5,6 @@ Modes ±1, barrier height 1; Z = 5.3652, E θ² = 0.83275.
 
 from __future__ import annotations
 
-from sgmcmc.engine import gradients
-
 from sgmcmc.targets.one_dimensional import OneDimensionalTarget
 
 
@@ -22,11 +20,8 @@ class DoubleWell(OneDimensionalTarget):
     def hessian_diagonal(self, theta):
         return 12.0 * theta**2 - 4.0
 
-    def compiled_gradient(self):
-        return gradients.formula(gradients.DOUBLE_WELL, self)
-
     def engine_functions(self):
-        return self.density_functions(gradient_into, potential)
+        return self.density_functions(gradient_into, potential, hessian_diagonal_into=hessian_diagonal_into)
 
 
 def gradient_into(theta, parameters, out):
@@ -45,3 +40,9 @@ def potential(theta, parameters):
         square = theta[j] * theta[j]
         total += square * square - 2.0 * square
     return total
+
+
+def hessian_diagonal_into(theta, parameters, out):
+    """∂²U/∂θ² = 12θ² − 4 of one chain into ``out`` (:meth:`DoubleWell.hessian_diagonal`'s)."""
+    for j in range(theta.shape[0]):
+        out[j] = 12.0 * (theta[j] * theta[j]) - 4.0

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import gradients
 
-from sgmcmc.targets.base import quadratic_gradient_into, quadratic_potential
+from sgmcmc.targets.base import quadratic_gradient_into, quadratic_hessian_diagonal_into, quadratic_potential
 from sgmcmc.targets.one_dimensional import OneDimensionalTarget
 
 
@@ -30,11 +29,9 @@ class Gaussian1D(OneDimensionalTarget):
     def hessian_diagonal(self, theta):
         return np.full(np.shape(theta), 1.0 / self.std**2)
 
-    def compiled_gradient(self):
-        return gradients.quadratic([self.mean], [[1.0 / self.std**2]], self)
-
     def engine_functions(self):
-        return self.density_functions(quadratic_gradient_into, quadratic_potential, [self.mean, 1.0 / self.std**2])
+        return self.density_functions(quadratic_gradient_into, quadratic_potential, [self.mean, 1.0 / self.std**2],
+                                      quadratic_hessian_diagonal_into)
 
     def exact_moments(self):
         return np.array([self.mean]), np.array([self.std**2 + self.mean**2])

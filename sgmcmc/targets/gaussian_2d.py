@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import gradients
 
-from sgmcmc.targets.base import SyntheticTarget, quadratic_gradient_into, quadratic_potential
+from sgmcmc.targets.base import (SyntheticTarget, quadratic_gradient_into, quadratic_hessian_diagonal_into,
+                                 quadratic_potential)
 
 
 class Gaussian2D(SyntheticTarget):
@@ -42,15 +42,14 @@ class Gaussian2D(SyntheticTarget):
         return theta @ self.precision.T
 
     def hessian_diagonal(self, theta):
-        """∂²U/∂θ_i² = P_ii (exact; pSGLD's stationary preconditioner and its compiled kernel)."""
+        """∂²U/∂θ_i² = P_ii (exact; pSGLD's stationary preconditioner; the engine's is
+        quadratic_hessian_diagonal_into)."""
         return np.array(np.broadcast_to(np.diag(self.precision), np.shape(theta)), dtype=float)
-
-    def compiled_gradient(self):
-        return gradients.quadratic(np.zeros(2), self.precision, self)
 
     def engine_functions(self):
         return self.density_functions(quadratic_gradient_into, quadratic_potential,
-                                      np.concatenate([np.zeros(2), self.precision.ravel()]))
+                                      np.concatenate([np.zeros(2), self.precision.ravel()]),
+                                      quadratic_hessian_diagonal_into)
 
     def log_density(self, theta):
         return -self.potential(np.asarray(theta)) - self._log_normaliser

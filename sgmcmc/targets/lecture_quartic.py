@@ -7,8 +7,6 @@ Minima θ ≈ −2.935 and 2.224; E θ ≈ −2.148, E θ² ≈ 7.475. The lectu
 
 from __future__ import annotations
 
-from sgmcmc.engine import gradients
-
 from sgmcmc.targets.one_dimensional import OneDimensionalTarget
 
 
@@ -23,14 +21,12 @@ class LectureQuartic(OneDimensionalTarget):
         return (4.0 * x**3 + 3.0 * x**2 - 26.0 * x - 1.0) / 14.0
 
     def hessian_diagonal(self, theta):
-        """U″(θ) = (12θ² + 6θ − 26)/14 (exact; pSGLD's stationary preconditioner and its compiled kernel)."""
+        """U″(θ) = (12θ² + 6θ − 26)/14 (exact; pSGLD's stationary preconditioner; the engine's is
+        :func:`hessian_diagonal_into`)."""
         return (12.0 * theta**2 + 6.0 * theta - 26.0) / 14.0
 
-    def compiled_gradient(self):
-        return gradients.formula(gradients.LECTURE_QUARTIC, self)
-
     def engine_functions(self):
-        return self.density_functions(gradient_into, potential)
+        return self.density_functions(gradient_into, potential, hessian_diagonal_into=hessian_diagonal_into)
 
 
 def gradient_into(theta, parameters, out):
@@ -47,3 +43,10 @@ def potential(theta, parameters):
         x = theta[j]
         total += (x * x * x * x + x * x * x - 13.0 * (x * x) - x + 12.0) / 14.0 + 0.5
     return total
+
+
+def hessian_diagonal_into(theta, parameters, out):
+    """U″ = (12θ² + 6θ − 26)/14 of one chain into ``out`` (:meth:`LectureQuartic.hessian_diagonal`'s)."""
+    for j in range(theta.shape[0]):
+        x = theta[j]
+        out[j] = (12.0 * (x * x) + 6.0 * x - 26.0) / 14.0

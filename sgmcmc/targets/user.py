@@ -45,8 +45,9 @@ on the rows of one array, with functions the compiler takes (plain numpy on arra
 - ``prior_gradient(θ)`` → (dim,), ∇log p(θ);
 - optionally ``row_log_likelihoods(θ, rows)`` → (m,) and ``prior_log_density(θ)`` → a float.
 
-SGLD, SGRLD, SGHMC, the SGRHMCs and SGNHT (with ``noise_estimate=zero``; on a density model also ``known``) then run
-on the engine's compiled blocks (:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in
+SGLD, SGRLD, SGHMC, the SGRHMCs, SGNHT and CCAdL (with ``noise_estimate=zero``, on a data model also ``running``: the
+running average of the minibatches' covariances, :func:`sgmcmc.engine.estimators.minibatch_gradient`; on a density
+model also ``known``) then run on the engine's compiled blocks (:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in
 one line and takes the numpy steps. Everything else sees it through the contract above (:class:`RowModel`).
 
 **The checks** (:func:`check_model`, at build time, before any run folder exists): the required methods are there,
@@ -279,7 +280,7 @@ class UserDensityTarget(_UserTarget, Target):
     @property
     def variance(self) -> np.ndarray:
         """V = v·I, the covariance of the gradient noise (as :class:`~sgmcmc.targets.base.SyntheticTarget`'s, which
-        ``sgmcmc.engine.gradients.formula`` reads)."""
+        ``density_functions`` hands the engine)."""
         return self.noise_variance * np.eye(self.dim)
 
     @property

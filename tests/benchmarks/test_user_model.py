@@ -31,7 +31,7 @@ def test_blackjax_estimates_the_same_gradient_as_ours(jax):
     ours = np.empty(4)
     minibatch_gradient.py_func(tuple(part.python if hasattr(part, "python") else part
                                      for part in source_of(target.engine_functions())), theta, np.zeros((2, 4)), rows,
-                               ours)
+                               np.zeros(0), ours, np.zeros((4, 4)))
     with jax.enable_x64(True):
         estimator = blackjax.sgmcmc.gradients.grad_estimator(*user_model.blackjax_model(model.data))
         theirs = -np.asarray(estimator(jax.numpy.asarray(theta), jax.numpy.asarray(model.data[rows])))

@@ -1,7 +1,7 @@
 """The compiled blocks against the numpy steps (the reference) on identical random numbers (issue 17).
 
 Each case runs K steps twice from the same state and the same seed: ``numpy_block`` (``sampler.step`` per step,
-drawing from the Generator as it goes) and ``CompiledBlocks`` (the block's normals drawn in one call). On the
+drawing from the Generator as it goes) and the engine's ``Blocks`` (the block's normals drawn in one call). On the
 formula targets both consume the same stream, so the paths agree to rounding (1e-12 relative, or 1e-12 absolute
 near 0); a kernel that reads the wrong normal, drops a term or swaps an integrator's order is off by far more.
 """
@@ -12,7 +12,7 @@ import numba
 import numpy as np
 import pytest
 
-from sgmcmc.engine.blocks import DIVERGED, FAILED, CompiledBlocks, CompiledKernel, numpy_block
+from sgmcmc.engine.blocks import DIVERGED, FAILED, numpy_block
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
 from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.samplers import SAMPLERS, make_sampler
@@ -30,7 +30,8 @@ STEP_SIZE = 0.01
 MOMENTUM_ORDERS = ("splitting", "euler", "theta_first", "aboba")
 ENGINE = {"sgld": ("euler",), "sgrld": ("euler",), "sghmc": MOMENTUM_ORDERS, "naive_sgrhmc": MOMENTUM_ORDERS,
           "sgrhmc": MOMENTUM_ORDERS, "sgnht": ("splitting", "euler", "theta_first"), "ccadl": ("theta_first", "euler"),
-          "hmc": ("leapfrog",), "naive_sghmc": ("leapfrog",), "sghmc_mh": ("trajectory",)}
+          "hmc": ("leapfrog",), "naive_sghmc": ("leapfrog",), "sghmc_mh": ("trajectory",), "baoab": ("baoab",),
+          "badodab": ("badodab",), "psgld": ("euler",), "psgld_no_gamma": ("euler",)}
 
 
 def _cases():
@@ -49,17 +50,16 @@ def _pair(sampler, n_chains=3, n_steps=40, seed=5, step_sizes=None, backend=COMP
     state = sampler.init(sampler.target.initial_position(n_chains, rng), rng)
     steps = np.full(n_steps, STEP_SIZE) if step_sizes is None else step_sizes
     reference = numpy_block(sampler, np.random.default_rng(seed + 1), state, steps, start=0)
-    # what a run runs: the engine's blocks (compiled, or their source as Python), or an old kernel in CompiledBlocks
-    kernel = sampler.engine_blocks(backend) or sampler.compiled_kernel()
-    assert kernel is not None and (isinstance(kernel, Blocks) == (sampler.integrator in ENGINE.get(sampler.name, ())))
-    blocks = CompiledBlocks(kernel) if isinstance(kernel, CompiledKernel) else kernel
+    # what a run runs: the engine's blocks (compiled, or their source as Python)
+    blocks = sampler.engine_blocks(backend)
+    assert isinstance(blocks, Blocks) and sampler.integrator in ENGINE.get(sampler.name, ())
     compiled = blocks(np.random.default_rng(seed + 1), state, steps, start=0)
     return reference, compiled
 
 
 def _declared_kernel(sampler):
-    """What :func:`sgmcmc.engine.blocks.kernel_of` would run, without compiling it: the engine's blocks as Python (their
-    compiled form is that source), else an old kernel, else None."""
+    """What :func:`sgmcmc.engine.blocks.kernel_of` would run on a formula target, without compiling it: the engine's
+    blocks as Python (their compiled form is that source), else a data kernel, else None."""
     return sampler.engine_blocks(PYTHON) or sampler.compiled_kernel()
 
 

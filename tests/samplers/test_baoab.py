@@ -7,7 +7,7 @@
    density, the tolerances of test_sampling_accuracy.py), with the targets' gradient noise V = 4 known.
 3. Deliberately broken variants fail the same check: twice the O step's noise variance, a wrong OU decay factor,
    and BADODAB's thermostat driving |r| instead of r² (SGMCMCJax's ``badodab`` form). The correct runs go through
-   the compiled kernel (sgmcmc/engine/splitting_kernels.py, pinned to the numpy steps), the broken ones through the
+   the engine's integrator (``ou_splitting`` in sgmcmc/engine/integrators.py, pinned to the numpy steps), the broken ones through the
    numpy steps (a method replaced on the instance, or the ``numpy_steps`` fixture).
 4. Unknown gradient noise (noise_estimate=zero, V = 4): BADODAB's thermostat absorbs it (ξ settles above A, near
    its prediction) and the samples stay right; BAOAB runs hot: it fails the check on gaussian_1d, and on
@@ -158,8 +158,8 @@ def test_baoab_with_twice_the_ou_noise_is_caught(monkeypatch, target_name):
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
 def test_baoab_with_a_wrong_ou_factor_is_caught(monkeypatch, target_name, numpy_steps):
     """e^{−2hC} for e^{−hC} (the noise kept at 1 − e^{−2hC}): r cools to about half the temperature. On the numpy
-    steps (``numpy_steps``): the bug is in the module's numpy, which the compiled kernel (pinned to these steps by
-    tests/engine/test_splitting_kernels.py) does not call."""
+    steps (``numpy_steps``): the bug is in the module's numpy, which the engine's integrator (pinned to these steps by
+    tests/engine/test_splitting_integrator.py) does not call."""
     import sgmcmc.samplers.baoab as module
 
     sampler = build("baoab", target_name)

@@ -1,13 +1,15 @@
-"""BAOAB's and BADODAB's compiled blocks (sgmcmc/engine/splitting_kernels.py) against their numpy steps (the
-reference, sgmcmc/samplers/baoab.py, itself pinned to the papers' update in tests/samplers/test_baoab.py).
+"""BAOAB's and BADODAB's integrator on the engine (:func:`sgmcmc.engine.integrators.ou_splitting` in the driver's
+blocks) against their numpy steps (the reference, sgmcmc/samplers/baoab.py, itself pinned to the papers' update in
+tests/samplers/test_baoab.py).
 
 Every case runs two consecutive blocks from a fresh state (no kept gradient) twice with the same seed: ``numpy_block``
-(``sampler.step`` per step) and ``CompiledBlocks``. The first block checks the first gradient F(θ₀), drawn before the
-block's normals (``CompiledKernel.prepare``); the second the kept gradient's hand-over from block to block. Paths,
-final states (the kept gradient included) agree to 1e-12, and so do the generators' positions after blocks that
-complete (after a failure the run ends: the numpy path stops drawing at the failed step, the compiled one has drawn
-the block's normals).
-Deliberately broken kernels (F recomputed instead of reused, the hand-over dropped, the normals' slots swapped) are
+(``sampler.step`` per step) and the engine's ``Blocks`` (the integrator's source as Python on every target and noise
+estimate; compiled where a block ends in a clip, a refusal or a divergence, and in a run). The first block checks the
+first gradient F(θ₀), drawn before the block's normals (``Blocks.prepare``); the second the kept gradient's hand-over
+from block to block (the driver's carried vector). Paths, final states (the kept gradient included) agree to 1e-12, and
+so do the generators' positions after blocks that complete (after a failure the run ends: the numpy path stops drawing
+at the failed step, the engine has drawn the block's normals).
+Deliberately broken blocks (F recomputed instead of reused, the hand-over dropped, the normals' slots swapped) are
 shown to fail the same comparison.
 """
 
@@ -18,11 +20,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from sgmcmc.engine import splitting_kernels
-from sgmcmc.engine.blocks import DIVERGED, FAILED, CompiledBlocks, numpy_block
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.engine import driver
+from sgmcmc.engine.blocks import DIVERGED, FAILED, numpy_block
+from sgmcmc.engine.driver import COMPILED, PYTHON
+from sgmcmc.runner import RunSettings, check_exploration, run_chains
 from sgmcmc.samplers import make_sampler
-from sgmcmc.schedules import Constant
+from sgmcmc.schedules import Constant, Cyclical
+from sgmcmc.schema import ConfigError
 from sgmcmc.targets import make_target
 
 FORMULA_TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec")
@@ -31,7 +35,7 @@ STEPS = np.linspace(0.05, 0.01, 20)
 
 
 def _target(name, noise_variance=1.0):
-    """The gaussian_2d targets with a full V (the kernel's Cholesky path), the others with a diagonal one."""
+    """The gaussian_2d targets with a full V (the full V̂ of the injected noise), the others with a diagonal one."""
     return make_target(name, noise_variance=[[1.0, 0.3], [0.3, 0.5]] if name.startswith("gaussian_2d") else noise_variance)
 
 
@@ -62,6 +66,12 @@ def _numpy(sampler):
     return lambda rng, state, step_sizes, start: numpy_block(sampler, rng, state, step_sizes, start)
 
 
+def _engine(sampler, backend):
+    blocks = sampler.engine_blocks(backend)
+    assert blocks is not None and blocks.carry == "gradient"
+    return blocks
+
+
 def _assert_close(actual, expected):
     np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-12)
 
@@ -71,7 +81,7 @@ def _assert_same_blocks(compiled, reference):
     for mine, theirs in zip(compiled, reference):
         assert (mine.start, mine.stop, mine.status) == (theirs.start, theirs.stop, theirs.status)
         for field in ("theta", "momentum", "xi"):
-            if getattr(theirs, field) is None:  # numpy_block's paths of no step are None, CompiledBlocks' empty
+            if getattr(theirs, field) is None:  # numpy_block's paths of no step are None, the engine's empty
                 assert getattr(mine, field) is None or getattr(mine, field).size == 0, field
             else:
                 _assert_close(getattr(mine, field), getattr(theirs, field))
@@ -82,12 +92,12 @@ def _assert_same_blocks(compiled, reference):
                 _assert_close(getattr(mine.state, field), getattr(theirs.state, field))
 
 
-def _pair(sampler, blocks, kernel=None, state=None):
+def _pair(sampler, blocks, advance=None, state=None, backend=PYTHON):
+    """(numpy blocks, the engine's blocks, where each left the Generator); ``advance`` replaces the engine's."""
     state = _initial(sampler) if state is None else state
-    kernel = sampler.compiled_kernel() if kernel is None else kernel
-    assert kernel is not None
+    advance = _engine(sampler, backend) if advance is None else advance
     reference, reference_next = _blocks(_numpy(sampler), sampler, state, blocks)
-    compiled, compiled_next = _blocks(CompiledBlocks(kernel), sampler, state, blocks)
+    compiled, compiled_next = _blocks(advance, sampler, state, blocks)
     return reference, compiled, reference_next, compiled_next
 
 
@@ -115,7 +125,7 @@ def test_clipped_counts_equal(name):
     """V = 400 exceeds the O step's variance at h = 0.02: the diagonal clip sets it to 0 and counts it."""
     sampler = make_sampler(name, make_target("gaussian_1d", noise_variance=400.0), noise_estimate="known", noise_clip=True)
     steps = np.full(20, 0.02)
-    reference, compiled, reference_next, compiled_next = _pair(sampler, [steps, steps])
+    reference, compiled, reference_next, compiled_next = _pair(sampler, [steps, steps], backend=COMPILED)
     assert sum(block.clipped.sum() for block in reference) > 0
     for mine, theirs in zip(compiled, reference):
         np.testing.assert_array_equal(mine.clipped, theirs.clipped)
@@ -129,7 +139,7 @@ def test_not_psd_ends_the_second_block_at_the_same_step(name):
     the same step, the same last good state (its kept gradient included)."""
     sampler = make_sampler(name, make_target("gaussian_1d", noise_variance=400.0), noise_estimate="known")
     second = np.concatenate([np.full(7, 0.001), np.full(5, 0.02)])
-    reference, compiled, _, _ = _pair(sampler, [np.full(10, 0.001), second])
+    reference, compiled, _, _ = _pair(sampler, [np.full(10, 0.001), second], backend=COMPILED)
     assert reference[-1].status == compiled[-1].status == FAILED
     assert reference[-1].stop == compiled[-1].stop == 17
     _assert_same_blocks(compiled, reference)
@@ -139,7 +149,7 @@ def test_not_psd_ends_the_second_block_at_the_same_step(name):
 def test_failure_at_a_runs_first_step_keeps_the_state_given(name):
     """Refused at step 1: no good step, and the block's state is the initial one (no kept gradient), as numpy's."""
     sampler = make_sampler(name, make_target("gaussian_1d", noise_variance=400.0), noise_estimate="known")
-    reference, compiled, _, _ = _pair(sampler, [np.full(5, 0.02)])
+    reference, compiled, _, _ = _pair(sampler, [np.full(5, 0.02)], backend=COMPILED)
     assert reference[0].status == compiled[0].status == FAILED
     assert reference[0].stop == compiled[0].stop == 0
     assert reference[0].state.gradient is None and compiled[0].state.gradient is None
@@ -150,7 +160,7 @@ def test_divergence_ends_the_second_block_at_the_same_step(name):
     """h = 1.5 blows up the double well in the second block: both stop at the same step with the same message."""
     sampler = make_sampler(name, make_target("double_well", noise_variance=1.0), noise_estimate="zero")
     state = _initial(sampler, n_chains=4)
-    reference, compiled, _, _ = _pair(sampler, [np.full(10, 0.01), np.full(60, 1.5)], state=state)
+    reference, compiled, _, _ = _pair(sampler, [np.full(10, 0.01), np.full(60, 1.5)], state=state, backend=COMPILED)
     assert reference[-1].status == compiled[-1].status == DIVERGED
     assert 10 < reference[-1].stop == compiled[-1].stop < 70
     assert reference[-1].error == compiled[-1].error
@@ -166,47 +176,66 @@ def test_blocks_of_one_step_equal_the_numpy_steps(name):
     assert compiled_next == reference_next
 
 
-# --- the comparison fails for broken kernels ---------------------------------------------------------------------
+# --- the comparison fails for broken blocks ----------------------------------------------------------------------
 
 
-def _recomputing(sampler, kernel):
-    """A kernel that recomputes F(θ_n) = −∇U(θ_n) at the start of each block instead of reusing the kept F."""
-
-    def run(state, normals, step_sizes):
-        return kernel.run(state._replace(gradient=sampler.target.gradient(state.theta)), normals, step_sizes)
-
-    return dataclasses.replace(kernel, run=run)
+def _recomputing(sampler, blocks):
+    """Blocks that recompute F(θ_n) = −∇U(θ_n) at the start of each block instead of reusing the kept F."""
+    return lambda rng, state, step_sizes, start: blocks(
+        rng, state._replace(gradient=sampler.target.gradient(state.theta)), step_sizes, start)
 
 
-def _swapped(kernel):
-    """A kernel reading the gradient noise where the O step's is and the other way round."""
-    return dataclasses.replace(kernel, run=lambda state, normals, step_sizes: kernel.run(
-        state, np.ascontiguousarray(normals[:, ::-1]), step_sizes))
+def _forgetful(blocks):
+    """Blocks whose final state keeps the gradient the block started from (on a run's first block, F(θ₀))."""
+
+    def advance(rng, state, step_sizes, start):
+        if state.gradient is None:
+            state = blocks.prepare(rng, state)
+        block = blocks(rng, state, step_sizes, start)
+        return dataclasses.replace(block, state=block.state._replace(gradient=state.gradient))
+
+    return advance
+
+
+class _SwappedSlots:
+    """A Generator whose blocks of normals (K, slots, c, d) have their two slots swapped: the O step reads the
+    gradient noise's normals and the other way round."""
+
+    def __init__(self, rng):
+        self.rng = rng
+
+    def standard_normal(self, size=None):
+        values = self.rng.standard_normal(size)
+        return np.ascontiguousarray(values[:, ::-1]) if np.ndim(values) == 4 else values
+
+    def __getattr__(self, name):
+        return getattr(self.rng, name)
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
 @pytest.mark.parametrize("broken", ["recompute F every step", "hand-over dropped", "normals swapped"])
-def test_broken_kernels_fail_the_comparison(name, broken):
+def test_broken_blocks_fail_the_comparison(name, broken):
     sampler = make_sampler(name, _target("correlated_2d"))
-    kernel = sampler.compiled_kernel()
-    blocks = [STEPS, STEPS]
+    blocks = _engine(sampler, PYTHON)
+    steps = [STEPS, STEPS]
     if broken == "recompute F every step":  # blocks of one step: F recomputed at every step
-        kernel, blocks = _recomputing(sampler, kernel), [STEPS[k : k + 1] for k in range(12)]
+        advance, steps = _recomputing(sampler, blocks), [STEPS[k : k + 1] for k in range(12)]
     elif broken == "hand-over dropped":  # the second block starts from the first's F(θ₀), not its last F
-        kernel = dataclasses.replace(kernel, state_paths=())
+        advance = _forgetful(blocks)
     else:
-        kernel = _swapped(kernel)
-    reference, compiled, _, _ = _pair(sampler, blocks, kernel=kernel)
+        def advance(rng, state, step_sizes, start):
+            return blocks(_SwappedSlots(rng), state, step_sizes, start)
+    reference, compiled, _, _ = _pair(sampler, steps, advance=advance)
     with pytest.raises(AssertionError):
         _assert_same_blocks(compiled, reference)
 
 
-# --- where the kernel runs ----------------------------------------------------------------------------------------
+# --- where the engine runs -----------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_run_chains_gives_the_same_samples_compiled_and_on_numpy_steps(name, monkeypatch):
-    """A run with blocks of 10 steps (eval_every): the kernel's samples equal the numpy steps'."""
+    """A run with blocks of 10 steps (eval_every): the engine's samples equal the numpy steps'."""
     sampler = make_sampler(name, _target("double_well"))
     settings = RunSettings(n_steps=200, n_chains=5, burn_in=50, eval_every=10, progress=False)
 
@@ -220,23 +249,43 @@ def test_run_chains_gives_the_same_samples_compiled_and_on_numpy_steps(name, mon
     _assert_close(compiled, samples())
 
 
-def test_no_kernel_where_it_does_not_apply():
+def test_no_engine_blocks_where_they_do_not_apply():
     """The generic integrator, a full V̂ with the clip, a data target (bounded, Normal-Gamma) stay on the numpy steps;
-    a diagonal V̂ with the clip has a kernel."""
-    assert make_sampler("baoab", _target("double_well"), integrator="generic").compiled_kernel() is None
-    assert make_sampler("badodab", _target("gaussian_2d_cov"), noise_clip=True).compiled_kernel() is None
-    assert make_sampler("badodab", _target("double_well"), noise_clip=True).compiled_kernel() is not None
+    a diagonal V̂ with the clip runs on the engine. No data kernel either (SGHMC's and SGNHT's take other steps)."""
+    assert make_sampler("baoab", _target("double_well"), integrator="generic").engine_blocks(PYTHON) is None
+    assert make_sampler("badodab", _target("gaussian_2d_cov"), noise_clip=True).engine_blocks(PYTHON) is None
+    assert make_sampler("badodab", _target("double_well"), noise_clip=True).engine_blocks(PYTHON) is not None
     for name in SAMPLERS:
-        assert make_sampler(name, make_target("normal_gamma"), noise_estimate="zero").compiled_kernel() is None
+        sampler = make_sampler(name, make_target("normal_gamma"), noise_estimate="zero")
+        assert sampler.engine_blocks(PYTHON) is None and sampler.compiled_kernel() is None
 
 
-def test_the_imported_helpers_are_the_ones_cached():
-    """numba's cache of splitting_kernels.py does not see a change of the helpers it compiles from kernels.py: their
-    digest is written in splitting_kernels.py (a mismatch compiles without the cache and fails here)."""
-    digest = splitting_kernels.helpers_digest()
-    assert digest == splitting_kernels.HELPERS_DIGEST, (
-        f"sgmcmc.engine.kernels' helpers changed: set HELPERS_DIGEST = {digest!r} in sgmcmc/engine/splitting_kernels.py")
-    assert splitting_kernels.CACHE
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_the_compiled_block_is_the_python_source(name):
+    """Two blocks compiled and as Python on the same random numbers: the same bits."""
+    sampler = make_sampler(name, _target("double_well"))
+    _, compiled, _, compiled_next = _pair(sampler, [STEPS, STEPS], backend=COMPILED)
+    _, python, _, python_next = _pair(sampler, [STEPS, STEPS], backend=PYTHON)
+    for mine, theirs in zip(compiled, python):
+        for field in ("theta", "momentum", "xi"):
+            np.testing.assert_array_equal(getattr(mine, field), getattr(theirs, field))
+        np.testing.assert_array_equal(mine.state.gradient, theirs.state.gradient)
+    assert compiled_next == python_next
+
+
+@pytest.mark.validate  # a block compiled per combination of options (seconds each): the long tier
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_a_block_compiled_for_its_options_gives_the_generic_blocks_samples(name, monkeypatch):
+    """Runs compile a block per combination of options as integer literals (driver.SPECIALISE); the test suite
+    compiles one for all. The two give the same bits."""
+    sampler = make_sampler(name, _target("gaussian_2d_cov"), noise_estimate="known")
+    runs = []
+    for specialise in (True, False):
+        monkeypatch.setattr(driver, "SPECIALISE", specialise)
+        runs.append(_pair(sampler, [STEPS, STEPS], backend=COMPILED)[1])
+    for mine, theirs in zip(*runs):
+        np.testing.assert_array_equal(mine.theta, theirs.theta)
+        np.testing.assert_array_equal(mine.momentum, theirs.momentum)
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
@@ -244,10 +293,6 @@ def test_exploration_steps_are_refused(name):
     """The cyclical schedule's exploration steps run on the numpy steps without inject's noise and move θ between
     compiled blocks; BAOAB and BADODAB cannot take them (their O step's noise is theirs alone: ``can_explore``), so
     no kept gradient is left behind a θ that moved. A sampler of theirs that could would need that looked at."""
-    from sgmcmc.runner import check_exploration
-    from sgmcmc.schedules import Cyclical
-    from sgmcmc.schema import ConfigError
-
     sampler = make_sampler(name, _target("double_well"))
     assert not sampler.can_explore()
     with pytest.raises(ConfigError, match="cannot take its step without the injected noise"):

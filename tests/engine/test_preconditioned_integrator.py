@@ -1,32 +1,34 @@
-"""pSGLD's compiled block (sgmcmc/engine/preconditioned_kernels.py) against its numpy steps (the reference,
-sgmcmc/samplers/psgld.py) on identical random numbers.
+"""pSGLD's integrator on the engine (:func:`sgmcmc.engine.integrators.preconditioned` in the driver's blocks) against
+its numpy steps (the reference, sgmcmc/samplers/psgld.py) on identical random numbers.
 
-1. The kernel's formulas: its Hessian diagonal equals each formula target's ``hessian_diagonal`` (1e-12), which
-   equals central differences of the target's exact gradient (1e-6: the exact values are the right ones); its
-   gradient (kernels.py's ``gradient_into``) equals the target's ``gradient``.
-2. Two consecutive blocks, compiled and numpy, on every formula target, for psgld and psgld_no_gamma, both
-   preconditioners, known and zero noise estimates: the same paths and final states (θ, and the running average V_t
-   handed from the first block to the second) at 1e-12; with ``noise_clip``, the same clipped counts.
-3. A failure mid-block ends both at the same step: the injected covariance refused (NOT_PSD, a step size too large
-   for the known V) and a non-finite state.
-4. The pin can fail: psgld's numpy steps against the kernel without Γ (psgld_no_gamma's), and a kernel that does not
+1. The formulas the targets hand the engine: each formula target's ``hessian_diagonal_into`` equals its
+   ``hessian_diagonal`` (1e-12), which equals central differences of the target's exact gradient (1e-6: the exact
+   values are the right ones).
+2. Two consecutive blocks, the engine's (its source as Python) and numpy, on every formula target, for psgld and
+   psgld_no_gamma, both preconditioners, known and zero noise estimates: the same paths and final states (θ, and the
+   running average V_t handed from the first block to the second, the driver's carried vector) at 1e-12; compiled,
+   with ``noise_clip``, the same clipped counts; compiled and as Python, the same bits.
+3. A failure mid-block ends both at the same step (compiled): the injected covariance refused (NOT_PSD, a step size
+   too large for the known V) and a non-finite state.
+4. The pin can fail: psgld's numpy steps against the blocks without Γ (psgld_no_gamma's), and blocks that do not
    carry V_t to the next block (the second block restarts from the first block's initial V_t), differ by far more
    than 1e-12.
-5. Where the kernel does not apply, ``compiled_kernel()`` is None (the engine takes the numpy steps).
+5. Where the engine does not apply, ``engine_blocks()`` is None (the numpy steps run).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+import numba
 import numpy as np
 import pytest
 
-from sgmcmc.engine import gradients, preconditioned_kernels
-from sgmcmc.engine.blocks import DIVERGED, FAILED, CompiledBlocks, numpy_block
+from sgmcmc.engine.blocks import DIVERGED, FAILED, numpy_block
+from sgmcmc.engine.driver import COMPILED, PYTHON
 from sgmcmc.samplers import make_sampler
 from sgmcmc.targets import make_target
-from sgmcmc.targets.base import SyntheticTarget
+from sgmcmc.targets.base import SyntheticTarget, quadratic_gradient_into, quadratic_potential
 
 FORMULA_TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec")
 SAMPLERS = ("psgld", "psgld_no_gamma")
@@ -54,14 +56,14 @@ def _initial_state(sampler, n_chains, seed, average=None):
     return state
 
 
-def _blocks(sampler, state, step_sizes, split, seed, kernel=None):
-    """Blocks [0, split) and [split, K) run numpy and compiled, each engine drawing from its own Generator seeded
-    alike and carrying its own state from the first block to the second: ([numpy blocks], [compiled blocks])."""
-    kernel = sampler.compiled_kernel() if kernel is None else kernel
-    assert kernel is not None
+def _blocks(sampler, state, step_sizes, split, seed, advance=None, backend=PYTHON):
+    """Blocks [0, split) and [split, K) run numpy and on the engine (``advance``: its blocks on ``backend``), each
+    drawing from its own Generator seeded alike and carrying its own state from the first block to the second:
+    ([numpy blocks], [the engine's blocks])."""
+    advance = sampler.engine_blocks(backend) if advance is None else advance
+    assert advance is not None
     out = []
-    for run in (lambda rng, s, steps, start: numpy_block(sampler, rng, s, steps, start),
-                lambda rng, s, steps, start: CompiledBlocks(kernel)(rng, s, steps, start)):
+    for run in (lambda rng, s, steps, start: numpy_block(sampler, rng, s, steps, start), advance):
         rng = np.random.default_rng(seed)
         first = run(rng, state, step_sizes[:split], 0)
         second = run(rng, first.state, step_sizes[split:], first.stop)
@@ -71,16 +73,15 @@ def _blocks(sampler, state, step_sizes, split, seed, kernel=None):
 
 # -- 1. the formulas ------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("target_name", FORMULA_TARGETS)
-def test_kernel_formulas_equal_the_targets(target_name):
+def test_engine_formulas_equal_the_targets(target_name):
     target = _target(target_name)
-    compiled = target.compiled_gradient()
+    functions = target.engine_functions()
+    hessian_into = numba.njit(functions["hessian_diagonal_into"])  # compiled, as the engine compiles it
     theta = np.random.default_rng(3).normal(scale=1.5, size=(7, target.dim))
-    hessian, gradient = np.empty_like(theta), np.empty_like(theta)
+    hessian = np.empty_like(theta)
     for i, row in enumerate(theta):
-        preconditioned_kernels.hessian_diagonal_into(compiled.kind, compiled.parameters, row, hessian[i])
-        preconditioned_kernels.gradient_into(compiled.kind, compiled.parameters, row, gradient[i])
+        hessian_into(row, functions["parameters"], hessian[i])
     _assert_close(hessian, target.hessian_diagonal(theta))
-    _assert_close(gradient, target.gradient(theta))
     differences = np.empty_like(theta)
     for i in range(target.dim):
         shift = np.zeros_like(theta)
@@ -119,7 +120,8 @@ def test_clipped_counts_equal(preconditioner):
                            noise_estimate="known", noise_clip=True)
     state = _initial_state(sampler, n_chains=4, seed=1, average=400.0)
     steps = np.tile([0.05, 0.3], 15)
-    (numpy_first, numpy_second), (compiled_first, compiled_second) = _blocks(sampler, state, steps, split=11, seed=2)
+    (numpy_first, numpy_second), (compiled_first, compiled_second) = _blocks(sampler, state, steps, split=11, seed=2,
+                                                                           backend=COMPILED)
     for reference, compiled in ((numpy_first, compiled_first), (numpy_second, compiled_second)):
         assert reference.status is None and compiled.status is None
         assert reference.clipped.sum() > 0
@@ -136,7 +138,7 @@ def test_not_psd_stops_at_the_same_step(name, preconditioner):
     sampler = make_sampler(name, _target("gaussian_1d", 400.0), preconditioner=preconditioner, noise_estimate="known")
     state = _initial_state(sampler, n_chains=3, seed=4, average=400.0)
     steps = np.concatenate([np.full(7, 0.01), np.full(5, 0.5)])
-    (_, reference), (_, compiled) = _blocks(sampler, state, steps, split=4, seed=8)
+    (_, reference), (_, compiled) = _blocks(sampler, state, steps, split=4, seed=8, backend=COMPILED)
     assert reference.status == compiled.status == FAILED
     assert reference.stop == compiled.stop == 7
     assert reference.error.split(":")[0] == compiled.error.split(":")[0] == "step 8"
@@ -154,7 +156,8 @@ def test_divergence_stops_at_the_same_step(name, preconditioner):
     sampler = make_sampler(name, _target("double_well"), preconditioner=preconditioner, noise_estimate="zero")
     state = _initial_state(sampler, n_chains=4, seed=2)
     steps = np.concatenate([np.full(5, 0.01), [1e300], np.full(6, 0.01)])
-    (numpy_first, reference), (compiled_first, compiled) = _blocks(sampler, state, steps, split=3, seed=3)
+    (numpy_first, reference), (compiled_first, compiled) = _blocks(sampler, state, steps, split=3, seed=3,
+                                                                   backend=COMPILED)
     assert numpy_first.status is None and compiled_first.status is None
     assert reference.status == compiled.status == DIVERGED
     assert 3 < reference.stop == compiled.stop < 12
@@ -172,7 +175,7 @@ def test_an_overflowing_running_average_counts_its_chain_in_both_messages():
     state = sampler.init(np.array([[0.5], [1e52], [0.3]]), np.random.default_rng(0))
     steps = np.full(3, 0.01)
     reference = numpy_block(sampler, np.random.default_rng(1), state, steps, 0)
-    compiled = CompiledBlocks(sampler.compiled_kernel())(np.random.default_rng(1), state, steps, 0)
+    compiled = sampler.engine_blocks(COMPILED)(np.random.default_rng(1), state, steps, 0)
     assert reference.status == compiled.status == DIVERGED
     assert reference.error == compiled.error == "non-finite state at step 1 in 1 of 3 chains"
 
@@ -184,34 +187,39 @@ def _largest_difference(reference_blocks, compiled_blocks):
 
 
 @pytest.mark.parametrize("target_name", ["double_well", "correlated_2d"])
-def test_a_kernel_without_gamma_fails_the_pin_for_psgld(target_name):
+def test_blocks_without_gamma_fail_the_pin_for_psgld(target_name):
     target = _target(target_name)
     sampler = make_sampler("psgld", target, noise_estimate="zero")
-    without_gamma = make_sampler("psgld_no_gamma", target, noise_estimate="zero").compiled_kernel()
+    without_gamma = make_sampler("psgld_no_gamma", target, noise_estimate="zero").engine_blocks(PYTHON)
     state = _initial_state(sampler, n_chains=3, seed=5)
     steps = np.linspace(0.02, 0.005, 40)
     right = _blocks(sampler, state, steps, split=17, seed=6)
     assert _largest_difference(*right) < 1e-12
-    wrong = _blocks(sampler, state, steps, split=17, seed=6, kernel=without_gamma)
+    wrong = _blocks(sampler, state, steps, split=17, seed=6, advance=without_gamma)
     assert _largest_difference(*wrong) > 1e-4
 
 
-def test_a_kernel_that_drops_the_average_between_blocks_fails_the_pin():
-    """Without ``state_paths`` the block's final state keeps the V_t it started from: the first block still agrees,
-    the second does not."""
+def test_blocks_that_drop_the_average_between_blocks_fail_the_pin():
+    """Blocks whose final state keeps the V_t they started from: the first block still agrees, the second does not."""
     sampler = make_sampler("psgld", _target("double_well"), preconditioner="running", noise_estimate="zero")
     state = _initial_state(sampler, n_chains=3, seed=5)
-    forgetful = dataclasses.replace(sampler.compiled_kernel(), state_paths=())
+    blocks = sampler.engine_blocks(PYTHON)
+
+    def forgetful(rng, state, step_sizes, start):
+        block = blocks(rng, state, step_sizes, start)
+        return dataclasses.replace(block, state=block.state._replace(preconditioner=state.preconditioner))
+
     steps = np.full(40, 0.01)
     (numpy_first, numpy_second), (compiled_first, compiled_second) = _blocks(sampler, state, steps, split=17, seed=6,
-                                                                           kernel=forgetful)
+                                                                           advance=forgetful)
     _assert_close(compiled_first.theta, numpy_first.theta)
     assert np.max(np.abs(compiled_second.theta - numpy_second.theta)) > 1e-4
 
 
-# -- 5. where there is no kernel ---------------------------------------------------------------------------------------
+# -- 5. where the engine does not run ---------------------------------------------------------------------------------
 class _NoOwnHessian(SyntheticTarget):
-    """A formula target whose Hessian diagonal is the base class's central differences."""
+    """A formula target that hands the engine no ∂²U/∂θ_i² (its Hessian diagonal is the base class's central
+    differences)."""
 
     name, dim = "no_own_hessian", 1
 
@@ -221,28 +229,37 @@ class _NoOwnHessian(SyntheticTarget):
     def gradient(self, theta):
         return np.array(theta, dtype=float)
 
-    def compiled_gradient(self):
-        return gradients.quadratic([0.0], [[1.0]], self)
+    def engine_functions(self):
+        return self.density_functions(quadratic_gradient_into, quadratic_potential, [0.0, 1.0])
 
 
-def test_no_kernel_where_it_does_not_apply():
-    assert make_sampler("psgld", make_target("double_well")).compiled_kernel() is not None
-    # the stationary preconditioner with central-difference Hessians: numpy (the running one needs no Hessian)
-    assert make_sampler("psgld", _NoOwnHessian()).compiled_kernel() is None
-    assert make_sampler("psgld", _NoOwnHessian(), preconditioner="running").compiled_kernel() is not None
-    # a full V̂ with clipping (its eigendecomposition), the generic recipe step, a target without a compiled gradient
+def test_no_engine_blocks_where_they_do_not_apply():
+    assert make_sampler("psgld", make_target("double_well")).engine_blocks(PYTHON) is not None
+    # the stationary preconditioner's Γ needs the target's ∂²U/∂θ_i²: numpy without it (Γ dropped, or the running
+    # preconditioner, need none)
+    assert make_sampler("psgld", _NoOwnHessian()).engine_blocks(PYTHON) is None
+    assert make_sampler("psgld_no_gamma", _NoOwnHessian()).engine_blocks(PYTHON) is not None
+    assert make_sampler("psgld", _NoOwnHessian(), preconditioner="running").engine_blocks(PYTHON) is not None
+    # a full V̂ with clipping (its eigendecomposition), the generic recipe step, a target without engine functions, a
+    # data target
     full = make_target("gaussian_2d_cov", noise_variance=FULL_V)
-    assert make_sampler("psgld", full, noise_clip=True).compiled_kernel() is None
-    assert make_sampler("psgld", full, noise_clip=True, noise_estimate="zero").compiled_kernel() is not None
-    assert make_sampler("psgld", make_target("double_well"), integrator="generic").compiled_kernel() is None
-    assert make_sampler("psgld", make_target("gaussian_mixture_25")).compiled_kernel() is None
+    assert make_sampler("psgld", full, noise_clip=True).engine_blocks(PYTHON) is None
+    assert make_sampler("psgld", full, noise_clip=True, noise_estimate="zero").engine_blocks(PYTHON) is not None
+    assert make_sampler("psgld", make_target("double_well"), integrator="generic").engine_blocks(PYTHON) is None
+    assert make_sampler("psgld", make_target("gaussian_mixture_25")).engine_blocks(PYTHON) is None
+    data = make_sampler("psgld", make_target("normal_gamma"), preconditioner="running", noise_estimate="zero")
+    assert data.engine_blocks(PYTHON) is None and data.compiled_kernel() is None
 
 
-def test_the_imported_helpers_are_the_ones_cached():
-    """numba's cache of preconditioned_kernels.py does not see a change of the helpers it compiles from kernels.py:
-    their digest is written in preconditioned_kernels.py (a mismatch compiles without the cache and fails here)."""
-    digest = preconditioned_kernels.helpers_digest()
-    assert digest == preconditioned_kernels.HELPERS_DIGEST, (
-        f"sgmcmc.engine.kernels' helpers changed: set HELPERS_DIGEST = {digest!r} in "
-        "sgmcmc/engine/preconditioned_kernels.py")
-    assert preconditioned_kernels.CACHE
+@pytest.mark.parametrize("preconditioner", PRECONDITIONERS)
+def test_the_compiled_block_is_the_python_source(preconditioner):
+    """Two blocks compiled and as Python on the same random numbers: the same bits."""
+    sampler = make_sampler("psgld", _target("double_well"), preconditioner=preconditioner)
+    state = _initial_state(sampler, n_chains=3, seed=5, average=4.0)
+    steps = np.linspace(0.02, 0.005, 40)
+    _, compiled = _blocks(sampler, state, steps, split=17, seed=6, backend=COMPILED)
+    _, python = _blocks(sampler, state, steps, split=17, seed=6, backend=PYTHON)
+    for mine, theirs in zip(compiled, python):
+        np.testing.assert_array_equal(mine.theta, theirs.theta)
+        if preconditioner == "running":
+            np.testing.assert_array_equal(mine.state.preconditioner, theirs.state.preconditioner)

@@ -1,0 +1,135 @@
+"""The engine's minibatch estimator (sgmcmc/engine/estimators.py) against hand-written numpy on the same rows: the
+minibatch gradient, the control variates' h_i, and the running noise estimate (Shang et al. 2015 Eq. 18-19), whose
+state a block hands from step to step and back to the sampler state; the compiled block is its Python source."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sgmcmc.engine import estimators, integrators
+from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, python_source
+from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
+from sgmcmc.engine.static import static
+from sgmcmc.geometry import IdentityMetric
+from sgmcmc.state import SamplerState
+
+N_DATA, DIM, BATCH = 30, 3, 8
+SCALE = N_DATA * (N_DATA - BATCH) / BATCH  # c = N(N − n)/n
+
+
+def logistic_examples(theta, rows):
+    """∇θ log σ(y xᵀθ) per row (x, y), y = ±1: a per-example gradient that depends on θ."""
+    inputs, labels = rows[:, :-1], rows[:, -1]
+    margins = labels * (inputs @ theta)
+    return (labels / (1.0 + np.exp(margins))).reshape(-1, 1) * inputs
+
+
+def normal_prior(theta):
+    return -theta / 4.0
+
+
+def data():
+    rng = np.random.default_rng(5)
+    inputs = rng.standard_normal((N_DATA, DIM))
+    return np.column_stack([inputs, np.where(rng.random(N_DATA) < 0.5, -1.0, 1.0)])
+
+
+def source(running=estimators.NO_RUNNING, centre=None):
+    functions = {"row_gradients": logistic_examples, "prior_gradient": normal_prior, "data": data(),
+                 "n_data": N_DATA}
+    if centre is not None:
+        functions.update(centre=centre, centre_mean=logistic_examples(centre, data()).mean(axis=0))
+    return estimators.source_of(functions, running, SCALE)
+
+
+def estimate(source, theta, rows, memory):
+    """The estimator's Python source at θ on ``rows``: (∇Ũ, V̂); ``memory`` is advanced in place."""
+    gradient, variance = np.empty(DIM), np.full((DIM, DIM), np.nan)
+    estimators.minibatch_gradient.py_func(python_source(source), theta, np.zeros((2, DIM)), rows, memory, gradient,
+                                          variance)
+    return gradient, variance
+
+
+def test_the_minibatch_gradient_and_the_control_variates_are_their_formulas():
+    rng = np.random.default_rng(0)
+    theta, centre, rows = rng.standard_normal(DIM), rng.standard_normal(DIM), rng.choice(N_DATA, BATCH, replace=False)
+    gradient, _ = estimate(source(), theta, rows, np.zeros(0))
+    examples = logistic_examples(theta, data()[rows])
+    np.testing.assert_allclose(gradient, -N_DATA / BATCH * examples.sum(axis=0) - normal_prior(theta), rtol=1e-12)
+    centred, _ = estimate(source(centre=centre), theta, rows, np.zeros(0))
+    h = examples - logistic_examples(centre, data()[rows]) + logistic_examples(centre, data()).mean(axis=0)
+    np.testing.assert_allclose(centred, -N_DATA / BATCH * h.sum(axis=0) - normal_prior(theta), rtol=1e-12)
+    # at the centre the estimate is the full-data gradient, whatever the rows
+    exact = -logistic_examples(centre, data()).sum(axis=0) - normal_prior(centre)
+    np.testing.assert_allclose(estimate(source(centre=centre), centre, rows, np.zeros(0))[0], exact, rtol=1e-12)
+
+
+@pytest.mark.parametrize("running", [estimators.RUNNING_FULL, estimators.RUNNING_DIAGONAL])
+def test_the_running_estimate_averages_the_minibatch_covariances(running):
+    """Î_t is the mean of the t minibatch covariances (denominator n − 1) of the per-example gradients, each at its own
+    θ, and V̂ = c·Î_t (the diagonal form: their diagonals); t counts the minibatches."""
+    rng = np.random.default_rng(1)
+    full = running == estimators.RUNNING_FULL
+    memory = np.zeros(1 + (DIM * DIM if full else DIM))
+    covariances = []
+    for t in range(1, 6):
+        theta, rows = rng.standard_normal(DIM), rng.choice(N_DATA, BATCH, replace=False)
+        _, variance = estimate(source(running), theta, rows, memory)
+        covariance = np.cov(logistic_examples(theta, data()[rows]), rowvar=False)
+        covariances.append(covariance if full else np.diag(np.diag(covariance)))
+        average = np.mean(covariances, axis=0)
+        assert memory[0] == t
+        np.testing.assert_allclose(memory[1:], average.ravel() if full else np.diag(average), rtol=1e-12)
+        np.testing.assert_allclose(variance if full else np.diag(variance), SCALE * (average if full else
+                                                                                     np.diag(average)), rtol=1e-12)
+
+
+def sgld_blocks(running, backend):
+    function, flow, numbers = IdentityMetric().engine_function(DIM)
+    mode = FULL_ESTIMATE if running == estimators.RUNNING_FULL else DIAGONAL_ESTIMATE
+    return Blocks(static(integrators.langevin), source(running),
+                  (static(function), static(flow), numbers, np.array([0.0])),
+                  (integrators.EULER, mode, 0, integrators.PLAIN), np.zeros((DIM, DIM)), n_data=N_DATA,
+                  batch_size=BATCH, backend=backend, running=running)
+
+
+def two_blocks(running, backend, theta0, steps=20):
+    """Two blocks of ``steps`` SGLD steps, the second from the first's state, from one Generator."""
+    rng = np.random.default_rng(3)
+    first = sgld_blocks(running, backend)(rng, SamplerState(theta=theta0), np.full(steps, 1e-3), 0)
+    return first, sgld_blocks(running, backend)(rng, first.state, np.full(steps, 1e-3), steps)
+
+
+@pytest.mark.parametrize("running", [estimators.RUNNING_FULL, estimators.RUNNING_DIAGONAL])
+def test_blocks_hand_the_running_estimate_over_in_the_sampler_state(running):
+    """(t, Î_t) after two blocks of 20 SGLD steps, the second from the first's state, is the mean of the 40 minibatch
+    covariances at the points where each gradient was taken (Euler: the step's old θ), replayed from the blocks' own
+    draws."""
+    n_chains, steps = 3, 20
+    theta0 = np.random.default_rng(2).standard_normal((n_chains, DIM))
+    first, second = two_blocks(running, PYTHON, theta0, steps)
+    assert (first.state.noise_count, second.state.noise_count) == (steps, 2 * steps)
+    rng = np.random.default_rng(3)  # each block draws its rows, then its normals
+    rows = []
+    for _ in range(2):
+        rows.append(estimators.rows_for_block(rng, steps, n_chains, N_DATA, BATCH))
+        rng.standard_normal((steps, 2, n_chains, DIM))
+    rows = np.concatenate(rows)
+    before = np.concatenate([theta0[:, None], first.theta, second.theta[:, :-1]], axis=1)  # θ where each ∇Ũ was taken
+    full = running == estimators.RUNNING_FULL
+    for chain in range(n_chains):
+        covariances = [np.cov(logistic_examples(before[chain, k], data()[rows[k, chain]]), rowvar=False)
+                       for k in range(2 * steps)]
+        average = np.mean(covariances, axis=0)
+        np.testing.assert_allclose(second.state.noise[chain], average if full else np.diag(average), rtol=1e-10)
+
+
+@pytest.mark.validate  # a block compiled for this model (seconds): the long tier, as tests/engine/test_driver.py's
+def test_the_compiled_blocks_with_a_running_estimate_are_their_python_source():
+    theta0 = np.random.default_rng(2).standard_normal((3, DIM))
+    for running in (estimators.RUNNING_FULL, estimators.RUNNING_DIAGONAL):
+        compiled, python = two_blocks(running, COMPILED, theta0)[1], two_blocks(running, PYTHON, theta0)[1]
+        np.testing.assert_allclose(compiled.theta, python.theta, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(compiled.state.noise, python.state.noise, rtol=1e-12, atol=1e-12)
+        assert compiled.state.noise_count == python.state.noise_count == 40
