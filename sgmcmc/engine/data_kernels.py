@@ -23,8 +23,8 @@ step that fails in one chain stops all, and the batch-wide choices of :mod:`sgmc
 Random numbers: ``index`` (K, c, n) are the minibatches (unused when n = N: every chain takes range(N)) and
 ``normals`` (K, c, d) the injected noise's standard normals.
 
-The numba helpers of :mod:`sgmcmc.engine.kernels` are not imported: numba's on-disk cache is keyed on the file of the
-compiled function alone, so a change there would not renew this file's cache. The Cholesky factor is this file's own
+No numba helper of another file is imported: numba's on-disk cache is keyed on the file of the compiled function
+alone, so a change there would not renew this file's cache. The Cholesky factor is this file's own
 (LAPACK potrf's test: a pivot that is not > 0 has no factor); ``np.linalg.eigh`` is numba's, which calls the same
 LAPACK routine as numpy's (the same eigenvectors, signs included, so the same clipped draws). The eigenvectors of a
 cluster of nearly equal eigenvalues are, however, set by the last bits of the matrix: where ε(2D − εΣ̂) has such
