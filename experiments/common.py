@@ -94,7 +94,7 @@ def run_settings(paper: PaperFolder, settings: list[Setting], jobs: int = 1) -> 
     A config error stops the whole experiment with one line (exit 2) before anything runs.
     """
     try:
-        from sgmcmc.config import validate_config
+        from sgmcmc.keys import validate_config
 
         for item in settings:
             validate_config(compose(item.overrides))

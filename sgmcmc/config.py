@@ -1,56 +1,28 @@
-"""Validation of an experiment config (a plain dict, as Hydra resolves it) before anything runs.
+"""The run's own config keys (``run.*`` and the top level) and the validation of an experiment config (a plain dict,
+as Hydra resolves it) against every declared key, before anything runs.
 
-Every error is a :class:`ConfigError` whose message is one line naming the key, the bad value and
-the allowed values; the command line turns it into exit code 2 (see ``run.py``).
+Every error is a :class:`ConfigError` whose message is one line naming the key, the bad value and the allowed values;
+the command line turns it into exit code 2 (see ``run.py``).
 
-Each key is declared once (:class:`sgmcmc.schema.Key`: its check, meaning and flags) where it belongs, and the
-tables here are views of those declarations: a sampler's keys in its class (``Sampler.config_keys``, over the
-registry :data:`sgmcmc.samplers.SAMPLERS`), a target's in its registry line (:data:`sgmcmc.targets.TARGETS`), a
-schedule's in its class (:data:`sgmcmc.schedules.SCHEDULES`), the run's and the top level's below. A sampler
-added with :func:`sgmcmc.samplers.register_sampler` is validated like the others. ``python -m sgmcmc.config``
-prints the key list of the README from the same declarations.
+Each key is declared once (:class:`sgmcmc.schema.Key`: its check, meaning and flags) where it belongs: a sampler's in
+its class, a target's in its registry line, a schedule's in its class, a gradient estimator's in its module, the
+run's and the top level's here. This module sits below all of them: it is given the groups' keys (``groups``: group
+→ name → keys), which :mod:`sgmcmc.keys` reads from the registries; :func:`sgmcmc.keys.validate_config` is the
+validation against them all, and ``python -m sgmcmc.keys`` prints the README's key list.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable
+from typing import Any
 
-from sgmcmc.gradient_estimators import ESTIMATOR_KEYS
-from sgmcmc.samplers import SAMPLERS
-from sgmcmc.schedules import SCHEDULES
-from sgmcmc.schema import (Check, ConfigError, Key, boolean, check_fields, choice, describe, integer, optional, real,
-                           string)
-from sgmcmc.targets import TARGETS
+from sgmcmc.schema import Check, ConfigError, Key, boolean, check_fields, describe, integer, optional, real, string
 
-__all__ = ["ConfigError", "Check", "Key", "SAMPLER_FIELDS", "TARGET_FIELDS", "SCHEDULE_FIELDS", "GRADIENT_FIELDS", "RUN_FIELDS",
-           "CONFIG_FIELDS", "GROUPS", "validate_config", "resume_free_keys", "key_list"]
+__all__ = ["ConfigError", "Check", "Key", "GroupKeys", "RUN_FIELDS", "CONFIG_FIELDS", "OPTIONAL_GROUPS",
+           "check_config", "resume_free_keys", "key_list"]
 
-
-class _ByName(Mapping):
-    """name → that sampler's / target's / schedule's keys, read from its registry when looked up (so a sampler
-    registered later is in it, and one removed is not)."""
-
-    def __init__(self, registry: Mapping, keys_of: Callable[[str], dict[str, Key]]):
-        self._registry, self._keys_of = registry, keys_of
-
-    def __getitem__(self, name: str) -> dict[str, Key]:
-        if name not in self._registry:
-            raise KeyError(name)
-        return self._keys_of(name)
-
-    def __iter__(self):
-        return iter(self._registry)
-
-    def __len__(self):
-        return len(self._registry)
-
-
-SAMPLER_FIELDS: Mapping[str, dict[str, Key]] = _ByName(SAMPLERS, lambda name: SAMPLERS[name].config_keys())
-TARGET_FIELDS: Mapping[str, dict[str, Key]] = _ByName(TARGETS, TARGETS.config_keys)
-SCHEDULE_FIELDS: Mapping[str, dict[str, Key]] = _ByName(SCHEDULES, lambda name: SCHEDULES[name].keys)
-GRADIENT_FIELDS: Mapping[str, dict[str, Key]] = ESTIMATOR_KEYS
-GROUPS = {"sampler": SAMPLER_FIELDS, "target": TARGET_FIELDS, "schedule": SCHEDULE_FIELDS, "gradient": GRADIENT_FIELDS}
+# group -> name (a sampler's, a target's, ...) -> that name's keys
+GroupKeys = Mapping[str, Mapping[str, Mapping[str, Key]]]
 # groups a config may leave out, and the section they then get (configs written before the group existed)
 OPTIONAL_GROUPS = {"gradient": {"name": "minibatch"}}
 
@@ -99,7 +71,7 @@ CONFIG_FIELDS: dict[str, Key] = {
 }
 
 
-def _check_group(group: str, section: Any, registry: Mapping[str, dict[str, Key]]) -> dict:
+def _check_group(group: str, section: Any, registry: Mapping[str, Mapping[str, Key]]) -> dict:
     if not isinstance(section, dict) or "name" not in section:
         raise ConfigError(f"{group} is invalid: expected a mapping with a name in {', '.join(sorted(registry))}")
     name = section["name"]
@@ -109,21 +81,22 @@ def _check_group(group: str, section: Any, registry: Mapping[str, dict[str, Key]
     return check_fields(group, section, keys, required=tuple(key for key, declared in keys.items() if declared.required))
 
 
-def validate_config(config: dict) -> dict:
-    """Check a resolved experiment config; return it with numbers normalised, or raise ConfigError."""
+def check_config(config: dict, groups: GroupKeys) -> dict:
+    """Check a resolved experiment config against the run's keys and the groups' (``groups``); return it with numbers
+    normalised, or raise ConfigError."""
     if not isinstance(config, dict):
         raise ConfigError("the config must be a mapping")
-    known = {*GROUPS, "run", *CONFIG_FIELDS}
+    known = {*groups, "run", *CONFIG_FIELDS}
     for key in config:
         if key not in known:
             raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(known))}")
     config = {**{group: dict(section) for group, section in OPTIONAL_GROUPS.items() if group not in config}, **config}
-    for key in (*GROUPS, "run", *(key for key, declared in CONFIG_FIELDS.items() if declared.required)):
+    for key in (*groups, "run", *(key for key, declared in CONFIG_FIELDS.items() if declared.required)):
         if key not in config:
             raise ConfigError(f"{key} is missing")
     if "vars" in config:  # shared values of an experiment (e.g. Shang et al.'s A), already interpolated
         vars_ = CONFIG_FIELDS["vars"].check("vars", config["vars"])
-    checked = {group: _check_group(group, config[group], registry) for group, registry in GROUPS.items()}
+    checked = {group: _check_group(group, config[group], registry) for group, registry in groups.items()}
     checked["run"] = check_fields("run", config["run"], RUN_FIELDS,
                                   required=tuple(key for key, declared in RUN_FIELDS.items() if declared.required))
     for key, declared in CONFIG_FIELDS.items():
@@ -137,12 +110,12 @@ def validate_config(config: dict) -> dict:
     return checked
 
 
-def resume_free_keys() -> frozenset[str]:
-    """The dotted keys that may differ between a run and its resume (those declared ``resume_free``):
-    :func:`sgmcmc.checkpoint.config_hash` leaves them out."""
+def resume_free_keys(groups: GroupKeys) -> frozenset[str]:
+    """The dotted keys that may differ between a run and its resume (those declared ``resume_free``), the groups'
+    keys ``groups``: :func:`sgmcmc.checkpoint.config_hash` leaves them out."""
     free = {key for key, declared in CONFIG_FIELDS.items() if declared.resume_free}
     free |= {f"run.{key}" for key, declared in RUN_FIELDS.items() if declared.resume_free}
-    for group, registry in GROUPS.items():
+    for group, registry in groups.items():
         free |= {f"{group}.{key}" for keys in registry.values() for key, declared in keys.items() if declared.resume_free}
     return frozenset(free)
 
@@ -154,7 +127,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _group_rows(registry: Mapping[str, dict[str, Key]]) -> list[str]:
+def _group_rows(registry: Mapping[str, Mapping[str, Key]]) -> list[str]:
     """One row per key, allowed values and meaning: the names that declare it so, the allowed values, the meaning."""
     rows: dict[tuple[str, str, str], list] = {}
     for name in registry:
@@ -169,10 +142,11 @@ def _group_rows(registry: Mapping[str, dict[str, Key]]) -> list[str]:
     return lines
 
 
-def key_list() -> str:
-    """Every config key as markdown tables, from the declarations (the README's "Config keys" section)."""
+def key_list(groups: GroupKeys) -> str:
+    """Every config key as markdown tables, from the declarations and the groups' keys ``groups`` (the README's
+    "Config keys" section)."""
     out = []
-    for group, registry in GROUPS.items():
+    for group, registry in groups.items():
         plural = {"sampler": "samplers", "target": "targets", "schedule": "schedules", "gradient": "estimators"}[group]
         out += [f"`{group}.<key>` (besides `{group}.name`, one of {', '.join(f'`{n}`' for n in registry)}):", "",
                 f"| key | {plural} | allowed values | meaning |", "|---|---|---|---|", *_group_rows(registry), ""]
@@ -184,29 +158,3 @@ def key_list() -> str:
             out.append(f"| `{prefix}{key}`{suffix} | {_cell(declared.allowed)} | {_cell(declared.meaning)} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
-
-
-BEGIN, END = "<!-- key list: python -m sgmcmc.config --readme README.md -->", "<!-- end of the key list -->"
-
-
-def write_key_list(readme: str) -> None:
-    """Replace the text between :data:`BEGIN` and :data:`END` in the file ``readme`` with :func:`key_list`."""
-    from pathlib import Path
-
-    path = Path(readme)
-    text = path.read_text()
-    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    path.write_text(f"{text[:start]}\n{key_list()}{text[stop:]}")
-
-
-if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m sgmcmc.config",
-                                     description="Print every config key (markdown), from the keys' declarations.")
-    parser.add_argument("--readme", metavar="FILE", help=f"write the list into FILE between the lines {BEGIN} and {END}")
-    arguments = parser.parse_args()
-    if arguments.readme:
-        write_key_list(arguments.readme)
-    else:
-        print(key_list(), end="")

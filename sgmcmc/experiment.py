@@ -34,10 +34,11 @@ import numpy as np
 import yaml
 
 from sgmcmc import checkpoint as checkpoints
-from sgmcmc.config import RUN_FIELDS, ConfigError, validate_config
+from sgmcmc.config import RUN_FIELDS, ConfigError
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.gradient_estimators import EstimatorError, make_estimator
+from sgmcmc.keys import validate_config
 from sgmcmc.memory import check_run_fits
 from sgmcmc.observers import PathStatistics, Snapshots
 from sgmcmc.recipe import RecipeError, psd_square_root

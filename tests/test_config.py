@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sgmcmc.config import (BEGIN, END, GROUPS, RUN_FIELDS, ConfigError, Key, key_list, resume_free_keys,
-                           validate_config)
+from sgmcmc.config import RUN_FIELDS, ConfigError, Key
+from sgmcmc.keys import BEGIN, END, GROUPS, key_list, resume_free_keys, validate_config
 from sgmcmc.experiment import NOT_SETTINGS, build
 from sgmcmc.runner import RunSettings
 from sgmcmc.samplers import SAMPLERS
@@ -71,7 +71,6 @@ def test_metric_of_wrong_length_is_rejected():
 
 
 def test_noise_estimation_keys_are_validated():
-    from sgmcmc.config import ConfigError, validate_config
     import pytest as _pytest
 
     base = {"sampler": {"name": "ccadl", "step_size": 0.01}, "target": {"name": "normal_gamma"},
@@ -156,4 +155,4 @@ def test_every_registered_group_member_declares_its_keys_with_a_meaning():
 def test_the_readme_key_list_is_generated_from_the_declarations():
     text = (ROOT / "README.md").read_text()
     generated = text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip()
-    assert generated == key_list().strip(), "regenerate it: .venv/bin/python -m sgmcmc.config --readme README.md"
+    assert generated == key_list().strip(), "regenerate it: .venv/bin/python -m sgmcmc.keys --readme README.md"
