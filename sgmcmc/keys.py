@@ -16,14 +16,14 @@ from pathlib import Path
 from typing import Callable
 
 from sgmcmc import config as run_config
-from sgmcmc.config import CONFIG_FIELDS, RUN_FIELDS, Key
+from sgmcmc.config import CONFIG_FIELDS, RUN_FIELDS, Key, RunDescription
 from sgmcmc.gradient_estimators import ESTIMATOR_KEYS
 from sgmcmc.samplers import SAMPLERS
 from sgmcmc.schedules import SCHEDULES
 from sgmcmc.targets import TARGETS
 
 __all__ = ["SAMPLER_FIELDS", "TARGET_FIELDS", "SCHEDULE_FIELDS", "GRADIENT_FIELDS", "GROUPS", "RUN_FIELDS",
-           "CONFIG_FIELDS", "validate_config", "resume_free_keys", "key_list"]
+           "CONFIG_FIELDS", "validate_config", "describe_config", "resume_free_keys", "key_list"]
 
 
 class _ByName(Mapping):
@@ -56,6 +56,12 @@ def validate_config(config: dict) -> dict:
     """Check a resolved experiment config against every declared key; return it with numbers normalised, or raise
     :class:`~sgmcmc.config.ConfigError` (one line naming the key)."""
     return run_config.check_config(config, GROUPS)
+
+
+def describe_config(config: dict) -> RunDescription:
+    """A resolved experiment config validated once into its typed, read-only :class:`~sgmcmc.config.RunDescription`
+    (what :func:`sgmcmc.experiment.run_experiment` takes); a :class:`~sgmcmc.config.ConfigError` otherwise."""
+    return run_config.describe_config(config, GROUPS)
 
 
 def resume_free_keys() -> frozenset[str]:

@@ -106,7 +106,7 @@ def test_a_single_run_composes_and_builds_its_config_once(tmp_path, monkeypatch,
 
     run = load_run_module()
     counts = {"compose": 0, "build": 0, "validate": 0}
-    build, validate, open_file = experiment._build, experiment.validate_config, builtins.open
+    build, validate, open_file = experiment._build, experiment.describe_config, builtins.open
     primary = ROOT / "configs" / "config.yaml"
 
     def opening(file, *args, **kwargs):
@@ -122,7 +122,7 @@ def test_a_single_run_composes_and_builds_its_config_once(tmp_path, monkeypatch,
 
     monkeypatch.setattr(builtins, "open", opening)
     monkeypatch.setattr(experiment, "_build", counting("build", build))
-    monkeypatch.setattr(experiment, "validate_config", counting("validate", validate))
+    monkeypatch.setattr(experiment, "describe_config", counting("validate", validate))
     frozen = gc.get_freeze_count()
     monkeypatch.setattr(sys, "argv", [str(ROOT / "run.py"), "run.n_steps=4", "run.burn_in=0", "run.n_chains=2",
                                       "run.eval_every=2", "run.progress=false", "run.figures=false",
