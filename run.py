@@ -56,33 +56,31 @@ def check(parsed, group_options=None) -> None:
 
 
 def parse_command_line(argv: list[str]):
-    """Hydra's own argument parser, its errors as one line (argparse would print the usage too)."""
-    from sgmcmc_cli.hydra_private import args_parser
+    """The command line's flags and overrides (:mod:`sgmcmc_cli.arguments`), a bad one as one line."""
+    from sgmcmc_cli.arguments import CommandLineError, command_line_parser
 
-    parser = args_parser()
-
-    def error(message: str) -> None:
+    try:
+        return command_line_parser().parse_args(argv)
+    except CommandLineError as error:
+        message = str(error)
         if message.startswith("unrecognized arguments") and "=" in message:
             message += " (options such as -m go before the overrides)"
         fail(message)
 
-    parser.error = error
-    return parser.parse_args(argv)
 
-
-def preflight(argv: list[str]) -> bool | OneRun | OneSweep:
+def preflight(argv: list[str]) -> bool | OneRun:
     """Check the command line before Hydra runs anything: its syntax and group choices, then the composed
     config of every job. A single run's config is also validated (by the job itself when it is a :class:`OneRun`);
     a sweep's jobs validate their own and report failure without stopping the sweep (see the sweep's
-    manifest.json). Returns the :class:`OneRun` of a plain single run, the :class:`OneSweep` of a sweep (``-m``), or
-    for what ``hydra.main`` runs itself whether it is a sweep."""
+    manifest.json). Returns the :class:`OneRun` of a plain single run, or for what ``hydra.main`` runs whether it is
+    a sweep."""
     from sgmcmc_cli.overrides import compose_error_line
     from sgmcmc_cli.sweep import expand, overrides_parser
 
     args = parse_command_line(argv)
     if sum(map(bool, (args.run, args.multirun, args.cfg, args.info, args.shell_completion))) > 1:
         fail("only one of --run, --multirun, --cfg, --info and --shell-completion can be given")
-    if args.help or args.hydra_help or args.cfg or args.info or args.shell_completion:
+    if args.help or args.hydra_help or args.version or args.cfg or args.info or args.shell_completion:
         return False  # Hydra prints something and runs nothing
     if args.config_path or args.config_name or args.config_dir or args.experimental_rerun:
         return args.multirun  # another primary config: Hydra checks it
@@ -137,7 +135,7 @@ def preflight(argv: list[str]) -> bool | OneRun | OneSweep:
             except Exception as error:
                 fail(compose_error_line(error))
     if args.multirun:
-        return OneSweep.compose(overrides)
+        return True
     try:
         build(container)
     except ConfigError as error:
@@ -146,137 +144,51 @@ def preflight(argv: list[str]) -> bool | OneRun | OneSweep:
 
 
 class OneRun:
-    """``python run.py [overrides]``, one run, as ``hydra.main`` runs it but on a config composed once.
+    """``python run.py [overrides]``, one run, its config composed once (:mod:`sgmcmc_cli.single_run`: Hydra's
+    compose API, and Hydra's ``run_job`` as ``hydra.main`` runs a job: its logging, callbacks and job set-up as ever).
+    The command line's check resolves that config, and the job validates and builds it once
+    (:func:`sgmcmc.experiment.run_experiment`); a bad value is one line and exit code 2, before any result folder."""
 
-    hydra.main composes a run's config twice (to read ``hydra.mode``, then to run it), and :func:`preflight` would
-    compose it once more to check it. Here the Hydra instance that runs the job composes it, the command line's check
-    resolves it, and that config is the one Hydra's run uses (its logging, callbacks and job set-up as ever). The job
-    validates and builds it once (:func:`sgmcmc.experiment.run_experiment`); a bad value is the same one line and
-    exit code 2, before any result folder."""
-
-    def __init__(self, hydra, config, overrides: list[str]):
-        self.hydra, self.config, self.overrides = hydra, config, overrides
+    def __init__(self, config, overrides: list[str]):
+        self.config, self.overrides = config, overrides
 
     @classmethod
     def compose(cls, overrides: list[str]) -> OneRun | None:
         """The run's config composed and resolved (a compose error: one line, exit 2); None when the config makes
         it a sweep (``hydra.mode: MULTIRUN``), which hydra.main then runs."""
-        from hydra import version
-        from hydra.core.global_hydra import GlobalHydra
         from hydra.types import RunMode
         from omegaconf import OmegaConf
 
-        from sgmcmc_cli.hydra_private import create_hydra
+        from sgmcmc_cli import single_run
         from sgmcmc_cli.overrides import compose_error_line
         from sgmcmc_cli.sweep import overrides_parser
 
-        # what hydra.main's _run_hydra does before it runs anything: the same search path and task name
-        version.setbase(VERSION_BASE)
-        hydra = create_hydra(task, str(CONFIG_DIR))
+        single_run.start(str(CONFIG_DIR), VERSION_BASE)
         try:
-            check(overrides_parser().parse_overrides(overrides), hydra.config_loader.get_group_options)
+            check(overrides_parser().parse_overrides(overrides), single_run.group_options)
             try:
-                config = hydra.compose_config(config_name="config", overrides=list(overrides), run_mode=RunMode.RUN,
-                                              from_shell=False)
-                OmegaConf.to_container(job_config(config), resolve=True)
+                config = single_run.compose(overrides)
+                OmegaConf.to_container(single_run.job_config(config), resolve=True)
             except Exception as error:
                 fail(compose_error_line(error))
             if config.hydra.mode == RunMode.MULTIRUN:
-                GlobalHydra.instance().clear()
+                single_run.stop()
                 return None
-            if config.hydra.mode is None:  # hydra.main adds this override to a run's command line (_run_app)
-                return cls(hydra, config, with_mode(config, overrides, RunMode.RUN))
-            return cls(hydra, config, list(overrides))
+            if config.hydra.mode is None:  # hydra.main adds this override to a run's command line
+                return cls(config, single_run.with_mode(config, overrides, RunMode.RUN))
+            return cls(config, list(overrides))
         except BaseException:
-            GlobalHydra.instance().clear()
+            single_run.stop()
             raise
 
     def run(self) -> None:
-        """Hydra's run of :func:`task` (what hydra.main's ``_run_app`` does), composing nothing again."""
-        from hydra.core.global_hydra import GlobalHydra
+        """The run of :func:`task` on the composed config, as hydra.main runs it."""
+        from sgmcmc_cli import single_run
 
-        from sgmcmc_cli.hydra_private import hand_over, report
-
-        hand_over(self.hydra, self.config)  # Hydra.run's composition: the config composed and checked already
         try:
-            report(lambda: self.hydra.run(config_name="config", task_function=task, overrides=self.overrides))
+            single_run.run(self.config, task)
         finally:
-            GlobalHydra.instance().clear()
-
-
-class OneSweep:
-    """``python run.py -m [overrides]``, a sweep as ``hydra.main`` runs it, on its primary config composed once here.
-
-    The sweep's folder (``hydra.sweep.dir``: that config's, whose ``${now:...}`` resolves once) is then known here:
-    after the sweep, :func:`main` reads the sweep's exit code from the ``manifest.json`` its jobs wrote there
-    (:mod:`sgmcmc_cli.sweep`), which is how a sweep's result comes back to the command line."""
-
-    def __init__(self, hydra, config, overrides: list[str]):
-        self.hydra, self.config, self.overrides = hydra, config, overrides
-
-    @classmethod
-    def compose(cls, overrides: list[str]) -> OneSweep:
-        """The sweep's primary config, as ``hydra.main`` composes it for ``-m`` (a compose error: one line, exit 2)."""
-        from hydra import version
-        from hydra.core.global_hydra import GlobalHydra
-        from hydra.types import RunMode
-
-        from sgmcmc_cli.hydra_private import create_hydra
-        from sgmcmc_cli.overrides import compose_error_line
-
-        version.setbase(VERSION_BASE)
-        hydra = create_hydra(task, str(CONFIG_DIR))
-        try:
-            try:
-                config = hydra.compose_config(config_name="config", overrides=list(overrides),
-                                              run_mode=RunMode.MULTIRUN)  # its jobs' overrides: checked already
-            except Exception as error:
-                fail(compose_error_line(error))
-            if config.hydra.mode == RunMode.RUN:  # as hydra.main warns (_run_app)
-                warnings.warn("\n\tRunning Hydra app with --multirun, overriding with `hydra.mode=MULTIRUN`.",
-                              UserWarning, stacklevel=1)
-            if config.hydra.mode != RunMode.MULTIRUN:  # what hydra.main adds to a sweep's command line (_run_app)
-                return cls(hydra, config, with_mode(config, overrides, RunMode.MULTIRUN))
-            return cls(hydra, config, list(overrides))
-        except BaseException:
-            GlobalHydra.instance().clear()
-            raise
-
-    def run(self) -> Path:
-        """Hydra's sweep of :func:`task` (``Hydra.multirun``: its callbacks, sweeper and launcher as ever), composing
-        the primary config nothing again; returns the sweep's folder."""
-        from hydra.core.global_hydra import GlobalHydra
-
-        from sgmcmc_cli.hydra_private import hand_over, report
-
-        hand_over(self.hydra, self.config)
-        try:
-            report(lambda: self.hydra.multirun(config_name="config", task_function=task, overrides=self.overrides))
-        finally:
-            GlobalHydra.instance().clear()
-        return Path(str(self.config.hydra.sweep.dir))
-
-
-def with_mode(config, overrides: list[str], mode) -> list[str]:
-    """``overrides`` plus ``hydra.mode=<mode>``, and ``config`` as Hydra composes it with that override."""
-    from omegaconf import open_dict, read_write
-
-    with read_write(config.hydra), open_dict(config.hydra):
-        config.hydra.mode = mode
-        config.hydra.overrides.hydra.append(f"hydra.mode={mode.name}")
-    return [*overrides, f"hydra.mode={mode.name}"]
-
-
-def job_config(config):
-    """A run's config as Hydra gives it to the job (``run_job``): a copy without the hydra node."""
-    import copy
-
-    from omegaconf import open_dict, read_write
-
-    job = copy.deepcopy(config)
-    with read_write(job), open_dict(job):
-        del job["hydra"]
-    return job
+            single_run.stop()
 
 
 def check_launcher(hydra) -> None:
@@ -390,22 +302,20 @@ def main() -> None:
             gc.freeze()
     finally:
         gc.enable()
-    if isinstance(multirun, OneRun):  # a single run: its config composed once, run by Hydra
-        multirun.run()
-        return
-    if isinstance(multirun, OneSweep):  # every job has run: the sweep's exit code from its manifest
-        from sgmcmc_cli.sweep import MANIFEST, exit_code, read
-
-        folder = multirun.run()
-        code, line = exit_code(read(folder)) if (folder / MANIFEST).is_file() else (0, None)
-        if code:
-            print(line, file=sys.stderr)
-            sys.exit(code)
+    if isinstance(multirun, OneRun):  # a single run: its config composed once
+        checked(multirun.run)
         return
 
     import hydra
 
+    from sgmcmc_cli import sweep
+
     hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base=VERSION_BASE)(task)()
+    if sweep.FINISHED:  # a sweep ran: its exit code from its manifest
+        code, line = sweep.exit_code(sweep.read(sweep.FINISHED[-1]))
+        if code:
+            print(line, file=sys.stderr)
+            sys.exit(code)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.timing import timed_steps
 from sgmcmc.gradient_estimators import make_estimator
 from sgmcmc.samplers import SAMPLERS, make_sampler
 from sgmcmc.targets import make_target
@@ -39,8 +40,6 @@ ROWS = [  # (label, sampler, its parameters, estimator)
 
 
 def run_all(n_steps: int) -> list[dict]:
-    from benchmarks.run import timed_steps
-
     target = make_target("logistic_synthetic", n_data=N_DATA, dim=DIM, batch_size=BATCH, data_seed=0)
     compiled_target = LogisticRegression(target.features, target.labels, batch_size=BATCH)
     theta = target.initial_position(CHAINS, np.random.default_rng(0))

@@ -43,12 +43,13 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.timing import timed, timed_steps
 from sgmcmc.data import DataError
 from sgmcmc.engine.blocks import kernel_of
 from sgmcmc.engine.data_blocks import DataKernel
 from sgmcmc.noise import clip_counters
 from sgmcmc.results import provenance
-from sgmcmc.runner import RunSettings, block_steps, run_chains
+from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -78,41 +79,6 @@ def seconds_per_million_steps(name: str, n_chains: int, n_steps: int) -> dict:
             "seconds_per_million_samples": per_million / n_chains}
 
 
-def timed_steps(sampler, theta, step_size: float, n_steps: int, warm_up: int) -> tuple[float, float]:
-    """(wall, CPU) seconds per step from ``theta`` after ``warm_up`` untimed steps: on the sampler's compiled data
-    blocks where it has them (:class:`~sgmcmc.engine.data_blocks.DataKernel`, blocks of the runner's size), else per
-    ``sampler.step``. The process's CPU time is the steadier of the two on a machine busy with other work (it still
-    counts every thread it runs)."""
-    rng = np.random.default_rng(0)
-    state = sampler.init(theta, rng)
-    kernel = kernel_of(sampler)
-
-    def advance(state, count):
-        if isinstance(kernel, DataKernel):
-            size = block_steps(*theta.shape, compiled=True)
-            for start in range(0, count, size):
-                state = kernel(rng, state, np.full(min(size, count - start), step_size), start).state
-            return state
-        for _ in range(count):
-            state, _ = sampler.step(rng, state, step_size)
-        return state
-
-    state = advance(state, warm_up)
-
-    def run():
-        nonlocal state
-        state = advance(state, n_steps)
-
-    return _timed(run, n_steps)
-
-
-def _timed(run, n_steps: int) -> tuple[float, float]:
-    """(wall, CPU) seconds of ``run()`` divided by ``n_steps``."""
-    wall, cpu = time.perf_counter(), time.process_time()
-    run()
-    return (time.perf_counter() - wall) / n_steps, (time.process_time() - cpu) / n_steps
-
-
 def logistic_step_costs(n_steps: int, n_chains: int = 4) -> list[dict]:
     """Seconds per step of each Fig. 2 sampler (h = 1e-4, A = 1, full running covariance) against the bare
     minibatch gradient on the same chains (wall and CPU time: ``cpu_*`` fields)."""
@@ -128,7 +94,7 @@ def logistic_step_costs(n_steps: int, n_chains: int = 4) -> list[dict]:
         for _ in range(n_steps):
             target.minibatch_gradient(theta, rng)
 
-    gradient, gradient_cpu = _timed(gradients, n_steps)
+    gradient, gradient_cpu = timed(gradients, n_steps)
     rows = []
     for name, params in TABLE1_SAMPLERS.items():
         before = clip_counters.snapshot()

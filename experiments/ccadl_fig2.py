@@ -7,7 +7,7 @@ against passes over the data, for h ∈ {0.2, 0.5, 1}×10⁻⁴ and A ∈ {1, 10
 runs go on for ``POSTERIOR_STEPS`` steps; the (w₂, w₅) marginal of those samples with 95% ellipses and
 means, against the full-data HMC reference (``make reference-logistic``).
 
-Hydra multiruns of ``python run.py -m +experiment=ccadl_fig2`` (joblib launcher when ``--jobs`` > 1): one
+The sweeps of ``python run.py -m +experiment=ccadl_fig2``, run through the Python API (``--jobs`` processes): one
 sweep per (pass budget, A), each over the three samplers and that budget's step sizes. Writes
 ``fig2_logistic.png``, ``summary.csv`` and ``summary.md`` under ``results/paper/ccadl-fig2/<run-id>/``.
 

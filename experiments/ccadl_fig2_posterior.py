@@ -4,7 +4,7 @@ steps each (default 10⁶) after [C]'s pass budget as burn-in, and each method's
 covariance are compared with the full-data HMC reference, beside the distance that the pooled mean's
 sampling error alone would give.
 
-One Hydra multirun (joblib when ``--jobs`` > 1) into ``results/paper/ccadl-fig2-posterior/<run-id>/``:
+One sweep, run through the Python API (``--jobs`` processes), into ``results/paper/ccadl-fig2-posterior/<run-id>/``:
 ``posterior_w2_w5.png`` (one panel per step size), ``summary.csv``, ``summary.md``.
 
     python -m experiments.ccadl_fig2_posterior [--smoke] [--root results/paper] [--jobs 2]

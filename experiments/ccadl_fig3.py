@@ -2,8 +2,8 @@
 letter and acoustic with SGHMC, SGNHT and CCAdL (diagonal running covariance) in [C]'s form.
 
 For each data set, each of the paper's three step sizes and its two A values: the test error of the
-running posterior mean (burn-in: the first 20% of passes) against passes. Hydra multiruns of
-``python run.py -m +experiment=ccadl_fig3`` (joblib when ``--jobs`` > 1), one per (data set, A), each over
+running posterior mean (burn-in: the first 20% of passes) against passes. The sweeps of
+``python run.py -m +experiment=ccadl_fig3``, run through the Python API (``--jobs`` processes), one per (data set, A), each over
 the three samplers and the three step sizes. Acoustic is run when its files are in the data folder (or can
 be downloaded) and marked "data not available" otherwise. Writes ``fig3_drbm.png`` (3×3 panels),
 ``summary.csv`` and ``summary.md`` under ``results/paper/ccadl-fig3/<run-id>/``.

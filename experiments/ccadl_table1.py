@@ -1,8 +1,8 @@
 """Shang, Zhu, Leimkuhler & Storkey (2015) Table 1 and Fig. 1 (SPEC E4, §4.8): SGHMC, SGNHT and CCAdL
 on the Normal-Gamma posterior (T7), h ∈ {0.001, 0.01} × A ∈ {1, 10}, 10⁶ samples per cell.
 
-Three Hydra multirun sweeps of ``python run.py -m +experiment=ccadl_table1`` (joblib launcher when
-``--jobs`` > 1), each over seeds 0-4 (a seed fixes the data set and the chains; the table gives mean ± sd):
+Three sweeps of ``python run.py -m +experiment=ccadl_table1``, run through the Python API (``--jobs``
+processes), each over seeds 0-4 (a seed fixes the data set and the chains; the table gives mean ± sd):
 
 1. ``table``: the 12 cells as [C] ran them (running Î scaled by Eq. 17's N²/n, SPEC §4.8);
 2. ``exact_scale``: SGHMC and CCAdL with the exact scale N(N − n)/n of a minibatch drawn without

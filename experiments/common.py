@@ -1,6 +1,7 @@
 """What every paper experiment shares: the command line (``--smoke``, ``--root``, ``--jobs``), config
 composition through the same Hydra configs as ``run.py`` (``configs/experiment/*.yaml``), and running a
-list of settings (in parallel processes when ``--jobs`` > 1) into one :class:`~sgmcmc.paper.PaperFolder`.
+list of settings or the jobs of a sweep (:func:`multirun`) through the Python API (in parallel processes when
+``--jobs`` > 1) into one :class:`~sgmcmc.paper.PaperFolder`.
 """
 
 from __future__ import annotations
@@ -8,22 +9,27 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
+from multiprocessing import get_context
 from pathlib import Path
+from typing import NoReturn
 
 import matplotlib
 
 matplotlib.use("Agg")
 
 from sgmcmc.config import ConfigError  # noqa: E402
+from sgmcmc.experiment import RunFailed, error_line, run_experiment  # noqa: E402
+from sgmcmc.keys import validate_config  # noqa: E402
 from sgmcmc.paper import PaperFolder  # noqa: E402
+from sgmcmc_cli.sweep import expand  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIG_DIR = REPO / "configs"
-# Thread pools of BLAS and of numba (LDA's Gibbs kernels): one thread per process when jobs run in parallel.
+# Thread pools of BLAS and of numba (LDA's Gibbs kernels): one thread per process when sweeps' runs run in parallel.
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
 
 
@@ -81,11 +87,49 @@ def compose(overrides) -> dict:
 
 
 def _run_one(overrides, runs_dir: str) -> tuple[str, str]:
-    from sgmcmc.experiment import run_experiment
-
     config = compose(list(overrides) + [f"run.results_dir={runs_dir}", "run.progress=false"])
     folder, status = run_experiment(config, argv=["run.py", *overrides])
     return str(folder), status
+
+
+def fail(message: str, code: int) -> NoReturn:
+    """One line on stderr, exit ``code``."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(code)
+
+
+def check_configs(overrides_lists) -> None:
+    """Every run's config composed and validated before anything runs; a config error is one line, exit 2."""
+    try:
+        for overrides in overrides_lists:
+            validate_config(compose(overrides))
+    except ConfigError as error:
+        fail(str(error), 2)
+
+
+@contextmanager
+def one_thread_each():
+    """Processes started inside get one BLAS and numba thread each (:data:`THREAD_VARIABLES`): parallel runs share
+    the cores (oversubscribed OpenBLAS threads ran 10-20x slower)."""
+    saved = {key: os.environ.get(key) for key in THREAD_VARIABLES}
+    os.environ.update({key: "1" for key in THREAD_VARIABLES})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def run_in_processes(function, overrides_lists: list, runs_dir: str, jobs: int) -> list:
+    """``function(overrides, runs_dir)`` for each list of overrides, results in order: here when ``jobs`` is 1, else in
+    ``jobs`` fresh processes with one thread each (:func:`one_thread_each`; fresh, so that their BLAS reads it)."""
+    if jobs <= 1 or len(overrides_lists) <= 1:
+        return [function(overrides, runs_dir) for overrides in overrides_lists]
+    with one_thread_each(), ProcessPoolExecutor(max_workers=jobs, mp_context=get_context("spawn")) as pool:
+        return list(pool.map(function, overrides_lists, [runs_dir] * len(overrides_lists)))
 
 
 def run_settings(paper: PaperFolder, settings: list[Setting], jobs: int = 1) -> list[tuple[Setting, dict]]:
@@ -93,14 +137,7 @@ def run_settings(paper: PaperFolder, settings: list[Setting], jobs: int = 1) -> 
 
     A config error stops the whole experiment with one line (exit 2) before anything runs.
     """
-    try:
-        from sgmcmc.config import validate_config
-
-        for item in settings:
-            validate_config(compose(item.overrides))
-    except ConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        sys.exit(2)
+    check_configs([item.overrides for item in settings])
     runs_dir = str(paper.runs_dir)
     if jobs > 1 and len(settings) > 1:
         with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -128,25 +165,39 @@ def read_json(path: Path) -> dict:
 
 
 def multirun(paper: PaperFolder, experiment: str, sweep: str, overrides: list, jobs: int, extra: list = ()) -> list[Path]:
-    """One Hydra multirun ``python run.py -m +experiment=<experiment> <overrides>`` into ``runs/<sweep>/``
-    (the joblib launcher when ``jobs`` > 1); returns the run folders it wrote. A failing sweep stops the
-    experiment with its last error line (exit 2 for a config error)."""
+    """The runs of the sweep ``python run.py -m +experiment=<experiment> <overrides>`` (its jobs as Hydra's basic
+    sweeper makes them: :func:`sgmcmc_cli.sweep.expand`), each run through the Python API into ``runs/<sweep>/``,
+    ``jobs`` processes at a time (one BLAS and numba thread each) when ``jobs`` > 1; returns the run folders it wrote.
+    A config error in any run stops the experiment with one line (exit 2) before anything runs; a run that failed
+    stops it once all have run, with its line (exit 1)."""
     runs_dir = paper.runs_dir / sweep
-    command = [sys.executable, str(REPO / "run.py"), "-m", f"+experiment={experiment}", *overrides,
-               f"run.results_dir={runs_dir}", "run.progress=false", "run.figures=false",
-               f"hydra.sweep.dir={paper.path / 'sweeps' / sweep}"]
-    if jobs > 1:
-        command += ["hydra/launcher=joblib", f"hydra.launcher.n_jobs={jobs}"]
-    command += list(extra)
-    print(f"  sweep {sweep}: {' '.join(command[2:])}", flush=True)
-    # parallel jobs share the cores: one BLAS/numba thread each (oversubscribed OpenBLAS threads ran 10-20x slower)
-    env = {**os.environ, **({key: "1" for key in THREAD_VARIABLES} if jobs > 1 else {})}
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, env=env)
-    if result.returncode != 0:
-        lines = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
-        print(f"error: sweep {sweep} failed: {lines[-1]}", file=sys.stderr)
-        sys.exit(result.returncode if result.returncode == 2 else 1)
+    swept = [f"+experiment={experiment}", *overrides, "run.figures=false", *extra]
+    try:
+        job_overrides = expand(swept)
+    except Exception as error:  # Hydra's grammar errors, a sweep the basic sweeper cannot run
+        fail(f"sweep {sweep}: {str(error).strip().splitlines()[0]}", 2)
+    print(f"  sweep {sweep}: {len(job_overrides)} runs of {' '.join(swept)}", flush=True)
+    check_configs(job_overrides)
+    outcomes = run_in_processes(_run_job, job_overrides, str(runs_dir), jobs)
+    failed = [(job, line) for job, (_, status, line) in zip(job_overrides, outcomes) if status == "failed"]
+    if failed:
+        job, line = failed[0]
+        fail(f"sweep {sweep} failed: {len(failed)} of {len(job_overrides)} runs ({' '.join(job)}: {line})", 1)
     return sorted(path for path in runs_dir.iterdir() if path.is_dir())
+
+
+def _run_job(overrides, runs_dir: str) -> tuple[str | None, str, str | None]:
+    """One run of a sweep: (its folder or None, its status, the one line of a failure), as a sweep's job of
+    ``run.py`` records it (an exception is a failed run, not the end of the sweep)."""
+    try:
+        folder, status = _run_one(overrides, runs_dir)
+    except ConfigError as error:
+        return None, "failed", str(error)
+    except RunFailed as error:
+        return str(error.folder), "failed", error.error
+    except Exception as error:
+        return None, "failed", error_line(error)
+    return folder, status, None
 
 
 def read_run(folder: Path) -> tuple[dict, str]:

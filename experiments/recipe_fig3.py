@@ -4,7 +4,7 @@ SGRHMC, held-out perplexity against documents seen (0–10,000), 3 seeds each, a
 1. Tuning (SPEC §4.11, §4.14 "tuning is symmetric"): every sampler runs 1 seed (seed 0) over the first 2,000
    documents for every a of the one ``TUNING_GRID``; the a with the lowest final perplexity (among runs that did
    not diverge) is used, and the summary says when it lies on the edge of the grid.
-2. One Hydra multirun ``python run.py -m +experiment=recipe_fig3 sampler=... seed=1,2,3`` per sampler.
+2. One sweep ``python run.py -m +experiment=recipe_fig3 sampler=... seed=1,2,3`` per sampler (through the Python API).
 3. The baseline a user would pick instead: scikit-learn's online variational LDA on the same stream, the
    same K, α, β and held-out documents, scored by the same perplexity estimator (``sgmcmc.lda.baseline``).
 

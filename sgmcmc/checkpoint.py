@@ -32,7 +32,8 @@ from typing import Optional
 
 import numpy as np
 
-from sgmcmc.config import resume_free_keys
+from sgmcmc.config import OPTIONAL_GROUPS
+from sgmcmc.keys import resume_free_keys
 from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.state import SamplerState
 
@@ -65,10 +66,8 @@ def flatten(config: dict, prefix: str = "") -> dict:
 
 def comparable(config: dict) -> dict:
     """The flattened config without the keys that may differ between a run and its resume (those declared
-    ``resume_free``, :func:`sgmcmc.config.resume_free_keys`: they change neither the samples nor the files; a cache
+    ``resume_free``, :func:`sgmcmc.keys.resume_free_keys`: they change neither the samples nor the files; a cache
     folder holds only what is derived again, by key, when it is missing): what must agree between the two."""
-    from sgmcmc.config import OPTIONAL_GROUPS
-
     free = resume_free_keys()
     # a group a config may leave out counts as absent when it has its default section (a run folder written before
     # the group existed resumes with today's config, and its hash is the same)

@@ -1,83 +1,79 @@
-"""Validation of an experiment config (a plain dict, as Hydra resolves it) before anything runs.
+"""The run's own config keys (``run.*`` and the top level) and the validation of an experiment config (a plain dict,
+as Hydra resolves it) against every declared key, before anything runs.
 
-Every error is a :class:`ConfigError` whose message is one line naming the key, the bad value and
-the allowed values; the command line turns it into exit code 2 (see ``run.py``).
+Every error is a :class:`ConfigError` whose message is one line naming the key, the bad value and the allowed values;
+the command line turns it into exit code 2 (see ``run.py``).
 
-Each key is declared once (:class:`sgmcmc.schema.Key`: its check, meaning and flags) where it belongs, and the
-tables here are views of those declarations: a sampler's keys in its class (``Sampler.config_keys``, over the
-registry :data:`sgmcmc.samplers.SAMPLERS`), a target's in its registry line (:data:`sgmcmc.targets.TARGETS`), a
-schedule's in its class (:data:`sgmcmc.schedules.SCHEDULES`), the run's and the top level's below. A sampler
-added with :func:`sgmcmc.samplers.register_sampler` is validated like the others. ``python -m sgmcmc.config``
-prints the key list of the README from the same declarations.
+Each key is declared once (:class:`sgmcmc.schema.Key`: its check, meaning and flags) where it belongs: a sampler's in
+its class, a target's in its registry line, a schedule's in its class, a gradient estimator's in its module, the
+run's and the top level's here. This module sits below all of them: it is given the groups' keys (``groups``: group
+→ name → keys), which :mod:`sgmcmc.keys` reads from the registries; :func:`sgmcmc.keys.validate_config` is the
+validation against them all, and ``python -m sgmcmc.keys`` prints the README's key list.
+
+A config is validated once, into a :class:`RunDescription` (:func:`describe_config`; :func:`sgmcmc.keys.describe_config`
+with every group's keys): frozen dataclasses, typed (:class:`RunOptions`, one :class:`Choice` per group), which is
+what the library takes (:func:`sgmcmc.experiment.run_experiment`, :func:`sgmcmc.experiment.build`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Callable
+from dataclasses import MISSING, dataclass, field, fields
+from types import MappingProxyType
+from typing import Any, Optional
 
-from sgmcmc.gradient_estimators import ESTIMATOR_KEYS
-from sgmcmc.samplers import SAMPLERS
-from sgmcmc.schedules import SCHEDULES
-from sgmcmc.schema import (Check, ConfigError, Key, boolean, check_fields, choice, describe, integer, optional, real,
-                           string)
-from sgmcmc.targets import TARGETS
+from sgmcmc.schema import Check, ConfigError, Key, boolean, check_fields, describe, integer, optional, real, string
 
-__all__ = ["ConfigError", "Check", "Key", "SAMPLER_FIELDS", "TARGET_FIELDS", "SCHEDULE_FIELDS", "GRADIENT_FIELDS", "RUN_FIELDS",
-           "CONFIG_FIELDS", "GROUPS", "validate_config", "resume_free_keys", "key_list"]
+__all__ = ["ConfigError", "Check", "Key", "GroupKeys", "RunOptions", "Choice", "RunDescription", "RUN_FIELDS",
+           "CONFIG_FIELDS", "OPTIONAL_GROUPS", "check_config", "describe_config", "resume_free_keys", "key_list"]
 
-
-class _ByName(Mapping):
-    """name → that sampler's / target's / schedule's keys, read from its registry when looked up (so a sampler
-    registered later is in it, and one removed is not)."""
-
-    def __init__(self, registry: Mapping, keys_of: Callable[[str], dict[str, Key]]):
-        self._registry, self._keys_of = registry, keys_of
-
-    def __getitem__(self, name: str) -> dict[str, Key]:
-        if name not in self._registry:
-            raise KeyError(name)
-        return self._keys_of(name)
-
-    def __iter__(self):
-        return iter(self._registry)
-
-    def __len__(self):
-        return len(self._registry)
-
-
-SAMPLER_FIELDS: Mapping[str, dict[str, Key]] = _ByName(SAMPLERS, lambda name: SAMPLERS[name].config_keys())
-TARGET_FIELDS: Mapping[str, dict[str, Key]] = _ByName(TARGETS, TARGETS.config_keys)
-SCHEDULE_FIELDS: Mapping[str, dict[str, Key]] = _ByName(SCHEDULES, lambda name: SCHEDULES[name].keys)
-GRADIENT_FIELDS: Mapping[str, dict[str, Key]] = ESTIMATOR_KEYS
-GROUPS = {"sampler": SAMPLER_FIELDS, "target": TARGET_FIELDS, "schedule": SCHEDULE_FIELDS, "gradient": GRADIENT_FIELDS}
+# group -> name (a sampler's, a target's, ...) -> that name's keys
+GroupKeys = Mapping[str, Mapping[str, Mapping[str, Key]]]
 # groups a config may leave out, and the section they then get (configs written before the group existed)
 OPTIONAL_GROUPS = {"gradient": {"name": "minibatch"}}
 
-# run.*: the required ones are sgmcmc.runner.RunSettings' fields (sgmcmc.experiment passes them to it); defaults in
-# configs/config.yaml, and in the code for the others
-RUN_FIELDS: dict[str, Key] = {
-    "n_steps": Key(integer(1), "steps per chain", required=True),
-    "n_chains": Key(integer(1), "chains run in parallel (vectorised)", required=True),
-    "burn_in": Key(integer(0), "steps discarded at the start of every chain (< n_steps)", required=True),
-    "thin": Key(integer(1), "keep every thin-th step after burn-in", required=True),
-    "eval_every": Key(integer(1), "steps between rows of trace.csv", required=True),
-    "progress": Key(boolean, "progress bar (shown after 2 s)", required=True, resume_free=True),
-    "figures": Key(boolean, "write figures/*.png"),
-    "results_dir": Key(string, "the folder of the run folders", resume_free=True),
+def _declared(check, meaning: str, default=MISSING, resume_free: bool = False):
+    """A field of :class:`RunOptions` that declares its config key: the :class:`Key` (required when the field has no
+    default) in its metadata, and the default the code uses when a config leaves the key out."""
+    key = Key(check, meaning, required=default is MISSING, resume_free=resume_free)
+    return field(default=default, metadata={"key": key})
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    """The checked ``run.*`` keys, each declared here once: its check, meaning and flags (:data:`RUN_FIELDS`, the
+    view the validation and the README's key list read) and its default in the code (configs/config.yaml sets the
+    required ones). The first six are :class:`sgmcmc.runner.RunSettings`' fields."""
+
+    n_steps: int = _declared(integer(1), "steps per chain")
+    n_chains: int = _declared(integer(1), "chains run in parallel (vectorised)")
+    burn_in: int = _declared(integer(0), "steps discarded at the start of every chain (< n_steps)")
+    thin: int = _declared(integer(1), "keep every thin-th step after burn-in")
+    eval_every: int = _declared(integer(1), "steps between rows of trace.csv")
+    progress: bool = _declared(boolean, "progress bar (shown after 2 s)", resume_free=True)
+    figures: bool = _declared(boolean, "write figures/*.png", True)
+    results_dir: str = _declared(string, "the folder of the run folders", "results/runs", resume_free=True)
     # checkpoint and resume (sgmcmc.checkpoint)
-    "checkpoint_every_s": Key(real(0.0), "seconds of wall time between checkpoints (0 = never)", resume_free=True),
-    "checkpoint_every_steps": Key(integer(0), "steps between checkpoints (0 = never)", resume_free=True),
-    "resume": Key(optional(string), "a run folder: continue that killed or interrupted run in it", resume_free=True),
+    checkpoint_every_s: float = _declared(real(0.0), "seconds of wall time between checkpoints (0 = never)", 300.0,
+                                          resume_free=True)
+    checkpoint_every_steps: int = _declared(integer(0), "steps between checkpoints (0 = never)", 0, resume_free=True)
+    resume: Optional[str] = _declared(optional(string), "a run folder: continue that killed or interrupted run in it",
+                                      None, resume_free=True)
     # per-step files of the run's own chains (sgmcmc.observers)
-    "path_statistics": Key(boolean, "path_statistics.npz: per step, the mean over chains of ξ, ξ² and r·r/d"),
-    "snapshot_every": Key(integer(0), "snapshots.npz: θ of every chain at step 0 and every n-th step (0 = none)"),
-    "snapshot_until": Key(optional(integer(0)), "the snapshots' last step (null = the run's last)"),
+    path_statistics: bool = _declared(boolean, "path_statistics.npz: per step, the mean over chains of ξ, ξ² and r·r/d",
+                                      False)
+    snapshot_every: int = _declared(integer(0), "snapshots.npz: θ of every chain at step 0 and every n-th step "
+                                                "(0 = none)", 0)
+    snapshot_until: Optional[int] = _declared(optional(integer(0)), "the snapshots' last step (null = the run's last)",
+                                              None)
     # the kernel Stein discrepancy (sgmcmc.diagnostics.stein)
-    "ksd_points": Key(integer(0), "at most this many pooled kept samples for the IMQ kernel Stein discrepancy, "
-                                  "evenly spaced (0 = off): trace.csv's ksd column and final.ksd on a target without "
-                                  "data, final.ksd on at most 100 of them on a data target (a full-data gradient each)"),
-}
+    ksd_points: int = _declared(integer(0), "at most this many pooled kept samples for the IMQ kernel Stein "
+                                            "discrepancy, evenly spaced (0 = off): trace.csv's ksd column and final.ksd "
+                                            "on a target without data, final.ksd on at most 100 of them on a data "
+                                            "target (a full-data gradient each)", 0)
+
+
+RUN_FIELDS: dict[str, Key] = {option.name: option.metadata["key"] for option in fields(RunOptions)}
 
 
 def _mapping(key, value):
@@ -99,7 +95,7 @@ CONFIG_FIELDS: dict[str, Key] = {
 }
 
 
-def _check_group(group: str, section: Any, registry: Mapping[str, dict[str, Key]]) -> dict:
+def _check_group(group: str, section: Any, registry: Mapping[str, Mapping[str, Key]]) -> dict:
     if not isinstance(section, dict) or "name" not in section:
         raise ConfigError(f"{group} is invalid: expected a mapping with a name in {', '.join(sorted(registry))}")
     name = section["name"]
@@ -109,21 +105,22 @@ def _check_group(group: str, section: Any, registry: Mapping[str, dict[str, Key]
     return check_fields(group, section, keys, required=tuple(key for key, declared in keys.items() if declared.required))
 
 
-def validate_config(config: dict) -> dict:
-    """Check a resolved experiment config; return it with numbers normalised, or raise ConfigError."""
+def check_config(config: dict, groups: GroupKeys) -> dict:
+    """Check a resolved experiment config against the run's keys and the groups' (``groups``); return it with numbers
+    normalised, or raise ConfigError."""
     if not isinstance(config, dict):
         raise ConfigError("the config must be a mapping")
-    known = {*GROUPS, "run", *CONFIG_FIELDS}
+    known = {*groups, "run", *CONFIG_FIELDS}
     for key in config:
         if key not in known:
             raise ConfigError(f"{key} is not a known key; allowed keys are {', '.join(sorted(known))}")
     config = {**{group: dict(section) for group, section in OPTIONAL_GROUPS.items() if group not in config}, **config}
-    for key in (*GROUPS, "run", *(key for key, declared in CONFIG_FIELDS.items() if declared.required)):
+    for key in (*groups, "run", *(key for key, declared in CONFIG_FIELDS.items() if declared.required)):
         if key not in config:
             raise ConfigError(f"{key} is missing")
     if "vars" in config:  # shared values of an experiment (e.g. Shang et al.'s A), already interpolated
         vars_ = CONFIG_FIELDS["vars"].check("vars", config["vars"])
-    checked = {group: _check_group(group, config[group], registry) for group, registry in GROUPS.items()}
+    checked = {group: _check_group(group, config[group], registry) for group, registry in groups.items()}
     checked["run"] = check_fields("run", config["run"], RUN_FIELDS,
                                   required=tuple(key for key, declared in RUN_FIELDS.items() if declared.required))
     for key, declared in CONFIG_FIELDS.items():
@@ -137,12 +134,84 @@ def validate_config(config: dict) -> dict:
     return checked
 
 
-def resume_free_keys() -> frozenset[str]:
-    """The dotted keys that may differ between a run and its resume (those declared ``resume_free``):
-    :func:`sgmcmc.checkpoint.config_hash` leaves them out."""
+def _frozen(value):
+    """A checked value read-only: mappings as read-only mappings, lists as tuples, all the way down."""
+    if isinstance(value, Mapping):
+        return MappingProxyType({key: _frozen(item) for key, item in value.items()})
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    return value
+
+
+def _thawed(value):
+    """:func:`_frozen` undone: plain dicts and lists (what YAML writes)."""
+    if isinstance(value, Mapping):
+        return {key: _thawed(item) for key, item in value.items()}
+    if isinstance(value, tuple):
+        return [_thawed(item) for item in value]
+    return value
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A group's choice: the registry ``name`` of a sampler, target, schedule or gradient estimator and its checked
+    keys (``values``, read-only, ``name`` not among them)."""
+
+    name: str
+    values: Mapping[str, Any]
+
+    def arguments(self) -> dict:
+        """``values`` as plain keyword arguments (dicts and lists: what the constructors take)."""
+        return _thawed(self.values)
+
+
+@dataclass(frozen=True)
+class RunDescription:
+    """An experiment config validated once (:func:`describe_config`), typed and read-only: what the library takes
+    (:func:`sgmcmc.experiment.run_experiment`, :func:`sgmcmc.experiment.build`). ``config`` is the checked config as
+    given (what the run folder's config.yaml holds and the checkpoints' hash reads: :meth:`as_dict`)."""
+
+    config: Mapping[str, Any]
+    seed: int
+    sampler: Choice
+    target: Choice
+    schedule: Choice
+    gradient: Choice
+    run: RunOptions
+    data_dir: Optional[str] = None
+    cache_dir: Optional[str] = None
+    vars: Optional[Mapping[str, Any]] = None
+
+    @property
+    def step_size(self) -> float:
+        """The sampler's step size (``sampler.step_size``, the schedule's base)."""
+        return self.sampler.values["step_size"]
+
+    def as_dict(self) -> dict:
+        """The checked config as a plain dict (a new one each call)."""
+        return _thawed(self.config)
+
+
+def describe_config(config: dict, groups: GroupKeys) -> RunDescription:
+    """:func:`check_config`, then its result as a :class:`RunDescription`; raises ConfigError."""
+    checked = _frozen(check_config(config, groups))
+
+    def choice(group: str) -> Choice:
+        section = checked[group]
+        return Choice(section["name"], MappingProxyType({key: value for key, value in section.items() if key != "name"}))
+
+    return RunDescription(config=checked, seed=checked["seed"], sampler=choice("sampler"), target=choice("target"),
+                          schedule=choice("schedule"), gradient=choice("gradient"), run=RunOptions(**checked["run"]),
+                          data_dir=checked.get("data_dir"), cache_dir=checked.get("cache_dir"),
+                          vars=checked.get("vars"))
+
+
+def resume_free_keys(groups: GroupKeys) -> frozenset[str]:
+    """The dotted keys that may differ between a run and its resume (those declared ``resume_free``), the groups'
+    keys ``groups``: :func:`sgmcmc.checkpoint.config_hash` leaves them out."""
     free = {key for key, declared in CONFIG_FIELDS.items() if declared.resume_free}
     free |= {f"run.{key}" for key, declared in RUN_FIELDS.items() if declared.resume_free}
-    for group, registry in GROUPS.items():
+    for group, registry in groups.items():
         free |= {f"{group}.{key}" for keys in registry.values() for key, declared in keys.items() if declared.resume_free}
     return frozenset(free)
 
@@ -154,7 +223,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _group_rows(registry: Mapping[str, dict[str, Key]]) -> list[str]:
+def _group_rows(registry: Mapping[str, Mapping[str, Key]]) -> list[str]:
     """One row per key, allowed values and meaning: the names that declare it so, the allowed values, the meaning."""
     rows: dict[tuple[str, str, str], list] = {}
     for name in registry:
@@ -169,44 +238,19 @@ def _group_rows(registry: Mapping[str, dict[str, Key]]) -> list[str]:
     return lines
 
 
-def key_list() -> str:
-    """Every config key as markdown tables, from the declarations (the README's "Config keys" section)."""
+def key_list(groups: GroupKeys) -> str:
+    """Every config key as markdown tables, from the declarations and the groups' keys ``groups`` (the README's
+    "Config keys" section)."""
     out = []
-    for group, registry in GROUPS.items():
+    for group, registry in groups.items():
         plural = {"sampler": "samplers", "target": "targets", "schedule": "schedules", "gradient": "estimators"}[group]
         out += [f"`{group}.<key>` (besides `{group}.name`, one of {', '.join(f'`{n}`' for n in registry)}):", "",
                 f"| key | {plural} | allowed values | meaning |", "|---|---|---|---|", *_group_rows(registry), ""]
-    for title, fields, prefix in (("`run.<key>`:", RUN_FIELDS, "run."), ("Top level:", CONFIG_FIELDS, "")):
+    for title, declared_keys, prefix in (("`run.<key>`:", RUN_FIELDS, "run."), ("Top level:", CONFIG_FIELDS, "")):
         out += [title, "", "| key | allowed values | meaning |", "|---|---|---|"]
-        for key, declared in fields.items():
+        for key, declared in declared_keys.items():
             flags = [flag for flag, on in (("required", declared.required), ("may differ on a resume", declared.resume_free)) if on]
             suffix = f" ({', '.join(flags)})" if flags else ""
             out.append(f"| `{prefix}{key}`{suffix} | {_cell(declared.allowed)} | {_cell(declared.meaning)} |")
         out.append("")
     return "\n".join(out).rstrip() + "\n"
-
-
-BEGIN, END = "<!-- key list: python -m sgmcmc.config --readme README.md -->", "<!-- end of the key list -->"
-
-
-def write_key_list(readme: str) -> None:
-    """Replace the text between :data:`BEGIN` and :data:`END` in the file ``readme`` with :func:`key_list`."""
-    from pathlib import Path
-
-    path = Path(readme)
-    text = path.read_text()
-    start, stop = text.index(BEGIN) + len(BEGIN), text.index(END)
-    path.write_text(f"{text[:start]}\n{key_list()}{text[stop:]}")
-
-
-if __name__ == "__main__":
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m sgmcmc.config",
-                                     description="Print every config key (markdown), from the keys' declarations.")
-    parser.add_argument("--readme", metavar="FILE", help=f"write the list into FILE between the lines {BEGIN} and {END}")
-    arguments = parser.parse_args()
-    if arguments.readme:
-        write_key_list(arguments.readme)
-    else:
-        print(key_list(), end="")

@@ -10,8 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from sgmcmc.diagnostics import (
-    bin_masses_1d,
-    bin_masses_2d,
+    bin_masses,
     effective_sample_size,
     histogram_kl,
     integrated_autocorrelation_time,
@@ -37,10 +36,7 @@ class Evaluator:
         if not self.enabled:
             return
         self.edges = target.histogram_edges()
-        if target.dim == 1:
-            self.masses = bin_masses_1d(target.log_density, self.edges)
-        else:
-            self.masses = bin_masses_2d(target.log_density, *self.edges)
+        self.masses = bin_masses(target.log_density, self.edges, target.dim)
         self.exact_mean, self.exact_second_moment = target.exact_moments()
         self.marginals = target.marginals()
 

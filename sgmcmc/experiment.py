@@ -34,10 +34,11 @@ import numpy as np
 import yaml
 
 from sgmcmc import checkpoint as checkpoints
-from sgmcmc.config import RUN_FIELDS, ConfigError, validate_config
+from sgmcmc.config import RUN_FIELDS, ConfigError, RunDescription
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.gradient_estimators import EstimatorError, make_estimator
+from sgmcmc.keys import describe_config
 from sgmcmc.memory import check_run_fits
 from sgmcmc.observers import PathStatistics, Snapshots
 from sgmcmc.recipe import RecipeError, psd_square_root
@@ -67,7 +68,6 @@ def without_timings(metrics: dict) -> dict:
     return out
 # the declared run.* keys (sgmcmc.config.RUN_FIELDS) that are not RunSettings fields: this module reads them itself
 NOT_SETTINGS = tuple(key for key in RUN_FIELDS if key not in {field.name for field in fields(RunSettings)})
-DEFAULT_CHECKPOINT_EVERY_S = 300.0  # as configs/config.yaml, for configs without the key
 
 
 @dataclass
@@ -86,33 +86,38 @@ def _metric(spec):
     return RationalMetric(spec.get("scale", [1.0]), spec.get("softening", [1.0]))
 
 
-def build(config: dict) -> Built:
-    """Validate ``config`` and build its objects; every problem is a one-line :class:`ConfigError`."""
-    return _build(validate_config(config))
+def described(config: dict | RunDescription) -> RunDescription:
+    """A config dict validated into its :class:`RunDescription` (:func:`sgmcmc.keys.describe_config`); a description
+    as it is (validated already)."""
+    return config if isinstance(config, RunDescription) else describe_config(config)
 
 
-def _build(config: dict) -> Built:
-    """:func:`build` of a config that :func:`validate_config` returned."""
-    target_params = {k: v for k, v in config["target"].items() if k != "name"}
+def build(config: dict | RunDescription) -> Built:
+    """Build the objects of a run description (a config dict is validated first); every problem is a one-line
+    :class:`ConfigError`."""
+    return _build(described(config))
+
+
+def _build(config: RunDescription) -> Built:
+    """:func:`build` of a run description."""
+    target_params = config.target.arguments()
     if "data_seed" in target_params and target_params["data_seed"] is None:
-        target_params["data_seed"] = config["seed"]  # data generated from the run's seed (SPEC §2 T7)
+        target_params["data_seed"] = config.seed  # data generated from the run's seed (SPEC §2 T7)
     from sgmcmc.targets.user import UserModelError  # imports no model: only the error class
 
     try:
-        target = make_target(config["target"]["name"], **target_params)
+        target = make_target(config.target.name, **target_params)
     except UserModelError as error:  # names target.model itself
         raise ConfigError(str(error)) from None
     except ValueError as error:
         raise ConfigError(f"target: {error}") from None
     except DataError as error:  # missing, corrupt or unreachable data: one line, exit 2, like a bad value
         raise ConfigError(f"data_dir: {error}") from None
-    gradient = config["gradient"]
     try:
-        target = make_estimator(gradient["name"], target, seed=config["seed"],
-                                **{k: v for k, v in gradient.items() if k != "name"})
+        target = make_estimator(config.gradient.name, target, seed=config.seed, **config.gradient.arguments())
     except EstimatorError as error:  # names its gradient key
         raise ConfigError(str(error)) from None
-    sampler_params = {k: v for k, v in config["sampler"].items() if k not in ("name", "step_size")}
+    sampler_params = {k: v for k, v in config.sampler.arguments().items() if k != "step_size"}
     if "metric" in sampler_params:
         metric = _metric(sampler_params.pop("metric"))
         if metric is not None:
@@ -120,15 +125,13 @@ def _build(config: dict) -> Built:
                 raise ConfigError(f"sampler.metric.scale must have 1 or {target.dim} entries for target {target.name}")
             sampler_params["metric"] = metric
     try:
-        sampler = make_sampler(config["sampler"]["name"], target, **sampler_params)
+        sampler = make_sampler(config.sampler.name, target, **sampler_params)
     except ValueError as error:
         raise ConfigError(f"sampler: {error}") from None
-    if config["run"].get("resume") is not None:
+    if config.run.resume is not None:
         _check_resume(config)
-    run = {k: v for k, v in config["run"].items() if k not in NOT_SETTINGS}
-    settings = RunSettings(**run)
-    schedule_params = {k: v for k, v in config["schedule"].items() if k != "name"}
-    schedule = make_schedule(config["schedule"]["name"], config["sampler"]["step_size"], settings.n_steps, **schedule_params)
+    settings = RunSettings(**{field.name: getattr(config.run, field.name) for field in fields(RunSettings)})
+    schedule = make_schedule(config.schedule.name, config.step_size, settings.n_steps, **config.schedule.arguments())
     check_exploration(sampler, schedule)  # schedule.exploration needs a sampler that can step without its noise
     _check_at_start(sampler, schedule, config)
     return Built(target, sampler, schedule, settings)
@@ -138,7 +141,7 @@ def _build(config: dict) -> Built:
 START_CHECK_MAX_DIM = 512
 
 
-def _check_at_start(sampler, schedule, config) -> None:
+def _check_at_start(sampler, schedule, config: RunDescription) -> None:
     """D PSD, Q skew and ε(2D − εB̂) PSD at the initial state and the initial step size (the last not
     with ``noise_clip``, which clips instead, nor with a running estimate, which starts at 0)."""
     if sampler.kind == "optimiser":  # no recipe: nothing to check
@@ -147,8 +150,8 @@ def _check_at_start(sampler, schedule, config) -> None:
         log.info("dense D/Q check at the start skipped: dim θ = %d > %d (the samplers' D/Q structure is checked "
                  "by the tests on small targets)", sampler.target.dim, START_CHECK_MAX_DIM)
         return
-    rng = np.random.default_rng(config["seed"])
-    state = sampler.init(sampler.target.initial_position(min(8, config["run"]["n_chains"]), rng), rng)
+    rng = np.random.default_rng(config.seed)
+    state = sampler.init(sampler.target.initial_position(min(8, config.run.n_chains), rng), rng)
     step = schedule(0)
     if sampler.pack(state).shape[1] > START_CHECK_MAX_DIM:
         log.info("dense D/Q check at the start skipped: dim z = %d > %d (the samplers' D/Q structure is checked "
@@ -170,9 +173,9 @@ def _check_at_start(sampler, schedule, config) -> None:
         raise ConfigError(f"sampler (step_size={step}): {error}") from None
 
 
-def _check_resume(config: dict) -> None:
+def _check_resume(description: RunDescription) -> None:
     """``run.resume`` names a run folder of the same config that has not completed (one-line ConfigError)."""
-    folder = Path(config["run"]["resume"])
+    config, folder = description.as_dict(), Path(description.run.resume)
     try:
         saved = yaml.safe_load((folder / "config.yaml").read_text())
     except FileNotFoundError:
@@ -249,8 +252,9 @@ class _RunLog(logging.FileHandler):
         self.lost = True
 
 
-def run_experiment(config: dict, argv: list[str] | None = None) -> tuple[Path, str]:
-    """Run one experiment and write its result folder; return (folder, status).
+def run_experiment(config: dict | RunDescription, argv: list[str] | None = None) -> tuple[Path, str]:
+    """Run one experiment (its description, or a config dict, validated here) and write its result folder; return
+    (folder, status).
 
     Raises :class:`ConfigError` before creating any folder if the config is invalid, if the run's arrays would not fit
     in memory (:class:`sgmcmc.memory.InsufficientMemory`) or if ``run.results_dir`` cannot hold a new folder. With
@@ -258,10 +262,10 @@ def run_experiment(config: dict, argv: list[str] | None = None) -> tuple[Path, s
     Any other exception once the folder exists (a full disk, a data file found bad mid-run, a bug) makes the run
     ``failed``: metrics.json with the one-line error, the traceback in run.log, and :class:`RunFailed` raised.
     """
-    config = validate_config(config)
+    config = described(config)
     built = _build(config)
-    check_run_fits(config, built.sampler, built.settings)
-    resume = config["run"].get("resume")
+    check_run_fits(config.as_dict(), built.sampler, built.settings)
+    resume = config.run.resume
     folder = _new_folder(config) if resume is None else Path(resume)
     started = time.perf_counter()
     outcomes: list = []  # the run's outcome once run_chains returned it
@@ -284,11 +288,11 @@ def run_experiment(config: dict, argv: list[str] | None = None) -> tuple[Path, s
         handler.close()
 
 
-def _new_folder(config: dict) -> Path:
+def _new_folder(config: RunDescription) -> Path:
     """A new run folder under ``run.results_dir``; a ConfigError naming the key when it cannot be made."""
-    results_dir = Path(config["run"].get("results_dir", "results/runs"))
+    results_dir = Path(config.run.results_dir)
     try:
-        return new_run_folder(results_dir, f"{config['sampler']['name']}-{config['target']['name']}")
+        return new_run_folder(results_dir, f"{config.sampler.name}-{config.target.name}")
     except OSError as error:
         existing = next((path for path in (results_dir, *results_dir.parents) if path.exists()), None)
         if existing is not None and not existing.is_dir():
@@ -327,18 +331,18 @@ def _failed(folder: Path, built: Built, error: Exception, handler: _RunLog | Non
     return RunFailed(folder, line, None if lost else folder / "run.log")
 
 
-def _resume_from(folder: Path, config: dict, argv) -> checkpoints.Checkpoint:
+def _resume_from(folder: Path, config: RunDescription, argv) -> checkpoints.Checkpoint:
     """The newest usable checkpoint of ``folder`` (ConfigError if none), recorded in provenance.json."""
     try:
-        checkpoint, name = checkpoints.load_latest(folder, checkpoints.config_hash(config))
+        checkpoint, name = checkpoints.load_latest(folder, checkpoints.config_hash(config.as_dict()))
     except checkpoints.CheckpointError as error:
         log.error("run.resume: %s", error)
         raise ConfigError(f"run.resume: {error}") from None
     try:
         record = json.loads((folder / "provenance.json").read_text())
     except (OSError, ValueError):
-        record = provenance(config["seed"], argv)
-    now = provenance(config["seed"], argv)
+        record = provenance(config.seed, argv)
+    now = provenance(config.seed, argv)
     if now["git_commit"] != record.get("git_commit"):
         log.warning("resuming with code at commit %s; the run started at %s", now["git_commit"], record.get("git_commit"))
     resumes = record.setdefault("resumes", [])
@@ -350,27 +354,27 @@ def _resume_from(folder: Path, config: dict, argv) -> checkpoints.Checkpoint:
     return checkpoint
 
 
-def _run_into(folder: Path, config: dict, built: Built, argv, outcomes: list) -> str:
+def _run_into(folder: Path, config: RunDescription, built: Built, argv, outcomes: list) -> str:
     resume = None
-    if config["run"].get("resume") is not None:
+    if config.run.resume is not None:
         resume = _resume_from(folder, config, argv)
     else:
-        write_text(folder / "config.yaml", yaml.safe_dump(config, sort_keys=False))
-        write_json(folder / "provenance.json", provenance(config["seed"], argv))
+        write_text(folder / "config.yaml", yaml.safe_dump(config.as_dict(), sort_keys=False))
+        write_json(folder / "provenance.json", provenance(config.seed, argv))
     log.info("run folder %s", folder)
-    log.info("sampler %s, target %s, schedule %s, %d chains x %d steps, seed %d", config["sampler"]["name"],
-             config["target"]["name"], config["schedule"]["name"], built.settings.n_chains, built.settings.n_steps, config["seed"])
+    log.info("sampler %s, target %s, schedule %s, %d chains x %d steps, seed %d", config.sampler.name,
+             config.target.name, config.schedule.name, built.settings.n_chains, built.settings.n_steps, config.seed)
     evaluator = Evaluator(built.target)
-    rng = np.random.default_rng(config["seed"])
+    rng = np.random.default_rng(config.seed)
     observers, theta0 = _path_observers(config, built, rng, resume)
     checkpointer = checkpoints.Checkpointer(
-        folder, checkpoints.config_hash(config), config["run"].get("checkpoint_every_s", DEFAULT_CHECKPOINT_EVERY_S),
-        config["run"].get("checkpoint_every_steps", 0))
+        folder, checkpoints.config_hash(config.as_dict()), config.run.checkpoint_every_s,
+        config.run.checkpoint_every_steps)
     with _signals_stop_the_run() as stop_requested:
         try:
             outcome = run_chains(built.sampler, built.schedule, built.settings, rng, evaluator,
                                  stop_requested=stop_requested, theta0=theta0, checkpointer=checkpointer, resume=resume,
-                                 observers=observers, ksd_points=config["run"].get("ksd_points", 0))
+                                 observers=observers, ksd_points=config.run.ksd_points)
         except checkpoints.CheckpointError as error:  # the checkpoint does not fit this run's objects
             log.error("run.resume: %s", error)
             raise ConfigError(f"run.resume: {error}") from None
@@ -383,21 +387,21 @@ def _run_into(folder: Path, config: dict, built: Built, argv, outcomes: list) ->
     return outcome.status
 
 
-def _path_observers(config: dict, built: Built, rng: np.random.Generator, resume) -> tuple[list, "np.ndarray | None"]:
+def _path_observers(config: RunDescription, built: Built, rng: np.random.Generator, resume) -> tuple[list, "np.ndarray | None"]:
     """The observers of ``run.path_statistics`` and ``run.snapshot_every``, and the initial θ when the snapshots start
     with it (drawn here exactly as :func:`run_chains` draws it, so the random stream and the samples do not change)."""
-    run, observers, theta0 = config["run"], [], None
-    if run.get("path_statistics", False):
+    run, observers, theta0 = config.run, [], None
+    if run.path_statistics:
         observers.append(PathStatistics())
-    if run.get("snapshot_every", 0):
+    if run.snapshot_every:
         if resume is None:
             theta0 = built.target.initial_position(built.settings.n_chains, rng)
-        observers.append(Snapshots(built.settings.n_chains, built.target.dim, run["snapshot_every"],
-                                   run.get("snapshot_until"), theta0))
+        observers.append(Snapshots(built.settings.n_chains, built.target.dim, run.snapshot_every,
+                                   run.snapshot_until, theta0))
     return observers, theta0
 
 
-def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome) -> None:
+def _write_results(folder: Path, config: RunDescription, built: Built, evaluator, outcome) -> None:
     """samples.npz, moments.npz, trace.csv, figures, the target's artifacts and, last, metrics.json."""
     names = built.target.parameter_names()
     write_samples(folder / "samples.npz", theta=outcome.samples, **outcome.sample_stats,
@@ -419,9 +423,9 @@ def _write_results(folder: Path, config: dict, built: Built, evaluator, outcome)
     final.update(_thermostat(built, outcome, config))
     from sgmcmc.diagnostics.stein import final_ksd_metrics  # the IMQ kernel Stein discrepancy and its cost
 
-    final.update(final_ksd_metrics(built.target, outcome.samples, config["run"].get("ksd_points", 0)))
+    final.update(final_ksd_metrics(built.target, outcome.samples, config.run.ksd_points))
     scored = time.perf_counter()
-    figures = _figures(folder, built, outcome, trace, config) if config["run"].get("figures", True) else []
+    figures = _figures(folder, built, outcome, trace, config) if config.run.figures else []
     drawn = time.perf_counter()
     artifacts = built.target.write_artifacts(folder, outcome.final_theta) if outcome.steps_done else []
     metrics = _metrics(built, outcome, final, figures, artifacts)
@@ -503,7 +507,7 @@ THERMOSTAT_PREDICTION_MAX_DIM = 16
 THERMOSTAT_PREDICTION_POSITIONS = 2000
 
 
-def _thermostat(built: Built, outcome, config: dict) -> dict:
+def _thermostat(built: Built, outcome, config: RunDescription) -> dict:
     """Mean ξ against its predicted value (SGNHT, CCAdL; constant step size only for the prediction)."""
     if outcome.thermostat_mean is None:
         return {}
@@ -511,22 +515,22 @@ def _thermostat(built: Built, outcome, config: dict) -> dict:
     if outcome.thermostat_se is not None:
         out["thermostat_se"] = outcome.thermostat_se
     small = built.target.dim <= THERMOSTAT_PREDICTION_MAX_DIM
-    if small and config["schedule"]["name"] == "constant" and outcome.samples.size:
+    if small and config.schedule.name == "constant" and outcome.samples.size:
         positions = outcome.samples.reshape(-1, built.target.dim)
         positions = positions[:: max(1, positions.shape[0] // THERMOSTAT_PREDICTION_POSITIONS)]
         for key, method in (("thermostat_predicted", built.sampler.predicted_thermostat),
                             ("thermostat_first_order", built.sampler.first_order_thermostat)):
-            value = method(positions, config["sampler"]["step_size"])
+            value = method(positions, config.step_size)
             if value is not None:
                 out[key] = value
     return out
 
 
-def _figures(folder: Path, built: Built, outcome, trace: list[dict], config: dict) -> list[str]:
+def _figures(folder: Path, built: Built, outcome, trace: list[dict], config: RunDescription) -> list[str]:
     from sgmcmc import plotting  # matplotlib: imported by the runs that draw figures only
 
     samples, target, figures = outcome.samples, built.target, []
-    label = f"{config['sampler']['name']} on {target.name}, ε={config['sampler']['step_size']} ({outcome.status})"
+    label = f"{config.sampler.name} on {target.name}, ε={config.step_size} ({outcome.status})"
     if samples.shape[1] > 0:
         if target.has_exact_density and target.dim == 1:
             figures.append(plotting.histogram_1d(samples, target, folder / "figures" / "histogram.png", label))

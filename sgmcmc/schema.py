@@ -3,8 +3,9 @@
 
 The declarations: a sampler's keys in its class (:meth:`sgmcmc.samplers.base.Sampler.config_keys`), a schedule's in
 its class (:data:`sgmcmc.schedules.SCHEDULES`), a target's in its registry line (:data:`sgmcmc.targets.TARGETS`),
-the run's and the top level's in :mod:`sgmcmc.config`, which validates a config with them; the one-line errors,
-the keys that may differ on a resume and the README's key list (``python -m sgmcmc.config``) all come from them.
+the run's and the top level's in :mod:`sgmcmc.config`, which validates a config with them (given the groups' keys:
+:mod:`sgmcmc.keys` reads them from the registries); the one-line errors, the keys that may differ on a resume and the
+README's key list (``python -m sgmcmc.keys``) all come from them.
 
 A check is ``check(key, value) -> value`` (normalised: integers to int, numbers to float) raising
 :class:`ConfigError` with one line naming the key, the bad value and the allowed values; its ``allowed`` attribute
@@ -29,7 +30,7 @@ class ConfigError(ValueError):
 class Key:
     """One config key: its ``check``, one line saying what it is (the README's key list), whether a config must set
     it (``required``; the others have a default in the code), and whether a resumed run may give it another value
-    (``resume_free``: it changes neither the samples nor the result files, :func:`sgmcmc.config.resume_free_keys`)."""
+    (``resume_free``: it changes neither the samples nor the result files, :func:`sgmcmc.keys.resume_free_keys`)."""
 
     check: Check
     meaning: str = ""

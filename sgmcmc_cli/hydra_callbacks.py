@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import sys
 import warnings
@@ -24,7 +26,6 @@ from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf
 
 from sgmcmc_cli import sweep
-from sgmcmc_cli.hydra_private import job_error
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -36,6 +37,17 @@ def _multirun(config: DictConfig) -> bool:
 def _overrides(hydra: DictConfig) -> list[str]:
     """The task's overrides as typed (not resolved: ``key=${...}`` stays text)."""
     return list(OmegaConf.to_container(hydra.overrides.task, resolve=False))
+
+
+def job_error(job_return: JobReturn) -> BaseException | None:
+    """What a failed job raised, without raising it: ``JobReturn.return_value`` raises it, after a line on stderr
+    (which Hydra writes again when its sweeper reads the value)."""
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            job_return.return_value  # noqa: B018
+    except Exception as error:
+        return error
+    return None
 
 
 class SweepManifest(Callback):

@@ -3,7 +3,7 @@ unknown group choice of ours, and no error text of Hydra's needs reading (no reg
 
 * a group's choice is one of its files (``configs/<group>/*.yaml``; Hydra's groups, ``hydra/<group>``, as Hydra's
   config loader lists them, plugins' configs included), and what a launcher file of ours builds on is installed;
-* a key is declared (:mod:`sgmcmc.config`: the top level, ``run.*``, and the keys of the sampler, target and schedule
+* a key is declared (:mod:`sgmcmc.keys`: the top level, ``run.*``, and the keys of the sampler, target and schedule
   the overrides choose; ``vars.*`` are the chosen experiment's).
 
 What the declarations cannot tell is left to Hydra, whose error then shows as its first line: a key below a declared
@@ -111,7 +111,7 @@ def chosen(group: str, parsed, config_dir: Path):
 def check_keys(parsed, config_dir: Path) -> None:
     """Every key an override sets (``key=value``, not ``+key``/``++key``/``~key``) is declared: see the module's
     docstring for what is left to Hydra."""
-    from sgmcmc.config import CONFIG_FIELDS, GROUPS, RUN_FIELDS
+    from sgmcmc.keys import CONFIG_FIELDS, GROUPS, RUN_FIELDS
 
     top = sorted({*GROUPS, "run", *CONFIG_FIELDS})
     for override in parsed:

@@ -7,13 +7,14 @@ record ``.jobs/<num>.json`` in the sweep folder, then merges all records into ``
 lock; the end of the sweep merges once more and removes ``.jobs/`` (a sweep that never ended keeps it).
 Every file is written atomically (temporary name, rename), so a reader never sees half a manifest. Remote
 jobs need the sweep folder on a shared file system, as their run folders do. :mod:`sgmcmc_cli.hydra_callbacks`
-calls this module from Hydra; the module itself keeps no Hydra state and only needs Hydra to expand a
-sweep's overrides into jobs (the basic sweeper's order: :mod:`sgmcmc_cli.hydra_private`).
+calls this module from Hydra; the module itself keeps no Hydra state and only needs Hydra to parse a
+sweep's overrides (:func:`expand`: the jobs in the basic sweeper's order).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import json
 import shutil
 from contextlib import contextmanager
@@ -27,6 +28,9 @@ PENDING, FAILED = "pending", "failed"
 # exit code of a whole sweep (run.py -m): 1 if a job failed or never reported, else 130 if one was
 # interrupted, else 0 (diverged runs are results of a sweep, not failures)
 SWEEP_EXIT_FAILED, SWEEP_EXIT_INTERRUPTED = 1, 130
+# the sweep folders finished in this process, in order: how a sweep that hydra.main ran tells run.py -m where its
+# manifest is (hydra.main returns nothing of a multirun)
+FINISHED: list[Path] = []
 
 
 def error_line(error) -> str | None:
@@ -54,11 +58,21 @@ def overrides_parser(config_loader=None):
 
 def expand(overrides: list[str], params: dict | None = None, config_loader=None) -> list[list[str]]:
     """The jobs of a multirun on Hydra's basic sweeper, in its order (job ``i`` gets list ``i``):
-    ``hydra.sweeper.params`` first, then the command line's overrides, as the sweeper combines them."""
-    from sgmcmc_cli.hydra_private import basic_sweeper_jobs
-
+    ``hydra.sweeper.params`` first, then the command line's overrides, as the sweeper combines them (a key's last
+    override wins, in the place of its first; the product of the keys' values, the last key varying fastest).
+    A sweep the basic sweeper cannot run (``interval(...)``) raises ValueError."""
     arguments = [f"{key}={value}" for key, value in (params or {}).items()] + list(overrides)
-    return basic_sweeper_jobs(overrides_parser(config_loader).parse_overrides(arguments))
+    values: dict[str, list[str]] = {}
+    for override in overrides_parser(config_loader).parse_overrides(arguments):
+        key = override.get_key_element()
+        if not override.is_sweep_override():
+            values[key] = [f"{key}={override.get_value_element_as_str()}"]
+        elif override.is_discrete_sweep():
+            values[key] = [f"{key}={value}" for value in override.sweep_string_iterator()]
+        else:
+            raise ValueError(f"the basic sweeper cannot sweep {override.input_line}: it sweeps lists, choices and "
+                             f"ranges")
+    return [list(job) for job in itertools.product(*values.values())]
 
 
 def plan(sweep_dir: str | Path, jobs: list[list[str]] | None, launcher: str) -> dict:
@@ -114,9 +128,11 @@ def merge(sweep_dir: str | Path) -> dict:
 
 def finish(sweep_dir: str | Path) -> dict:
     """The last merge, at the end of the sweep (the job records are then dropped: the manifest holds them).
-    ``run.py -m`` then reads the manifest from the sweep folder (:func:`read`) for the sweep's :func:`exit_code`."""
+    ``run.py -m`` then reads the manifest from the sweep folder (:data:`FINISHED`, :func:`read`) for the sweep's
+    :func:`exit_code`."""
     manifest = merge(sweep_dir)
     shutil.rmtree(Path(sweep_dir) / RECORDS, ignore_errors=True)
+    FINISHED.append(Path(sweep_dir))
     return manifest
 
 

@@ -160,7 +160,8 @@ def test_time_trigger_and_a_failed_save_do_not_stop_the_run(tmp_path, monkeypatc
 def test_checkpoint_keys_are_validated(key, value, message):
     import copy
 
-    from sgmcmc.config import ConfigError, validate_config
+    from sgmcmc.config import ConfigError
+    from sgmcmc.keys import validate_config
 
     config = copy.deepcopy(CONFIG)
     assert validate_config(config)["run"]["checkpoint_every_steps"] == 0

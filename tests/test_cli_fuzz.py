@@ -20,7 +20,7 @@ hypothesis = pytest.importorskip("hypothesis", reason="hypothesis is in the dev 
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from sgmcmc.config import RUN_FIELDS, SAMPLER_FIELDS, TARGET_FIELDS  # noqa: E402
+from sgmcmc.keys import RUN_FIELDS, SAMPLER_FIELDS, TARGET_FIELDS  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BASE = ["run.n_steps=120", "run.n_chains=4", "run.burn_in=60", "run.progress=false", "run.figures=false"]

@@ -1,14 +1,14 @@
 """Config validation without Hydra (the package is usable from plain Python)."""
 
 import copy
-from dataclasses import fields
+from dataclasses import MISSING, FrozenInstanceError, fields
 from pathlib import Path
 
 import pytest
 import yaml
 
-from sgmcmc.config import (BEGIN, END, GROUPS, RUN_FIELDS, ConfigError, Key, key_list, resume_free_keys,
-                           validate_config)
+from sgmcmc.config import RUN_FIELDS, ConfigError, Key, RunDescription, RunOptions
+from sgmcmc.keys import BEGIN, END, GROUPS, describe_config, key_list, resume_free_keys, validate_config
 from sgmcmc.experiment import NOT_SETTINGS, build
 from sgmcmc.runner import RunSettings
 from sgmcmc.samplers import SAMPLERS
@@ -71,7 +71,6 @@ def test_metric_of_wrong_length_is_rejected():
 
 
 def test_noise_estimation_keys_are_validated():
-    from sgmcmc.config import ConfigError, validate_config
     import pytest as _pytest
 
     base = {"sampler": {"name": "ccadl", "step_size": 0.01}, "target": {"name": "normal_gamma"},
@@ -156,4 +155,33 @@ def test_every_registered_group_member_declares_its_keys_with_a_meaning():
 def test_the_readme_key_list_is_generated_from_the_declarations():
     text = (ROOT / "README.md").read_text()
     generated = text[text.index(BEGIN) + len(BEGIN):text.index(END)].strip()
-    assert generated == key_list().strip(), "regenerate it: .venv/bin/python -m sgmcmc.config --readme README.md"
+    assert generated == key_list().strip(), "regenerate it: .venv/bin/python -m sgmcmc.keys --readme README.md"
+
+
+def test_a_config_is_validated_once_into_a_frozen_typed_description():
+    description = describe_config(BASE)
+    assert isinstance(description, RunDescription) and isinstance(description.run, RunOptions)
+    assert description.seed == 0 and description.run.n_steps == 100 and description.run.progress is False
+    assert description.run.figures is True and description.run.checkpoint_every_s == 300.0  # RunOptions' defaults
+    assert description.sampler.name == "sghmc" and description.step_size == 0.1
+    assert description.sampler.arguments() == {k: v for k, v in BASE["sampler"].items() if k != "name"}
+    assert description.gradient.name == "minibatch"  # the optional group's default section
+    with pytest.raises(FrozenInstanceError):
+        description.seed = 1
+    with pytest.raises(FrozenInstanceError):
+        description.run.n_steps = 1
+    with pytest.raises(TypeError):
+        description.sampler.values["friction"] = 2.0
+    assert description.as_dict() == validate_config(BASE)  # config.yaml and the checkpoints' hash read it
+    built = build(description)
+    assert built.sampler.name == "sghmc" and built.settings.n_steps == 100
+    with pytest.raises(ConfigError, match="run.n_steps=0 is invalid"):
+        describe_config(with_change(("run", "n_steps"), 0))
+
+
+def test_the_run_keys_are_declared_once_by_run_options():
+    declared = {option.name: option for option in fields(RunOptions)}
+    assert list(RUN_FIELDS) == list(declared)
+    for name, key in RUN_FIELDS.items():
+        assert key is declared[name].metadata["key"]
+        assert key.required == (declared[name].default is MISSING)

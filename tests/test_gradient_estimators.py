@@ -300,7 +300,7 @@ def test_a_run_folder_from_before_the_gradient_group_resumes():
     """A config without ``gradient`` (written before the group existed) has the same hash and no difference from
     today's config with the default minibatch section, so ``run.resume`` accepts its folder."""
     from sgmcmc.checkpoint import config_differences, config_hash
-    from sgmcmc.config import validate_config
+    from sgmcmc.keys import validate_config
 
     today = validate_config(config(Path("."), {"name": "minibatch"}))
     old = {key: value for key, value in today.items() if key != "gradient"}

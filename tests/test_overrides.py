@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from sgmcmc.config import RUN_FIELDS, SAMPLER_FIELDS, ConfigError
+from sgmcmc.config import ConfigError
+from sgmcmc.keys import RUN_FIELDS, SAMPLER_FIELDS
 from sgmcmc_cli.overrides import DISTRIBUTED, check_overrides
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from experiments.common import CONFIG_DIR, compose
-from sgmcmc.config import validate_config
+from sgmcmc.keys import validate_config
 from sgmcmc.observers import PathObserver, post_burn_in
 from sgmcmc.runner import RunSettings, run_chains
 from sgmcmc.samplers import make_sampler

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 # what composing, checking and building a toy run's config does not need: figures, ArviZ (the final ESS), data
@@ -44,7 +45,8 @@ spec.loader.exec_module(run)
 one = run.preflight(["sampler=sghmc", "target=double_well", "run.n_steps=10", "run.burn_in=0", "run.n_chains=2"])
 assert isinstance(one, run.OneRun), one
 from sgmcmc.experiment import build
-built = build(run.resolved(run.job_config(one.config)))
+from sgmcmc_cli.single_run import job_config
+built = build(run.resolved(job_config(one.config)))
 assert built.target.name == "double_well" and built.sampler.name == "sghmc"
 """
     assert imported_after(code) == []
@@ -89,21 +91,28 @@ def test_a_run_imports_neither_arviz_nor_pandas_and_matplotlib_only_for_its_figu
 
 
 # -- compose once, build once -----------------------------------------------------------------------------------
-def load_run_module():
-    spec = importlib.util.spec_from_file_location("sgmcmc_run_startup", ROOT / "run.py")
+def load_run_module(name: str = "sgmcmc_run_startup"):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "run.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def test_a_single_run_composes_and_builds_its_config_once(tmp_path, monkeypatch, capsys):
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    """Composed once: Hydra reads the primary config file once a composition (hydra.main would read it twice)."""
+    import builtins
 
     import sgmcmc.experiment as experiment
 
     run = load_run_module()
     counts = {"compose": 0, "build": 0, "validate": 0}
-    load, build, validate = ConfigLoaderImpl.load_configuration, experiment._build, experiment.validate_config
+    build, validate, open_file = experiment._build, experiment.describe_config, builtins.open
+    primary = ROOT / "configs" / "config.yaml"
+
+    def opening(file, *args, **kwargs):
+        if isinstance(file, (str, Path)) and Path(file) == primary:
+            counts["compose"] += 1
+        return open_file(file, *args, **kwargs)
 
     def counting(name, function):
         def wrapper(*args, **kwargs):
@@ -111,9 +120,9 @@ def test_a_single_run_composes_and_builds_its_config_once(tmp_path, monkeypatch,
             return function(*args, **kwargs)
         return wrapper
 
-    monkeypatch.setattr(ConfigLoaderImpl, "load_configuration", counting("compose", load))
+    monkeypatch.setattr(builtins, "open", opening)
     monkeypatch.setattr(experiment, "_build", counting("build", build))
-    monkeypatch.setattr(experiment, "validate_config", counting("validate", validate))
+    monkeypatch.setattr(experiment, "describe_config", counting("validate", validate))
     frozen = gc.get_freeze_count()
     monkeypatch.setattr(sys, "argv", [str(ROOT / "run.py"), "run.n_steps=4", "run.burn_in=0", "run.n_chains=2",
                                       "run.eval_every=2", "run.progress=false", "run.figures=false",
@@ -130,20 +139,26 @@ def test_a_single_run_composes_and_builds_its_config_once(tmp_path, monkeypatch,
     ["sampler=sgld", "target=correlated_2d", "schedule=polynomial", "seed=3", "run.n_steps=50"],
     ["+experiment=lecture_quartic_thermostat", "hydra.verbose=false", "hydra/job_logging=default"],
 ])
-def test_the_run_config_is_the_one_hydra_main_composes(overrides):
-    """OneRun composes once what hydra.main composes for a run: the command line plus hydra.mode=RUN."""
-    from hydra.core.global_hydra import GlobalHydra
+def test_the_run_config_is_the_one_hydra_main_composes(overrides, monkeypatch, capsys):
+    """OneRun composes once what hydra.main composes for a run: the command line plus hydra.mode=RUN (hydra.main's
+    config seen through --cfg all, which prints the config it would run)."""
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
-    run = load_run_module()
+    from sgmcmc_cli import single_run
+
+    run = load_run_module("run")  # hydra.main names the job after the task's module, as after the script
     one = run.OneRun.compose(overrides)
-    try:
-        assert one.overrides == [*overrides, "hydra.mode=RUN"]
-        hydras = one.hydra.compose_config(config_name="config", overrides=one.overrides, run_mode=RunMode.RUN)
-        assert OmegaConf.to_yaml(one.config) == OmegaConf.to_yaml(hydras)
-    finally:
-        GlobalHydra.instance().clear()
+    single_run.stop()
+    assert one.overrides == [*overrides, "hydra.mode=RUN"]
+    monkeypatch.setattr(sys, "argv", [str(ROOT / "run.py"), "--cfg", "all", *overrides])
+    run.main()
+    printed = yaml.safe_load(capsys.readouterr().out)
+    mine = OmegaConf.to_container(one.config)
+    # what hydra.main adds to a run's command line, not to --cfg's
+    printed["hydra"]["overrides"]["hydra"].append("hydra.mode=RUN")
+    printed["hydra"]["mode"] = RunMode.RUN
+    assert mine == printed
 
 
 
@@ -155,7 +170,7 @@ def test_the_job_sees_what_it_saw_under_hydra_main(tmp_path, monkeypatch, capsys
     from hydra.types import RunMode
     from omegaconf import OmegaConf
 
-    run = load_run_module()
+    run = load_run_module("run")  # hydra.main names the job after the task's module, as after the script
     seen, task = [], run.task
 
     @functools.wraps(task)

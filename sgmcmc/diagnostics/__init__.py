@@ -8,11 +8,12 @@ from .autocorrelation import autocorrelation, effective_sample_size, integrated_
 from .histogram_divergence import histogram_density_rmse, histogram_kl
 from .marginal_rmse import marginal_density_rmse
 from .moments import moment_errors, wasserstein1_to_exact_1d
-from .quadrature import bin_masses_1d, bin_masses_2d, expectation_1d
+from .quadrature import bin_masses, bin_masses_1d, bin_masses_2d, expectation_1d
 from .stein import imq_ksd, target_ksd
 
 __all__ = [
     "autocorrelation",
+    "bin_masses",
     "bin_masses_1d",
     "bin_masses_2d",
     "effective_sample_size",

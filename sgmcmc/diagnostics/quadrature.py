@@ -32,6 +32,12 @@ def _gauss_legendre(edges: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     return mid + half * x[None, :], half * w[None, :]
 
 
+def bin_masses(log_density: Callable[[np.ndarray], np.ndarray], edges, dim: int) -> np.ndarray:
+    """The exact masses of a target's KL grid (SPEC §3): :func:`bin_masses_1d` on the edges of a 1D grid (an array),
+    :func:`bin_masses_2d` on those of a 2D grid (a pair of arrays)."""
+    return bin_masses_1d(log_density, edges) if dim == 1 else bin_masses_2d(log_density, *edges)
+
+
 def bin_masses_1d(
     log_density: Callable[[np.ndarray], np.ndarray], edges: np.ndarray, nodes_per_bin: int = 16
 ) -> np.ndarray:

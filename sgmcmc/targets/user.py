@@ -79,6 +79,7 @@ from typing import Optional
 
 import numpy as np
 
+from sgmcmc.diagnostics.quadrature import bin_masses
 from sgmcmc.geometry import DiagonalMetric, IdentityMetric
 from sgmcmc.targets.base import Target
 from sgmcmc.targets.data import DataTarget
@@ -568,8 +569,6 @@ def check_model(target, rng: np.random.Generator) -> None:
 def _check_grid(target) -> None:
     """histogram_edges() as the KL grid needs it (increasing edges: one array for dim 1, two for dim 2), and the exact
     density's mass on it, by the metrics' own quadrature, 1 within GRID_MASS_TOLERANCE."""
-    from sgmcmc.evaluation import Evaluator
-
     try:
         edges = target.histogram_edges()
         parts = [np.asarray(edges, dtype=float)] if target.dim == 1 else [np.asarray(part, dtype=float) for part in edges]
@@ -581,7 +580,7 @@ def _check_grid(target) -> None:
         shape = "an increasing array of bin edges" if target.dim == 1 else "a tuple of two increasing arrays of bin edges"
         raise UserModelError(f"{target._where}: histogram_edges() must return {shape}")
     try:
-        mass = float(np.sum(Evaluator(target).masses))
+        mass = float(np.sum(bin_masses(target.log_density, edges, target.dim)))
     except Exception as error:
         raise UserModelError(f"{target._where}: the exact density's quadrature on histogram_edges() raised "
                              f"{_first_line(error)}") from None

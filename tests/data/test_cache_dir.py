@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import sgmcmc.targets.logistic_regression as logistic_regression
-from sgmcmc.config import validate_config
+from sgmcmc.keys import validate_config
 from sgmcmc.data import resolve_cache_dir
 from sgmcmc.data.folder import DEFAULT_CACHE_DIR, PROJECT_ROOT
 from sgmcmc.targets import make_target

@@ -10,7 +10,7 @@ import pytest
 from scipy.special import expit
 
 import sgmcmc.targets.logistic_regression as lr
-from sgmcmc.config import validate_config
+from sgmcmc.keys import validate_config
 from sgmcmc.targets import TARGETS, make_target
 from sgmcmc.targets.data import DataTarget
 from sgmcmc.targets.logistic_regression import LogisticRegression

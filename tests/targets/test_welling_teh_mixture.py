@@ -10,7 +10,8 @@ import pytest
 
 from scipy import integrate
 
-from sgmcmc.config import ConfigError, validate_config
+from sgmcmc.config import ConfigError
+from sgmcmc.keys import validate_config
 from sgmcmc.diagnostics import bin_masses_2d
 from sgmcmc.targets import make_target
 from sgmcmc.targets.welling_teh_mixture import DATA_VARIANCE, draw_data
