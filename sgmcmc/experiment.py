@@ -428,8 +428,7 @@ def _write_results(folder: Path, config: RunDescription, built: Built, evaluator
     figures = _figures(folder, built, outcome, trace, config) if config.run.figures else []
     drawn = time.perf_counter()
     artifacts = built.target.write_artifacts(folder, outcome.final_theta) if outcome.steps_done else []
-    metrics = _metrics(built, outcome, final, figures, artifacts)
-    metrics.update(final_metrics_time_s=scored - started, figures_time_s=drawn - scored)
+    metrics = _metrics(built, outcome, final, figures, artifacts, (scored - started, drawn - scored))
     write_json(folder / "metrics.json", metrics)
     log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
 
@@ -446,8 +445,9 @@ def _sample_scores(evaluator, outcome: RunOutcome, dim: int) -> dict:
     return evaluator.score(outcome.samples.reshape(-1, dim))
 
 
-def _metrics(built: Built, outcome: RunOutcome, final: dict, figures: list[str], artifacts: list[str]) -> dict:
-    """The record of metrics.json."""
+def _metrics(built: Built, outcome: RunOutcome, final: dict, figures: list[str], artifacts: list[str],
+             seconds: tuple = (None, None)) -> dict:
+    """The record of metrics.json; ``seconds`` are those of the final metrics and of the figures (None: not made)."""
     steps = max(outcome.steps_done, 1)
     return {
         "status": outcome.status,
@@ -460,6 +460,8 @@ def _metrics(built: Built, outcome: RunOutcome, final: dict, figures: list[str],
         "steps_per_second": steps / outcome.wall_time if outcome.wall_time > 0 else None,
         "chain_steps_per_second": steps * built.settings.n_chains / outcome.wall_time if outcome.wall_time > 0 else None,
         "evaluation_time_s": outcome.evaluation_time,
+        "final_metrics_time_s": seconds[0],
+        "figures_time_s": seconds[1],
         **_document_rate(built.target, outcome),
         "acceptance_rate": outcome.acceptance_rate,
         "noise_clips": outcome.noise_clips,
