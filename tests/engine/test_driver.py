@@ -374,14 +374,16 @@ def test_sgld_with_minibatches_and_the_exact_noise_has_the_euler_schemes_varianc
 
 
 def test_a_non_finite_step_ends_the_block_as_diverged_and_a_refused_covariance_as_failed():
+    """The driver's stops, on its Python source (the compiled block is that source: the long tier's cases above, and
+    the compiled stops of tests/engine/test_compiled_blocks.py and test_preconditioned_integrator.py)."""
     data = student_data()
     gaussian = data_source(data[:, :1], gaussian_examples, flat_prior)  # ∇U grows with µ: θ' − x̄ = (1 − εN)(θ − x̄)
-    diverging = blocks("langevin", gaussian, 1, n_data=40, batch_size=10)(
+    diverging = blocks("langevin", gaussian, 1, n_data=40, batch_size=10, backend=PYTHON)(
         np.random.default_rng(0), state(2, 1), np.full(100, 1e6), 0)
     assert diverging.status == DIVERGED and diverging.stop < 100 and diverging.theta.shape[1] == diverging.stop
     assert np.isfinite(diverging.theta).all() and "non-finite" in diverging.error
     refused = blocks("langevin", data_source(data), 3, (integrators.EULER, DIAGONAL_ESTIMATE, 0), 1e3 * np.eye(3), 40,
-                     10)(
+                     10, backend=PYTHON)(
         np.random.default_rng(0), state(2, 3), np.full(5, 0.1), 0)
     assert refused.status == FAILED and refused.stop == 0 and "not positive semidefinite" in refused.error
 
