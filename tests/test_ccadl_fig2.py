@@ -114,6 +114,7 @@ def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch, truth):
     assert (margin > 10 * largest.test_log_likelihood_sd.clip(lower=1.0)).all(), margin.to_list()
 
 
+@pytest.mark.validate  # the paper's setting on MNIST (29 s): the long tier, with the experiments' smoke runs
 @needs_mnist
 def test_fig2_setting_reaches_the_independent_truth(tmp_path, truth):
     """CCAdL in the Fig. 2 experiment config (h = 10⁻⁴, A = 10, n = 500, full running Î, θ₀ ~ N(0, 0.01²I),

@@ -58,6 +58,7 @@ def _table_rows(text):
     return {line.split()[0]: line for line in text.splitlines() if line.strip() and line.split()[0] in SAMPLERS}
 
 
+@pytest.mark.validate  # every sampler on the Gaussian with its KSD (30 s): the long tier; tests/samplers checks each
 def test_all_lists_every_sampler_with_a_verdict_and_its_kernel_stein_discrepancy():
     """``make check-samplers`` as it runs: about 25 s, and it cannot be cheaper, because the KSD table's claims are
     about each sampler's run at its default length (1,000 chains, the last state of each; the compiled kernels): a

@@ -95,6 +95,7 @@ def test_basic_launcher_runs_the_six_jobs(basic_results):
     assert not np.array_equal(basic_results["sgld", "1"][0]["theta"], basic_results["sgld", "2"][0]["theta"])
 
 
+@pytest.mark.validate  # a sweep of six runs per launcher (11 s each): the long tier, with the ray one below
 @pytest.mark.parametrize("launcher", ["joblib", "submitit_local"])
 def test_launcher_gives_the_same_samples_and_metrics_as_the_basic_one(launcher, basic_results, tmp_path):
     require_plugin(launcher)
@@ -189,6 +190,7 @@ def test_only_the_processes_seen_start_are_stopped():
             child.wait()
 
 
+@pytest.mark.validate  # a local Ray cluster and six runs (14 s): the long tier
 def test_ray_launcher_gives_the_same_results_on_the_loopback_only(basic_results, tmp_path):
     require_plugin("ray")
     if shutil.which("ss") is None:

@@ -280,6 +280,7 @@ def test_a_toy_run_writes_the_ksd_column_and_final_ksd(tmp_path):
     assert final["ksd_points"] == final["ksd_gradient_evaluations"] == 800
 
 
+@pytest.mark.validate  # a logistic-regression run on MNIST (14 s): the long tier
 def test_a_data_run_writes_final_ksd_with_its_cost_and_no_column(tmp_path):
     from sgmcmc.experiment import run_experiment
 
