@@ -331,7 +331,8 @@ def print_ksd_table(names, sampler_overrides: dict) -> None:
 
     from sgmcmc.diagnostics.stein import target_ksd
     from sgmcmc.experiment import build as build_experiment
-    from sgmcmc.runner import RunSettings, run_chains
+    from sgmcmc.config import RunOptions
+    from sgmcmc.runner import run_chains
     from sgmcmc.samplers import SAMPLERS
 
     rows, start, baseline = [], time.perf_counter(), None
@@ -352,7 +353,7 @@ def print_ksd_table(names, sampler_overrides: dict) -> None:
                 baseline = exact_draws_ksd(target, KSD_CHAINS)
             run = container["run"]
             # thin = n_steps − burn_in: the last step is the only one kept
-            settings = RunSettings(n_steps=run["n_steps"], n_chains=KSD_CHAINS, burn_in=run["burn_in"],
+            settings = RunOptions(n_steps=run["n_steps"], n_chains=KSD_CHAINS, burn_in=run["burn_in"],
                                    thin=run["n_steps"] - run["burn_in"], eval_every=run["n_steps"], progress=False)
             try:
                 outcome = run_chains(built.sampler, built.schedule, settings, np.random.default_rng(0))

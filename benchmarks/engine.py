@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from sgmcmc.results import provenance
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -52,9 +53,9 @@ def chain_steps_per_second(name: str, n_chains: int, n_steps: int) -> dict:
     """One timed run of ``n_steps`` after a short warm-up (compilation), through the run loop."""
     target = make_target("double_well", noise_variance=4.0)
     sampler = make_sampler(name, target, noise_estimate="zero")
-    warm = RunSettings(n_steps=100, n_chains=n_chains, burn_in=0, eval_every=10**9, progress=False)
+    warm = RunOptions(n_steps=100, n_chains=n_chains, burn_in=0, eval_every=10**9, progress=False)
     run_chains(sampler, Constant(STEP_SIZE), warm, np.random.default_rng(1))
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 2, eval_every=10**9, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 2, eval_every=10**9, progress=False)
     start = time.perf_counter()
     outcome = run_chains(sampler, Constant(STEP_SIZE), settings, np.random.default_rng(0))
     elapsed = time.perf_counter() - start

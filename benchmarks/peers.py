@@ -77,7 +77,8 @@ from benchmarks.engine import normals_per_second
 from benchmarks.run import new_report_path
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.results import provenance, write_json, write_text
-from sgmcmc.runner import COMPLETED, RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import COMPLETED, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -145,7 +146,7 @@ def normals_per_chain_step(sampler, n_chains: int = 3, steps: int = 10) -> float
     counts = []
     for n_steps in (steps, 2 * steps):
         rng = CountingGenerator(np.random.default_rng(0))
-        settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=0, eval_every=n_steps + 1, progress=False)
+        settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=0, eval_every=n_steps + 1, progress=False)
         run_chains(sampler, Constant(0.01), settings, rng, theta0=np.zeros((n_chains, sampler.target.dim)))
         counts.append(rng.normals)
     return (counts[1] - counts[0]) / (steps * n_chains)
@@ -222,8 +223,8 @@ def ours_cell(target, sampler_name: str, theta0: np.ndarray, n_steps: int, burn_
     sampler = make_sampler(sampler_name, target, **OUR_SAMPLERS[sampler_name])
     schedule = Constant(STEP_SIZES[sampler_name])
     n_chains = theta0.shape[0]
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=burn_in, eval_every=n_steps + 1, progress=False)
-    run_chains(sampler, schedule, RunSettings(n_steps=200, n_chains=n_chains, burn_in=0, progress=False),
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=burn_in, eval_every=n_steps + 1, progress=False)
+    run_chains(sampler, schedule, RunOptions(n_steps=200, n_chains=n_chains, burn_in=0, progress=False),
                np.random.default_rng(seed + 10_000), theta0=theta0)  # warm-up
     outcomes = []
 

@@ -49,7 +49,8 @@ from sgmcmc.engine.blocks import kernel_of
 from sgmcmc.engine.data_blocks import DataKernel
 from sgmcmc.noise import clip_counters
 from sgmcmc.results import provenance
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -67,8 +68,8 @@ PARTS = ("table1", "logistic", "drbm", "lda", "toy", "sghmc", "estimators")
 def seconds_per_million_steps(name: str, n_chains: int, n_steps: int) -> dict:
     target = make_target("normal_gamma", data_seed=0)
     sampler = make_sampler(name, target, **TABLE1_SAMPLERS[name])
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=0, eval_every=n_steps + 1, progress=False)
-    run_chains(sampler, Constant(STEP_SIZE), RunSettings(n_steps=200, n_chains=n_chains, burn_in=0, progress=False),
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=0, eval_every=n_steps + 1, progress=False)
+    run_chains(sampler, Constant(STEP_SIZE), RunOptions(n_steps=200, n_chains=n_chains, burn_in=0, progress=False),
                np.random.default_rng(1))  # warm-up
     start = time.perf_counter()
     outcome = run_chains(sampler, Constant(STEP_SIZE), settings, np.random.default_rng(0))

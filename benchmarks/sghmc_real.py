@@ -20,7 +20,8 @@ import tracemalloc
 
 import numpy as np
 
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 
@@ -41,9 +42,9 @@ def pair_defaults(target_name: str, sampler_name: str, overrides=()) -> tuple[di
 def measure(target, sampler_name: str, sampler_params: dict, step_size: float, n_steps: int) -> dict:
     """One timed run of ``n_steps`` (after a 20-step warm-up) and the bare gradient's time per step."""
     sampler = make_sampler(sampler_name, target, **sampler_params)
-    warm = RunSettings(n_steps=20, n_chains=1, burn_in=0, thin=20, eval_every=20, progress=False)
+    warm = RunOptions(n_steps=20, n_chains=1, burn_in=0, thin=20, eval_every=20, progress=False)
     run_chains(sampler, Constant(step_size), warm, np.random.default_rng(1))
-    settings = RunSettings(n_steps=n_steps, n_chains=1, burn_in=n_steps // 2, thin=n_steps, eval_every=n_steps,
+    settings = RunOptions(n_steps=n_steps, n_chains=1, burn_in=n_steps // 2, thin=n_steps, eval_every=n_steps,
                            progress=False)
     tracemalloc.start()
     start = time.perf_counter()

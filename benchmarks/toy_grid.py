@@ -25,7 +25,8 @@ def measure(sampler_name: str, target_name: str, n_chains: int, n_steps: int) ->
     from experiments.common import compose
     from sgmcmc.engine.blocks import kernel_of
     from sgmcmc.experiment import build
-    from sgmcmc.runner import RunSettings, run_chains
+    from sgmcmc.config import RunOptions
+    from sgmcmc.runner import run_chains
 
     row = {"sampler": sampler_name, "target": target_name, "n_chains": n_chains}
     try:
@@ -34,7 +35,7 @@ def measure(sampler_name: str, target_name: str, n_chains: int, n_steps: int) ->
         return {**row, "skipped": str(error)}
 
     def run(steps: int):
-        settings = RunSettings(n_steps=steps, n_chains=n_chains, burn_in=steps, eval_every=steps, progress=False)
+        settings = RunOptions(n_steps=steps, n_chains=n_chains, burn_in=steps, eval_every=steps, progress=False)
         return run_chains(built.sampler, built.schedule, settings, np.random.default_rng(0))
 
     with np.errstate(all="ignore"):

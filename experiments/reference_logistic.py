@@ -27,7 +27,8 @@ from sgmcmc.diagnostics.autocorrelation import effective_sample_size, split_rhat
 from sgmcmc.experiment import build
 from sgmcmc.paper import PaperFolder
 from sgmcmc.reference import save_reference
-from sgmcmc.runner import COMPLETED, RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import COMPLETED, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.samplers.linearised import mean_hessian
 from sgmcmc.schedules import Constant
@@ -55,7 +56,7 @@ def laplace(target) -> tuple[np.ndarray, np.ndarray]:
 
 def acceptance(target, step_size, n_leapfrog, starts, n_steps, seed) -> float:
     sampler = make_sampler("hmc", target, n_leapfrog=n_leapfrog, metropolis=True)
-    settings = RunSettings(n_steps=n_steps, n_chains=starts.shape[0], burn_in=0, thin=1, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=starts.shape[0], burn_in=0, thin=1, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed), theta0=starts)
     return outcome.acceptance_rate if outcome.status == COMPLETED else 0.0
 
@@ -95,7 +96,7 @@ def main(argv=None) -> None:
     step_size, n_leapfrog, history = tune(target, mode, covariance, plan["pilot_steps"], rng)
     starts = mode + 2.0 * rng.multivariate_normal(np.zeros(target.dim), covariance, size=N_CHAINS)
     sampler = make_sampler("hmc", target, n_leapfrog=n_leapfrog, metropolis=True)
-    settings = RunSettings(n_steps=plan["burn_in"] + plan["kept"] * plan["thin"], n_chains=N_CHAINS,
+    settings = RunOptions(n_steps=plan["burn_in"] + plan["kept"] * plan["thin"], n_chains=N_CHAINS,
                            burn_in=plan["burn_in"], thin=plan["thin"], eval_every=100, progress=True)
     outcome = run_chains(sampler, Constant(step_size), settings, rng, theta0=starts)
     chains = outcome.samples  # (10, kept, d)

@@ -28,7 +28,8 @@ from sgmcmc.diagnostics import bin_masses_1d
 from sgmcmc.diagnostics.comparison import compare, compare_to_value
 from sgmcmc.observers import PathObserver
 from sgmcmc.paper import PaperFolder
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.samplers.hmc import leapfrog
 from sgmcmc.schedules import Constant
@@ -235,7 +236,7 @@ def phase_space_traces(n_points: int, inner_steps: int) -> dict[str, np.ndarray]
             return np.stack([block.theta[0, at, 0], block.momentum[0, at, 0]], axis=1)
 
         observer = PathObserver(points)
-        settings = RunSettings(n_steps=n_steps, n_chains=1, burn_in=n_steps, eval_every=n_steps, progress=False)
+        settings = RunOptions(n_steps=n_steps, n_chains=1, burn_in=n_steps, eval_every=n_steps, progress=False)
         outcome = run_chains(sampler, Constant(eps), settings, rng, theta0=theta0, observers=[observer])
         if outcome.status != "completed":
             raise RuntimeError(f"phase-space run of {sampler.name}: {outcome.error}")

@@ -13,7 +13,8 @@ import numpy as np
 
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.geometry import ExpandedMeanMetric
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from tests.samplers.test_aboba_integrator import Gamma1D, RungeKuttaExpandedMean, euler_position_flow
@@ -25,7 +26,7 @@ def mean_and_error(metric, step_size, n_chains, flow=None):
     if flow is not None:
         sampler.position_flow = flow.__get__(sampler)
     n_steps = int(round(1000 / step_size))  # 100 / ε²-scaled relaxation times at every ε
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 5, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 5, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(11), Evaluator(target))
     means = outcome.samples[:, :, 0].mean(axis=1)
     return means.mean(), means.std(ddof=1) / np.sqrt(n_chains)

@@ -16,7 +16,8 @@ import argparse
 import numpy as np
 
 import sgmcmc.engine.blocks as blocks
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.samplers.sgnht import SGNHT
 from sgmcmc.schedules import Constant
@@ -29,7 +30,7 @@ def last_states(n_chains: int, n_steps: int, seed: int = 0) -> dict:
     sampler = make_sampler("ccadl", target)
     rng = np.random.default_rng(seed)
     theta0 = target.exact_sample(n_chains, rng)
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps - 1, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps - 1, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(0.001), settings, rng, theta0=theta0)
     samples = outcome.samples.reshape(-1, 2)
     row = {"steps": n_steps, "status": outcome.status, "xi_mean": round(float(outcome.thermostat_mean), 4)}

@@ -22,7 +22,8 @@ import numpy as np
 
 import sgmcmc
 from sgmcmc.results import provenance, write_json
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -52,7 +53,7 @@ def save(path: str) -> None:
             target = make_target(target_name, noise_variance=[[1.0, 0.3], [0.3, 0.5]] if target_name.startswith(
                 "gaussian_2d") else 1.0)
             sampler = make_sampler(name, target, integrator=integrator, noise_estimate=noise, **options)
-            settings = RunSettings(n_steps=300, n_chains=6, burn_in=0, eval_every=300, progress=False)
+            settings = RunOptions(n_steps=300, n_chains=6, burn_in=0, eval_every=300, progress=False)
             outcome = run_chains(sampler, Constant(STEP_SIZES.get(name, 0.02)), settings, np.random.default_rng(11))
             key = case_name(target_name, name, integrator, noise, options)
             arrays[key] = outcome.samples

@@ -42,15 +42,16 @@ def _declared(check, meaning: str, default=MISSING, resume_free: bool = False):
 @dataclass(frozen=True, kw_only=True)
 class RunOptions:
     """The checked ``run.*`` keys, each declared here once: its check, meaning and flags (:data:`RUN_FIELDS`, the
-    view the validation and the README's key list read) and its default in the code (configs/config.yaml sets the
-    required ones). The first six are :class:`sgmcmc.runner.RunSettings`' fields."""
+    view the validation and the README's key list read) and its default in the code, configs/config.yaml's. What
+    :func:`sgmcmc.runner.run_chains` takes as its settings: the first six (how long to run and what to keep) are
+    what it reads, and Python callers name only those they change."""
 
-    n_steps: int = _declared(integer(1), "steps per chain")
-    n_chains: int = _declared(integer(1), "chains run in parallel (vectorised)")
-    burn_in: int = _declared(integer(0), "steps discarded at the start of every chain (< n_steps)")
-    thin: int = _declared(integer(1), "keep every thin-th step after burn-in")
-    eval_every: int = _declared(integer(1), "steps between rows of trace.csv")
-    progress: bool = _declared(boolean, "progress bar (shown after 2 s)", resume_free=True)
+    n_steps: int = _declared(integer(1), "steps per chain", 2000)
+    n_chains: int = _declared(integer(1), "chains run in parallel (vectorised)", 1000)
+    burn_in: int = _declared(integer(0), "steps discarded at the start of every chain (< n_steps)", 1000)
+    thin: int = _declared(integer(1), "keep every thin-th step after burn-in", 1)
+    eval_every: int = _declared(integer(1), "steps between rows of trace.csv", 100)
+    progress: bool = _declared(boolean, "progress bar (shown after 2 s)", True, resume_free=True)
     figures: bool = _declared(boolean, "write figures/*.png", True)
     results_dir: str = _declared(string, "the folder of the run folders", "results/runs", resume_free=True)
     # checkpoint and resume (sgmcmc.checkpoint)
@@ -70,7 +71,12 @@ class RunOptions:
     ksd_points: int = _declared(integer(0), "at most this many pooled kept samples for the IMQ kernel Stein "
                                             "discrepancy, evenly spaced (0 = off): trace.csv's ksd column and final.ksd "
                                             "on a target without data, final.ksd on at most 100 of them on a data "
-                                            "target (a full-data gradient each)", 0)
+                                            "target (a full-data gradient each)", 1000)
+
+    @property
+    def n_kept(self) -> int:
+        """The draws each chain keeps: every ``thin``-th step after ``burn_in``."""
+        return max(0, (self.n_steps - self.burn_in) // self.thin)
 
 
 RUN_FIELDS: dict[str, Key] = {option.name: option.metadata["key"] for option in fields(RunOptions)}

@@ -27,14 +27,14 @@ import logging
 import signal
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import yaml
 
 from sgmcmc import checkpoint as checkpoints
-from sgmcmc.config import RUN_FIELDS, ConfigError, RunDescription
+from sgmcmc.config import ConfigError, RunDescription, RunOptions
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.gradient_estimators import EstimatorError, make_estimator
@@ -44,7 +44,7 @@ from sgmcmc.observers import PathStatistics, Snapshots
 from sgmcmc.recipe import RecipeError, psd_square_root
 from sgmcmc.data import DataError
 from sgmcmc.results import new_run_folder, provenance, write_json, write_rows, write_samples, write_text
-from sgmcmc.runner import FAILED, INTERRUPTED, RunOutcome, RunSettings, check_exploration, run_chains
+from sgmcmc.runner import FAILED, INTERRUPTED, RunOutcome, check_exploration, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import make_schedule
 from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
@@ -66,8 +66,6 @@ def without_timings(metrics: dict) -> dict:
     if isinstance(out.get("final"), dict):
         out["final"] = {key: value for key, value in out["final"].items() if key not in FINAL_TIMINGS}
     return out
-# the declared run.* keys (sgmcmc.config.RUN_FIELDS) that are not RunSettings fields: this module reads them itself
-NOT_SETTINGS = tuple(key for key in RUN_FIELDS if key not in {field.name for field in fields(RunSettings)})
 
 
 @dataclass
@@ -75,7 +73,7 @@ class Built:
     target: object
     sampler: object
     schedule: object
-    settings: RunSettings
+    settings: RunOptions  # the checked run.* keys
 
 
 def _metric(spec):
@@ -130,7 +128,7 @@ def _build(config: RunDescription) -> Built:
         raise ConfigError(f"sampler: {error}") from None
     if config.run.resume is not None:
         _check_resume(config)
-    settings = RunSettings(**{field.name: getattr(config.run, field.name) for field in fields(RunSettings)})
+    settings = config.run
     schedule = make_schedule(config.schedule.name, config.step_size, settings.n_steps, **config.schedule.arguments())
     check_exploration(sampler, schedule)  # schedule.exploration needs a sampler that can step without its noise
     _check_at_start(sampler, schedule, config)
@@ -264,7 +262,7 @@ def run_experiment(config: dict | RunDescription, argv: list[str] | None = None)
     """
     config = described(config)
     built = _build(config)
-    check_run_fits(config.as_dict(), built.sampler, built.settings)
+    check_run_fits(built.sampler, built.settings)
     resume = config.run.resume
     folder = _new_folder(config) if resume is None else Path(resume)
     started = time.perf_counter()

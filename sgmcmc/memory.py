@@ -3,7 +3,7 @@
 What grows with chains × steps × d or chains × d² (every number 8 bytes):
 
 - the kept samples (:class:`~sgmcmc.observers.SampleStore`): n_chains × n_kept × d, n_kept as
-  :attr:`~sgmcmc.runner.RunSettings.n_kept` counts it (post-burn-in steps, every ``thin``-th); its per-draw
+  :attr:`~sgmcmc.runner.RunOptions.n_kept` counts it (post-burn-in steps, every ``thin``-th); its per-draw
   statistics (ξ, clipped, acceptance, reflections: up to 4 × n_chains × n_kept where the sampler reports them, which
   is known only once it runs) are left out of the lower bound;
 - the snapshots of ``run.snapshot_every`` (:class:`~sgmcmc.observers.Snapshots`): n_chains × (1 + snapshot steps) × d;
@@ -105,21 +105,22 @@ def big_arrays(shape: RunShape) -> list[ArrayEstimate]:
     return sorted((array for array in arrays if array.nbytes), key=lambda array: -array.nbytes)
 
 
-def run_shape(config: dict, sampler, settings) -> RunShape:
-    """The :class:`RunShape` of a validated ``config`` and its built sampler (its target) and run settings."""
+def run_shape(sampler, settings) -> RunShape:
+    """The :class:`RunShape` of a built sampler (its target) and the run's checked ``run.*`` keys
+    (:class:`~sgmcmc.config.RunOptions`)."""
     from sgmcmc.engine.blocks import kernel_of
     from sgmcmc.engine.data_blocks import DataKernel
     from sgmcmc.observers import MOMENT_COVARIANCE_MAX_DIM
     from sgmcmc.targets.data import DataTarget
 
-    run, dim = config["run"], sampler.target.dim
+    dim = sampler.target.dim
     running_full = sampler.noise_estimate == "running" and sampler.running_form == "full" and _keeps_full_estimate(sampler)
     # the d×d V(θ) of DataTarget.noise_covariance (a target that keeps it unknown, d in the hundreds of thousands, has none)
     from sgmcmc.gradient_estimators import SVRG
 
     known_data_noise = (sampler.noise_estimate == "known" and isinstance(sampler.target, DataTarget)
                         and type(sampler.target).noise_covariance in (DataTarget.noise_covariance, SVRG.noise_covariance))
-    snapshots = snapshot_count(settings.n_steps, run.get("snapshot_every") or 0, run.get("snapshot_until"))
+    snapshots = snapshot_count(settings.n_steps, settings.snapshot_every, settings.snapshot_until)
     return RunShape(settings.n_chains, dim, settings.n_kept, snapshots, dim <= MOMENT_COVARIANCE_MAX_DIM,
                     running_full, known_data_noise, isinstance(kernel_of(sampler), DataKernel))
 
@@ -183,10 +184,10 @@ def memory_problem(arrays: list[ArrayEstimate], available: Optional[int]) -> Opt
             f"{parts}; change {', '.join(keys)}")
 
 
-def check_run_fits(config: dict, sampler, settings, available: Optional[int] = None) -> None:
+def check_run_fits(sampler, settings, available: Optional[int] = None) -> None:
     """:class:`InsufficientMemory` when the run's :func:`big_arrays` exceed ``available`` (default
     :func:`available_memory`)."""
-    arrays = big_arrays(run_shape(config, sampler, settings))
+    arrays = big_arrays(run_shape(sampler, settings))
     problem = memory_problem(arrays, available_memory() if available is None else available)
     if problem is not None:
         raise InsufficientMemory(problem)

@@ -26,12 +26,13 @@ from sgmcmc.checkpoint import (
     restore_generator,
     split_target_state,
 )
+from sgmcmc.config import RunOptions
 from sgmcmc.engine.blocks import kernel_of, numpy_block
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.observers import (GibbsObserver, MomentsObserver, PredictiveObserver, ProgressObserver, RunningMoments,
                               SampleStore, StepCounters, ThermostatObserver, TraceObserver)
 
-__all__ = ["RunSettings", "RunOutcome", "RunningMoments", "run_chains", "iterate_blocks"]
+__all__ = ["RunOutcome", "RunningMoments", "run_chains", "iterate_blocks"]
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.schedules import exploring as schedule_exploring, phase_end as schedule_phase_end
 from sgmcmc.schedules import step_sizes as schedule_step_sizes
@@ -40,22 +41,6 @@ from sgmcmc.signals import workers_ignore_stop_signals
 log = logging.getLogger(__name__)
 
 COMPLETED, DIVERGED, INTERRUPTED, FAILED = "completed", "diverged", "interrupted", "failed"
-
-
-@dataclass(frozen=True)
-class RunSettings:
-    """How long to run and what to keep (config group ``run``)."""
-
-    n_steps: int = 2000
-    n_chains: int = 1000
-    burn_in: int = 1000
-    thin: int = 1
-    eval_every: int = 100
-    progress: bool = True
-
-    @property
-    def n_kept(self) -> int:
-        return max(0, (self.n_steps - self.burn_in) // self.thin)
 
 
 @dataclass
@@ -93,7 +78,7 @@ def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
     return int(max(1, min(8192 if compiled else 64, 2**18 // max(1, n_chains * dim))))
 
 
-def next_stop(t: int, settings: RunSettings, size: int, due_step: float, intervals: Sequence[int] = ()) -> int:
+def next_stop(t: int, settings: RunOptions, size: int, due_step: float, intervals: Sequence[int] = ()) -> int:
     """The end of the block that starts after step t: the next multiple of ``size``, trace row, end of burn-in,
     periodic checkpoint, multiple of one of ``intervals`` (the target's Gibbs steps and predictions) or the last step,
     whichever comes first."""
@@ -152,7 +137,7 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
 def run_chains(
     sampler: Sampler,
     schedule: Callable[[int], float],
-    settings: RunSettings,
+    settings: RunOptions,
     rng: np.random.Generator,
     evaluator: Optional[Evaluator] = None,
     stop_requested: Callable[[], bool] = lambda: False,
@@ -316,7 +301,7 @@ def _snapshot(sampler, rng, evaluation_rng, state, step: int, observers, wall_ti
     return Checkpoint(arrays, meta)
 
 
-def _restore(checkpoint: Checkpoint, sampler, settings: RunSettings, rng, trace: TraceObserver, observers, outcome: RunOutcome):
+def _restore(checkpoint: Checkpoint, sampler, settings: RunOptions, rng, trace: TraceObserver, observers, outcome: RunOutcome):
     """Inverse of :func:`_snapshot`: load the observers, set ``rng``, the trace's generator and the target; return
     (state, wall time so far). A :class:`CheckpointError` when the checkpoint does not fit the run."""
     arrays, meta = checkpoint.arrays, checkpoint.meta

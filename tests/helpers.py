@@ -9,7 +9,8 @@ from types import SimpleNamespace
 import numpy as np
 
 from sgmcmc.evaluation import Evaluator
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -55,7 +56,7 @@ class SamplingCheck:
 def sample_and_score(sampler, step_size: float, n_steps: int, n_chains: int = 1000, seed: int = 1) -> SamplingCheck:
     """Run ``sampler`` (burn-in: a quarter of the steps) and score the pooled samples."""
     evaluator = Evaluator(sampler.target)
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed), evaluator)
     if outcome.status != "completed":
         return SamplingCheck(np.inf, np.inf, outcome.status)

@@ -27,7 +27,8 @@ from sgmcmc.checkpoint import (
 )
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.noise import DiagonalCovariance
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
 from sgmcmc.state import SamplerState
 from sgmcmc.samplers import make_sampler
@@ -128,7 +129,7 @@ def test_config_hash_ignores_only_the_resume_free_keys():
 def test_step_trigger_saves_every_k_steps_but_not_at_the_end(tmp_path):
     sampler = build("sgld", "gaussian_1d")
     checkpointer = Checkpointer(tmp_path, "hash", every_s=0.0, every_steps=4)
-    settings = RunSettings(n_steps=12, n_chains=2, burn_in=0, eval_every=6, progress=False)
+    settings = RunOptions(n_steps=12, n_chains=2, burn_in=0, eval_every=6, progress=False)
     run_chains(sampler, Constant(0.01), settings, np.random.default_rng(0), checkpointer=checkpointer)
     assert checkpointer.saves == 2 and checkpointer.saved_step == 8  # steps 4 and 8; step 12 is the result
     assert read_checkpoint(tmp_path / PREVIOUS).step == 4
@@ -136,7 +137,7 @@ def test_step_trigger_saves_every_k_steps_but_not_at_the_end(tmp_path):
 
 def test_time_trigger_and_a_failed_save_do_not_stop_the_run(tmp_path, monkeypatch, caplog):
     sampler = build("sgld", "gaussian_1d")
-    settings = RunSettings(n_steps=6, n_chains=2, burn_in=0, eval_every=1, progress=False)  # one step per block
+    settings = RunOptions(n_steps=6, n_chains=2, burn_in=0, eval_every=1, progress=False)  # one step per block
     checkpointer = Checkpointer(tmp_path, "hash", every_s=1e-9)  # due after every block
     run_chains(sampler, Constant(0.01), settings, np.random.default_rng(0), checkpointer=checkpointer)
     assert checkpointer.saves == 5
@@ -236,7 +237,7 @@ def _assert_same(a, b):
                                            if case != "sgld-welling_teh" or stop == 23])
 def test_stopped_and_resumed_run_equals_the_uninterrupted_run(case, stop_at, tmp_path):
     n_steps = 40 if case == "sgrld-lda" else 60  # LDA: 400 documents, more than one pass over 260
-    settings = RunSettings(n_steps=n_steps, n_chains=1 if case == "sgrld-lda" else 5, burn_in=15, thin=2, eval_every=10,
+    settings = RunOptions(n_steps=n_steps, n_chains=1 if case == "sgrld-lda" else 5, burn_in=15, thin=2, eval_every=10,
                            progress=False)
     whole = _run(case, settings)
     assert whole.status == "completed"
@@ -254,9 +255,9 @@ def test_stopped_and_resumed_run_equals_the_uninterrupted_run(case, stop_at, tmp
 
 
 def test_resume_into_a_run_of_another_shape_is_a_checkpoint_error(tmp_path):
-    settings = RunSettings(n_steps=20, n_chains=3, burn_in=5, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=20, n_chains=3, burn_in=5, eval_every=10, progress=False)
     _run("sgld-gaussian_1d", settings, folder=tmp_path, stop_at=8)
     checkpoint, _ = load_latest(tmp_path, "hash")
     with pytest.raises(CheckpointError, match="do not fit 4 chains"):
-        _run("sgld-gaussian_1d", RunSettings(n_steps=20, n_chains=4, burn_in=5, eval_every=10, progress=False),
+        _run("sgld-gaussian_1d", RunOptions(n_steps=20, n_chains=4, burn_in=5, eval_every=10, progress=False),
              resume=checkpoint)

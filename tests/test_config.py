@@ -9,8 +9,7 @@ import yaml
 
 from sgmcmc.config import RUN_FIELDS, ConfigError, Key, RunDescription, RunOptions
 from sgmcmc.keys import BEGIN, END, GROUPS, describe_config, key_list, resume_free_keys, validate_config
-from sgmcmc.experiment import NOT_SETTINGS, build
-from sgmcmc.runner import RunSettings
+from sgmcmc.experiment import build
 from sgmcmc.samplers import SAMPLERS
 
 BASE = {
@@ -57,8 +56,8 @@ def test_bad_values_name_the_key_and_the_allowed_values(path, value, message):
 
 def test_missing_and_unknown_keys():
     config = copy.deepcopy(BASE)
-    del config["run"]["n_chains"]
-    with pytest.raises(ConfigError, match="run.n_chains is missing"):
+    del config["sampler"]["step_size"]
+    with pytest.raises(ConfigError, match="sampler.step_size is missing"):
         validate_config(config)
     with pytest.raises(ConfigError, match="sampler.metric is not a known key"):
         validate_config(with_change(("sampler", "metric"), None))
@@ -133,11 +132,14 @@ def test_a_variant_file_naming_another_sampler_is_caught(tmp_path):
         "sgld.yaml: keys ['friction'] are not declared by SGLD"]
 
 
-def test_the_required_run_keys_are_the_run_settings():
-    """sgmcmc.experiment passes the declared run keys that are RunSettings fields to it and reads the others itself."""
-    required = {key for key, declared in RUN_FIELDS.items() if declared.required}
-    assert required == {field.name for field in fields(RunSettings)}
-    assert set(NOT_SETTINGS) == set(RUN_FIELDS) - required
+def test_the_run_options_defaults_are_config_yamls():
+    """A Python caller's RunOptions and a run from configs/config.yaml start from the same values (the yaml is read
+    here, not through the code under test)."""
+    run = yaml.safe_load((ROOT / "configs" / "config.yaml").read_text())["run"]
+    defaults = {option.name: option.default for option in fields(RunOptions)}
+    assert set(run) == set(defaults)
+    assert {name: value for name, value in run.items()} == defaults
+    assert RunOptions(n_steps=10, burn_in=4, thin=3).n_kept == 2
 
 
 def test_resume_free_keys_come_from_the_declarations():

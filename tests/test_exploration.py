@@ -13,7 +13,8 @@ from sgmcmc.checkpoint import Checkpointer
 from sgmcmc.config import ConfigError
 from sgmcmc.engine import blocks
 from sgmcmc.evaluation import Evaluator
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.schedules import make_schedule
 from tests.helpers import RequestStopAt, build
 from tests.test_checkpoint import _assert_same
@@ -41,7 +42,7 @@ def test_phases_and_step_sizes_follow_eq_1_and_algorithm_1():
 
 
 def _settings(n_steps=20, burn_in=0, thin=1):
-    return RunSettings(n_steps=n_steps, n_chains=3, burn_in=burn_in, thin=thin, eval_every=5, progress=False)
+    return RunOptions(n_steps=n_steps, n_chains=3, burn_in=burn_in, thin=thin, eval_every=5, progress=False)
 
 
 THETA0 = np.array([[0.5, -0.3], [1.0, 1.0], [-2.0, 0.1]])
@@ -115,7 +116,7 @@ def test_compiled_and_numpy_paths_agree(name, monkeypatch):
 @pytest.mark.parametrize("stop_at", [12, 33])  # stopped in an exploration phase and in a sampling phase
 def test_a_run_stopped_and_resumed_across_a_phase_boundary_equals_the_whole_run(stop_at, tmp_path):
     schedule = make_schedule("cyclical", 0.05, 60, n_cycles=3, exploration=0.7)  # cycles of 20: steps 0-13 explore
-    settings = RunSettings(n_steps=60, n_chains=4, burn_in=5, thin=2, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=60, n_chains=4, burn_in=5, thin=2, eval_every=10, progress=False)
 
     def run(folder=None, stop=float("inf"), resume=None):
         sampler = build("sghmc", "gaussian_2d_cov")
@@ -158,6 +159,6 @@ def test_the_averaged_predictive_leaves_out_the_exploration_states():
     sampler = make_sampler("sghmc", HierarchicalGaussian(noise_variance=0.5, gibbs_every=0, predict_every=4),
                            noise_estimate="zero")
     schedule = make_schedule("cyclical", 0.05, 40, n_cycles=2, exploration=0.5)
-    settings = RunSettings(n_steps=40, n_chains=2, burn_in=5, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=40, n_chains=2, burn_in=5, eval_every=10, progress=False)
     outcome = run_chains(sampler, schedule, settings, np.random.default_rng(0))
     assert outcome.predictive["predictions_averaged"] == 6

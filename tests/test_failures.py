@@ -130,7 +130,7 @@ def test_memory_estimate_against_a_hand_computation():
     config = compose(["target=normal_gamma", "sampler=ccadl", "run.n_chains=3", "run.n_steps=50", "run.burn_in=10",
                       "run.thin=4", "run.snapshot_every=7", "run.snapshot_until=30"])
     built = build(config)
-    shape = run_shape(config, built.sampler, built.settings)
+    shape = run_shape(built.sampler, built.settings)
     assert shape == RunShape(n_chains=3, dim=2, n_kept=10, n_snapshots=5, moment_covariance=True, running_full=True,
                              data_kernel=True)
     sizes = {array.what.split(" (")[0]: array.nbytes for array in big_arrays(shape)}
@@ -141,16 +141,16 @@ def test_memory_estimate_against_a_hand_computation():
     config = compose(["target=normal_gamma", "sampler=sgld", "sampler.noise_estimate=known", "sampler.step_size=1e-4",
                       "run.n_chains=3"])
     built = build(config)
-    shape = run_shape(config, built.sampler, built.settings)
+    shape = run_shape(built.sampler, built.settings)
     assert shape.known_data_noise and not shape.running_full and not shape.data_kernel
     config = compose(["target=normal_gamma", "sampler=sgld", "sampler.noise_estimate=zero", "sampler.step_size=1e-4",
                       "run.n_chains=3"])
     built = build(config)
-    shape = run_shape(config, built.sampler, built.settings)
+    shape = run_shape(built.sampler, built.settings)
     assert shape.data_kernel and not shape.known_data_noise
     # HMC takes noise_estimate=running but keeps no Î in its state: nothing counted for it
     hmc = make_sampler("hmc", built.target, noise_estimate="running")
-    assert not run_shape(config, hmc, built.settings).running_full
+    assert not run_shape(hmc, built.settings).running_full
     assert {array.what.split(" (")[0]: array.nbytes for array in big_arrays(shape)}["data kernel matrices"] == 3 * 3 * 4 * 8
     # a data target that keeps its V(θ) unknown (the BPMF's d = 204,666: its noise_covariance is None) has no d×d
     # matrix with noise_estimate=known
@@ -161,7 +161,7 @@ def test_memory_estimate_against_a_hand_computation():
     bpmf = BPMF([0, 1, 1], [1, 0, 1], [4, 2, 5], n_users=2, n_items=2, latent_dim=3, batch_size=2)
     sgld = make_sampler("sgld", bpmf, noise_estimate="known")
     assert bpmf.noise_covariance(bpmf.initial_position(1, make_rng(0))) is None
-    assert not run_shape(config, sgld, built.settings).known_data_noise
+    assert not run_shape(sgld, built.settings).known_data_noise
 
 
 def test_memory_problem_line_and_available_memory(tmp_path):

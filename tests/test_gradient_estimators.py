@@ -18,7 +18,8 @@ from scipy.special import expit
 from sgmcmc.config import ConfigError
 from sgmcmc.experiment import build, run_experiment
 from sgmcmc.gradient_estimators import ControlVariates, EstimatorError, SVRG, make_estimator
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -159,7 +160,7 @@ POSTERIOR_CHAINS, POSTERIOR_STEPS, BURN_IN = 200, 5000, 1000
 
 def posterior_moments(sampler, step_size):
     """Pooled (E µ, E γ, Var µ, Var γ) of a run and the standard errors of the means from the chains' spread."""
-    settings = RunSettings(n_steps=POSTERIOR_STEPS, n_chains=POSTERIOR_CHAINS, burn_in=BURN_IN, eval_every=POSTERIOR_STEPS,
+    settings = RunOptions(n_steps=POSTERIOR_STEPS, n_chains=POSTERIOR_CHAINS, burn_in=BURN_IN, eval_every=POSTERIOR_STEPS,
                            progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(11))
     assert outcome.status == "completed"
@@ -233,7 +234,7 @@ def test_a_stopped_svrg_run_resumes_bit_identically(tmp_path):
     from sgmcmc.evaluation import Evaluator
     from tests.helpers import RequestStopAt
 
-    settings = RunSettings(n_steps=60, n_chains=3, burn_in=10, eval_every=20, progress=False)
+    settings = RunOptions(n_steps=60, n_chains=3, burn_in=10, eval_every=20, progress=False)
 
     def run(stop_at=float("inf"), folder=None, resume=None, seed=4):
         sampler = make_sampler("sgld", make_estimator("svrg", normal_gamma(), update_every=7), noise_estimate="known")
@@ -313,7 +314,7 @@ def test_svrg_noise_covariance_matches_its_draws_and_the_memory_check_counts_it(
     """The exact covariance of SVRG's estimate at each chain's position (given its centre) against 4,000 draws; the
     memory check knows that svrg with noise_estimate=known forms the d × d V(θ) per chain."""
     from sgmcmc.memory import run_shape
-    from sgmcmc.runner import RunSettings as Settings
+    from sgmcmc.config import RunOptions as Settings
 
     target = logistic(n_data=2000, batch_size=50)
     estimator = make_estimator("svrg", target, update_every=10**6)
@@ -328,7 +329,7 @@ def test_svrg_noise_covariance_matches_its_draws_and_the_memory_check_counts_it(
         sample = estimator.minibatch_gradient(np.repeat(theta[chain:chain + 1], 4000, axis=0), np.random.default_rng(9))[0]
         assert abs(np.trace(np.cov(sample.T)) / np.trace(exact[chain]) - 1) < 0.1
     sampler = make_sampler("sgld", make_estimator("svrg", target), noise_estimate="known")
-    assert run_shape({"run": {"snapshot_every": 0}}, sampler, Settings(n_steps=10, n_chains=2, burn_in=0)).known_data_noise
+    assert run_shape(sampler, Settings(n_steps=10, n_chains=2, burn_in=0)).known_data_noise
 
 
 def test_sgd_centring_with_one_step_is_its_last_iterate():

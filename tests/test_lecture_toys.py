@@ -12,7 +12,8 @@ import pytest
 import yaml
 
 from experiments import lecture_toys
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -26,7 +27,7 @@ def _second_moment(name: str, seed: int = 0, n_chains: int = 400, n_steps: int =
     target = make_target("lecture_quartic", noise_variance=200.0)
     parameters = {"diffusion": 0.0} if name == "sgnht" else {"friction": 1.0}
     sampler = make_sampler(name, target, noise_estimate="zero", **parameters)
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=burn_in, thin=20, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=burn_in, thin=20, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(0.01), settings, np.random.default_rng(seed))
     assert outcome.status == "completed" and outcome.samples.shape == (n_chains, (n_steps - burn_in) // 20, 1)
     return float(np.mean(outcome.samples**2))

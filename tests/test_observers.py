@@ -11,7 +11,8 @@ import pytest
 from sgmcmc.checkpoint import Checkpointer
 from sgmcmc.evaluation import Evaluator, RunningScore
 from sgmcmc.observers import ProgressObserver, Snapshots, kept_positions
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant, Polynomial
 from tests.helpers import build
 
@@ -27,7 +28,7 @@ def test_kept_positions_are_the_kept_steps(start, stop, burn_in, thin):
 def _outcome(name, target, tmp_path=None, every_steps=0, **settings):
     sampler = build(name, target)
     checkpointer = Checkpointer(tmp_path, "hash", every_steps=every_steps) if every_steps else None
-    run = RunSettings(**{"n_steps": 300, "n_chains": 7, "burn_in": 50, "thin": 3, "eval_every": 40, "progress": False, **settings})
+    run = RunOptions(**{"n_steps": 300, "n_chains": 7, "burn_in": 50, "thin": 3, "eval_every": 40, "progress": False, **settings})
     return run_chains(sampler, Polynomial(0.05, b=100.0), run, np.random.default_rng(11), Evaluator(sampler.target),
                       checkpointer=checkpointer)
 
@@ -150,7 +151,7 @@ def test_path_statistics_and_snapshots_are_the_run_s_own_chains(tmp_path):
     blocks = PathObserver(lambda block: (block.xi, block.momentum))
     rng = np.random.default_rng(4)
     theta0 = sampler.target.initial_position(5, rng)
-    run_chains(sampler, Constant(0.05), RunSettings(n_steps=60, n_chains=5, burn_in=0, eval_every=10, progress=False),
+    run_chains(sampler, Constant(0.05), RunOptions(n_steps=60, n_chains=5, burn_in=0, eval_every=10, progress=False),
                rng, theta0=theta0, observers=[blocks])
     xi = np.concatenate([x for x, _ in blocks.values], axis=1)
     momentum = np.concatenate([r for _, r in blocks.values], axis=1)
@@ -173,7 +174,7 @@ def test_clipped_draws_and_their_eigendecompositions_are_counted_per_run():
         target = make_target("gaussian_2d_cov", noise_variance=noise_variance)
         sampler = make_sampler("sgld", target, noise_estimate="known", noise_clip=True)
         assert sampler.compiled_kernel() is None  # a full V̂ with clipping runs on the numpy steps
-        outcome = run_chains(sampler, Constant(0.05), RunSettings(n_steps=30, n_chains=4, burn_in=0, progress=False),
+        outcome = run_chains(sampler, Constant(0.05), RunOptions(n_steps=30, n_chains=4, burn_in=0, progress=False),
                              np.random.default_rng(0))
         return outcome.clip_draws, outcome.clip_decompositions, outcome.noise_clips
 
@@ -223,7 +224,7 @@ def test_gibbs_within_sgld_samples_the_hierarchical_joint():
     from sgmcmc.samplers import make_sampler
     from tests.helpers import HierarchicalGaussian
 
-    settings = RunSettings(n_steps=3000, n_chains=2000, burn_in=2000, thin=1000, eval_every=1000, progress=False)
+    settings = RunOptions(n_steps=3000, n_chains=2000, burn_in=2000, thin=1000, eval_every=1000, progress=False)
     target = HierarchicalGaussian(shape=3.0, rate=3.0, gibbs_every=10)
     outcome = run_chains(make_sampler("sgld", target, noise_estimate="zero"), Constant(0.01), settings,
                          np.random.default_rng(0))
@@ -250,7 +251,7 @@ def test_gibbs_steps_come_every_k_steps_and_enter_the_trace():
     original = target.gibbs_update
     target.gibbs_update = lambda theta, rng, mode=False: (calls.append(theta.copy()), original(theta, rng, mode))
     ends = PathObserver(lambda block: block.stop)
-    settings = RunSettings(n_steps=50, n_chains=3, burn_in=10, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=50, n_chains=3, burn_in=10, eval_every=10, progress=False)
     outcome = run_chains(make_sampler("sgld", target, noise_estimate="zero"), Constant(0.05), settings,
                          np.random.default_rng(1), observers=[ends])
     assert len(calls) == 50 // 7 and set(range(7, 50, 7)) <= set(ends.values)  # blocks end at every Gibbs step
@@ -274,7 +275,7 @@ def test_a_gibbs_step_drops_the_kept_gradient_of_the_old_hyperparameters(name):
     target = HierarchicalGaussian(gibbs_every=7)
     seen = PathObserver(lambda block: (block.stop, block.state.gradient, block.state.theta, block.state.momentum,
                                        {key: value.copy() for key, value in target.hyperparameters().items()}))
-    settings = RunSettings(n_steps=8, n_chains=3, burn_in=0, eval_every=8, progress=False)
+    settings = RunOptions(n_steps=8, n_chains=3, burn_in=0, eval_every=8, progress=False)
     outcome = run_chains(make_sampler(name, target, noise_estimate="zero"), Constant(2 * half), settings,
                          np.random.default_rng(3), observers=[seen])
     assert outcome.status == "completed"
@@ -302,7 +303,7 @@ def test_the_predictive_averages_one_prediction_per_interval_after_burn_in(name,
 
     target = HierarchicalGaussian(noise_variance=0.5, gibbs_every=0, predict_every=5)
     snapshots = Snapshots(4, 4, every=5)
-    settings = RunSettings(n_steps=60, n_chains=4, burn_in=20, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=60, n_chains=4, burn_in=20, eval_every=10, progress=False)
     sampler = make_sampler(name, target, **({"noise_estimate": "zero"} if name == "sghmc" else {}))
     outcome = run_chains(sampler, Constant(0.05), settings, np.random.default_rng(2), observers=[snapshots])
     arrays = snapshots.arrays()
@@ -321,7 +322,7 @@ def test_an_optimiser_keeps_the_initial_hyperparameters():
     from sgmcmc.samplers import make_sampler
     from tests.helpers import HierarchicalGaussian
 
-    settings = RunSettings(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
     with_gibbs, without = HierarchicalGaussian(gibbs_every=5), HierarchicalGaussian(gibbs_every=0)
     outcomes = [run_chains(make_sampler("sgd", target), Constant(0.05), settings, np.random.default_rng(4))
                 for target in (with_gibbs, without)]
@@ -335,7 +336,7 @@ def test_a_run_starts_from_the_initial_hyperparameters_and_an_optimiser_may_take
     from sgmcmc.samplers import make_sampler
     from tests.helpers import HierarchicalGaussian
 
-    settings = RunSettings(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
     shared = HierarchicalGaussian(noise_variance=0.5, gibbs_every=5)
     again = [run_chains(make_sampler("sgld", shared, noise_estimate="zero"), Constant(0.05), settings,
                         np.random.default_rng(4)) for _ in range(2)]

@@ -5,7 +5,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from sgmcmc.runner import RunningMoments, RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import RunningMoments, run_chains
 from sgmcmc.results import new_run_folder
 from sgmcmc.schedules import Constant
 from tests.helpers import RequestStopAt, build
@@ -13,7 +14,7 @@ from tests.helpers import RequestStopAt, build
 
 def test_burn_in_and_thinning_keep_the_right_steps():
     sampler = build("sgld", "gaussian_1d")
-    settings = RunSettings(n_steps=100, n_chains=3, burn_in=40, thin=6, eval_every=50, progress=False)
+    settings = RunOptions(n_steps=100, n_chains=3, burn_in=40, thin=6, eval_every=50, progress=False)
     outcome = run_chains(sampler, Constant(0.01), settings, np.random.default_rng(0))
     assert outcome.samples.shape == (3, 10, 1) and settings.n_kept == 10
     # Replaying the same random numbers by hand: samples are the states after steps 46, 52, ..., 100.
@@ -31,7 +32,7 @@ def test_burn_in_and_thinning_keep_the_right_steps():
 def test_interruption_keeps_what_the_run_had(name):
     sampler = build(name, "double_well")
     stop = RequestStopAt(30)
-    settings = RunSettings(n_steps=100, n_chains=4, burn_in=10, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=100, n_chains=4, burn_in=10, eval_every=10, progress=False)
     outcome = run_chains(sampler, Constant(0.1), settings, np.random.default_rng(0), stop_requested=lambda: stop.requested,
                          observers=[stop])
     assert outcome.status == "interrupted" and outcome.steps_done == 30
@@ -41,7 +42,7 @@ def test_interruption_keeps_what_the_run_had(name):
 
 def test_divergence_stops_and_keeps_finite_samples():
     sampler = build("sgld", "double_well")
-    settings = RunSettings(n_steps=500, n_chains=200, burn_in=0, eval_every=100, progress=False)
+    settings = RunOptions(n_steps=500, n_chains=200, burn_in=0, eval_every=100, progress=False)
     outcome = run_chains(sampler, Constant(0.12), settings, np.random.default_rng(0))
     assert outcome.status == "diverged"
     assert outcome.samples.shape[1] == outcome.steps_done < 500
@@ -50,7 +51,7 @@ def test_divergence_stops_and_keeps_finite_samples():
 
 def test_acceptance_rate_is_reported_for_metropolis_samplers():
     sampler = build("hmc", "double_well", n_leapfrog=5)
-    outcome = run_chains(sampler, Constant(0.1), RunSettings(n_steps=50, n_chains=20, burn_in=10, eval_every=25, progress=False),
+    outcome = run_chains(sampler, Constant(0.1), RunOptions(n_steps=50, n_chains=20, burn_in=10, eval_every=25, progress=False),
                          np.random.default_rng(0))
     assert 0.8 < outcome.acceptance_rate <= 1.0
     assert all("acceptance_rate" in row for row in outcome.trace)

@@ -18,7 +18,8 @@ import pytest
 from experiments.common import CONFIG_DIR, compose
 from sgmcmc.keys import validate_config
 from sgmcmc.observers import PathObserver, post_burn_in
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.state import SamplerState
@@ -29,7 +30,7 @@ from tests.helpers import ScriptedNormals, build, sample_and_score
 def acceptance_per_chain(sampler, step_size, n_chains=1000, burn_in=10, kept=10, seed=0) -> np.ndarray:
     """Each chain's mean MH acceptance probability over the ``kept`` outer steps after ``burn_in`` of a run."""
     probabilities = PathObserver(lambda block: block.accept_probability[:, post_burn_in(block, burn_in)])
-    settings = RunSettings(n_steps=burn_in + kept, n_chains=n_chains, burn_in=burn_in, eval_every=burn_in + kept,
+    settings = RunOptions(n_steps=burn_in + kept, n_chains=n_chains, burn_in=burn_in, eval_every=burn_in + kept,
                            progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed), observers=[probabilities])
     assert outcome.status == "completed", outcome.error

@@ -21,7 +21,8 @@ from scipy import integrate, stats
 
 from sgmcmc.diagnostics.stein import (DATA_TARGET_MAX_POINTS, evenly_spaced_samples, final_ksd_metrics, imq_ksd,
                                       imq_stein_kernel, imq_stein_kernel_diagonal, target_ksd)
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.samplers.sgld import SGLD
 from sgmcmc.schedules import Constant
@@ -179,7 +180,7 @@ def _gaussian():
 
 
 def _last_step_ksd(sampler, step_size, seed):
-    settings = RunSettings(n_steps=60, n_chains=CHAINS, burn_in=40, thin=20, eval_every=60, progress=False)
+    settings = RunOptions(n_steps=60, n_chains=CHAINS, burn_in=40, thin=20, eval_every=60, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
     assert outcome.status == "completed" and outcome.samples.shape == (CHAINS, 1, 1)
     return target_ksd(sampler.target, outcome.samples, CHAINS).value
@@ -311,7 +312,7 @@ def test_lda_gets_no_ksd():
     target = tiny_lda()
     assert not target.has_exact_gradient
     sampler = make_sampler("sgrld", target, noise_estimate="zero")
-    settings = RunSettings(n_steps=6, n_chains=1, burn_in=2, eval_every=3, progress=False)
+    settings = RunOptions(n_steps=6, n_chains=1, burn_in=2, eval_every=3, progress=False)
     outcome = run_chains(sampler, Constant(0.01), settings, np.random.default_rng(0), ksd_points=100)
     assert outcome.status == "completed" and outcome.samples.shape[1] == 4
     assert all("ksd" not in row for row in outcome.trace)
@@ -322,7 +323,7 @@ def test_a_stopped_and_resumed_run_has_the_same_ksd_trace(tmp_path):
     from sgmcmc.checkpoint import Checkpointer, load_latest
     from tests.helpers import RequestStopAt
 
-    settings = RunSettings(n_steps=60, n_chains=5, burn_in=15, thin=2, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=60, n_chains=5, burn_in=15, thin=2, eval_every=10, progress=False)
 
     def run(folder=None, stop_at=float("inf"), resume=None):
         sampler = make_sampler("sgld", make_target("double_well"))
@@ -365,7 +366,7 @@ def test_a_target_with_gibbs_updated_hyperparameters_gets_no_ksd(tmp_path):
     from tests.helpers import HierarchicalGaussian
 
     target = HierarchicalGaussian(shape=3.0, rate=3.0, gibbs_every=10)
-    settings = RunSettings(n_steps=200, n_chains=3, burn_in=100, eval_every=50, progress=False)
+    settings = RunOptions(n_steps=200, n_chains=3, burn_in=100, eval_every=50, progress=False)
     outcome = run_chains(make_sampler("sgld", target), Constant(0.05), settings, np.random.default_rng(0),
                          ksd_points=1000)
     assert outcome.status == "completed" and not any("ksd" in row for row in outcome.trace)

@@ -20,7 +20,8 @@ from sgmcmc.engine.blocks import DIVERGED, FAILED, kernel_of, numpy_block
 from sgmcmc.engine.data_blocks import DataKernel
 from sgmcmc.geometry import RationalMetric
 from sgmcmc.noise import clip_counters
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -269,7 +270,7 @@ def test_runs_have_the_numpy_runs_samples_and_metrics(name, monkeypatch):
     """run_chains on the compiled blocks and on the numpy steps (``COMPILED = False``): the same samples, moments and
     counters (clipped eigenvalues, clipped draws, eigendecompositions, reflections)."""
     target = make_target("normal_gamma", data_seed=1, initial_position=(0.3, 0.003))
-    settings = RunSettings(n_steps=400, n_chains=6, burn_in=100, eval_every=100, progress=False)
+    settings = RunOptions(n_steps=400, n_chains=6, burn_in=100, eval_every=100, progress=False)
     compiled = _run(make_sampler(name, target, **SHANG[name]), settings, 0.004)
     monkeypatch.setattr("sgmcmc.engine.blocks.COMPILED", False)
     reference = _run(make_sampler(name, target, **SHANG[name]), settings, 0.004)
@@ -293,7 +294,7 @@ def test_stopped_and_resumed_run_equals_the_uninterrupted_run(tmp_path):
         assert isinstance(sampler.compiled_kernel(), DataKernel)
         stop = RequestStopAt(float("inf") if stop_at is None else stop_at)
         checkpointer = Checkpointer(folder, "hash", every_steps=25) if folder is not None else None
-        return _run(sampler, RunSettings(n_steps=150, n_chains=3, burn_in=20, eval_every=50, progress=False),
+        return _run(sampler, RunOptions(n_steps=150, n_chains=3, burn_in=20, eval_every=50, progress=False),
                     stop_requested=lambda: stop.requested, checkpointer=checkpointer, resume=resume, observers=[stop])
 
     whole = run()

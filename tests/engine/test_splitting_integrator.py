@@ -23,7 +23,8 @@ import pytest
 from sgmcmc.engine import driver
 from sgmcmc.engine.blocks import DIVERGED, FAILED, numpy_block
 from sgmcmc.engine.driver import COMPILED, PYTHON
-from sgmcmc.runner import RunSettings, check_exploration, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import check_exploration, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant, Cyclical
 from sgmcmc.schema import ConfigError
@@ -237,7 +238,7 @@ def test_broken_blocks_fail_the_comparison(name, broken):
 def test_run_chains_gives_the_same_samples_compiled_and_on_numpy_steps(name, monkeypatch):
     """A run with blocks of 10 steps (eval_every): the engine's samples equal the numpy steps'."""
     sampler = make_sampler(name, _target("double_well"))
-    settings = RunSettings(n_steps=200, n_chains=5, burn_in=50, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=200, n_chains=5, burn_in=50, eval_every=10, progress=False)
 
     def samples():
         outcome = run_chains(sampler, Constant(0.05), settings, np.random.default_rng(2))

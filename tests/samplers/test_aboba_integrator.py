@@ -11,7 +11,8 @@ import pytest
 import sgmcmc.samplers.momentum_recipe as momentum_recipe
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.geometry import DiagonalMetric, ExpandedMeanMetric, RationalMetric
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.samplers.sgrhmc import SGRHMC
 from sgmcmc.schedules import Constant
@@ -131,7 +132,7 @@ def gamma_moment_z_scores(metric, step_size, n_chains=1000, n_steps=10_000, seed
     with standard errors from the spread of the independent chains' means."""
     target = Gamma1D(20.0)
     sampler = make_sampler("sgrhmc", target, integrator="aboba", noise_estimate="zero", metric=metric)
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 5, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 5, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed), Evaluator(target))
     assert outcome.status == "completed"
     theta = outcome.samples[:, :, 0]

@@ -17,7 +17,8 @@
 import numpy as np
 import pytest
 
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
 from sgmcmc.samplers import make_sampler
@@ -193,7 +194,7 @@ def test_badodab_thermostat_on_the_norm_instead_of_its_square_is_caught(monkeypa
 
 
 def _run(sampler, step_size, n_steps=3000, n_chains=1000, seed=1):
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
     assert outcome.status == "completed", outcome.error
     return outcome

@@ -8,7 +8,8 @@ import pytest
 from sgmcmc.diagnostics import marginal_density_rmse
 from sgmcmc.noise import injected_noise_clipped
 from sgmcmc.recipe import check_recipe, finite_difference_correction, recipe_step
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.state import SamplerState
@@ -186,7 +187,7 @@ def test_reflection_at_gamma_zero_flips_gamma_and_its_momentum_and_is_counted():
 def _run(sampler_name, step_size, seed, n_steps, **params):
     target = make_target("normal_gamma", data_seed=seed)
     sampler = make_sampler(sampler_name, target, **params)
-    settings = RunSettings(n_steps=n_steps, n_chains=10, burn_in=n_steps // 10, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=10, burn_in=n_steps // 10, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
     assert outcome.status == "completed"
     return target, outcome

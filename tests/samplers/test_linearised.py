@@ -5,7 +5,8 @@ is measurably wrong."""
 import numpy as np
 import pytest
 
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers.linearised import linear_step, stationary_covariance, thermostat_fixed_point
 from sgmcmc.schedules import Constant
 from tests.helpers import build
@@ -51,7 +52,7 @@ def test_stationary_covariance_of_sgld_on_a_gaussian():
 
 def _simulated_thermostat(sampler, step_size, n_chains=500, n_steps=16000, seed=3):
     """A run's mean ξ after a quarter burn-in, its standard error over chains, and every 100th position of 20 chains."""
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, thin=100, eval_every=n_steps,
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, thin=100, eval_every=n_steps,
                            progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
     assert outcome.status == "completed", outcome.error

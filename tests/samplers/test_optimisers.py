@@ -5,7 +5,8 @@ minimum of a quadratic."""
 import numpy as np
 import pytest
 
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import SAMPLERS, make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -65,7 +66,7 @@ def test_an_optimiser_run_keeps_no_samples_and_reaches_the_mode(name, params):
     """With the exact gradient (V = 0) both reach the mode θ* = 0 of a Gaussian; the run keeps nothing."""
     target = make_target("gaussian_2d_cov", noise_variance=0.0)
     optimiser = make_sampler(name, target, **params)
-    settings = RunSettings(n_steps=3000, n_chains=3, burn_in=1000, thin=1, eval_every=1000, progress=False)
+    settings = RunOptions(n_steps=3000, n_chains=3, burn_in=1000, thin=1, eval_every=1000, progress=False)
     outcome = run_chains(optimiser, Constant(0.05), settings, np.random.default_rng(0))
     assert outcome.status == "completed" and outcome.samples.shape == (3, 0, 2)
     assert outcome.moments.count == 0

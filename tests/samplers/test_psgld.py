@@ -13,7 +13,8 @@
 import numpy as np
 import pytest
 
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
 from tests.helpers import ScriptedNormals, build, sample_and_score
 
@@ -132,7 +133,7 @@ def no_gamma_second_moment(potential, gradient, damping=1e-5):
 
 def second_moment_per_chain(sampler, step_size=0.02, n_steps=3000, n_chains=1000, seed=1):
     """Each chain's time average of θ² after a quarter burn-in (independent across chains)."""
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
     assert outcome.status == "completed", outcome.error
     return np.mean(outcome.samples[..., 0] ** 2, axis=1)

@@ -12,7 +12,8 @@ import pytest
 
 import sgmcmc.samplers.base as sampler_base
 from sgmcmc.noise import injected_noise
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
 from tests.helpers import build, sample_and_score
 
@@ -101,7 +102,7 @@ def test_factor_two_in_injected_noise_is_caught(monkeypatch, name, step_size, ta
 
 def _thermostat_mean(sampler, step_size=0.05, n_steps=3000, n_chains=1000, seed=1):
     """Mean ξ over chains and the steps after a quarter burn-in (the run's thermostat mean)."""
-    settings = RunSettings(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
+    settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 4, eval_every=n_steps, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
     assert outcome.status == "completed", outcome.error
     return outcome.thermostat_mean

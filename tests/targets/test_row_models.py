@@ -13,7 +13,8 @@ from sgmcmc.engine.blocks import kernel_of, numpy_block
 from sgmcmc.engine.driver import PYTHON, Blocks
 from sgmcmc.geometry import RationalMetric
 from sgmcmc.gradient_estimators import make_estimator
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.user import user_target
@@ -61,7 +62,7 @@ def test_a_row_model_runs_on_the_engines_blocks_and_samples_its_posterior(name):
     mean, variance = model.posterior()
     rng = np.random.default_rng(1)
     theta0 = mean + np.sqrt(variance) * rng.standard_normal((400, model.dim))
-    settings = RunSettings(n_steps=600, n_chains=400, burn_in=300, eval_every=10**9, progress=False)
+    settings = RunOptions(n_steps=600, n_chains=400, burn_in=300, eval_every=10**9, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, rng, theta0=theta0)
     assert outcome.status == "completed"
     final = outcome.final_theta
@@ -108,7 +109,7 @@ def test_the_running_estimate_runs_on_the_engine_and_takes_the_minibatch_noise_o
         assert isinstance(kernel_of(sampler), Blocks)
         rng = np.random.default_rng(4)
         theta0 = mean + np.sqrt(corrected) * rng.standard_normal((1000, model.dim))
-        settings = RunSettings(n_steps=600, n_chains=1000, burn_in=300, eval_every=10**9, progress=False)
+        settings = RunOptions(n_steps=600, n_chains=1000, burn_in=300, eval_every=10**9, progress=False)
         outcome = run_chains(sampler, Constant(step_size), settings, rng, theta0=theta0)
         assert outcome.status == "completed"
         variances[estimate] = outcome.final_theta.var(axis=0)
@@ -165,7 +166,7 @@ def test_a_density_model_with_a_staticmethod_gradient_samples_its_distribution_o
     assert isinstance(kernel_of(sampler), Blocks)
     rng = np.random.default_rng(2)
     theta0 = rng.multivariate_normal(model.mean, model.covariance, size=500)
-    settings = RunSettings(n_steps=800, n_chains=500, burn_in=400, eval_every=10**9, progress=False)
+    settings = RunOptions(n_steps=800, n_chains=500, burn_in=400, eval_every=10**9, progress=False)
     outcome = run_chains(sampler, Constant(0.02), settings, rng, theta0=theta0)
     assert outcome.status == "completed"
     final = outcome.final_theta
@@ -209,7 +210,7 @@ def test_control_variates_on_a_row_model_run_on_the_engine_and_count_their_gradi
     rng = np.random.default_rng(4)
     theta0 = mean + np.sqrt(exact) * rng.standard_normal((1000, model.dim))
     before = target.cost()["gradient_evaluations_per_chain"]
-    settings = RunSettings(n_steps=600, n_chains=1000, burn_in=300, eval_every=10**9, progress=False)
+    settings = RunOptions(n_steps=600, n_chains=1000, burn_in=300, eval_every=10**9, progress=False)
     outcome = run_chains(sampler, Constant(step_size), settings, rng, theta0=theta0)
     assert outcome.status == "completed"
     np.testing.assert_allclose(outcome.final_theta.var(axis=0) / exact, 1.0, atol=0.12)

@@ -22,7 +22,8 @@ from scipy.special import expit, log_expit
 from sgmcmc.config import ConfigError
 from sgmcmc.experiment import build, run_experiment
 from sgmcmc.geometry import RationalMetric
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.user import UserModelError, load_model_class, user_target
@@ -122,7 +123,7 @@ def test_the_posterior_check_catches_a_factor_two_in_the_minibatch_gradient(tmp_
     original = target.log_likelihood_gradients
     target.log_likelihood_gradients = lambda theta, index: 2.0 * original(theta, index)
     sampler = make_sampler("sghmc", target, **{k: v for k, v in SAMPLERS["sghmc"].items() if k not in ("name", "step_size")})
-    settings = RunSettings(**{**POSTERIOR_RUN, "n_chains": 8}, progress=False)
+    settings = RunOptions(**{**POSTERIOR_RUN, "n_chains": 8}, progress=False)
     outcome = run_chains(sampler, Constant(0.002), settings, np.random.default_rng(0))
     with pytest.raises(AssertionError):
         assert_posterior(outcome.samples, reference_posterior)
@@ -134,7 +135,7 @@ def test_example_from_python_without_hydra():
     assert (target.dim, target.n_data, target.batch_size) == (31, 569, 64)
     assert target.model.prior_variance == 4.0 and target.parameter_names()[0] == "intercept"
     sampler = make_sampler("sgld", target, noise_estimate="zero")
-    outcome = run_chains(sampler, Constant(0.0005), RunSettings(n_steps=300, n_chains=2, burn_in=100, progress=False),
+    outcome = run_chains(sampler, Constant(0.0005), RunOptions(n_steps=300, n_chains=2, burn_in=100, progress=False),
                          np.random.default_rng(0))
     assert outcome.status == "completed" and outcome.samples.shape == (2, 200, 31)
 
@@ -162,7 +163,7 @@ def test_compiled_path_equals_the_numpy_path(monkeypatch):
     def run():
         target = user_target(example_model())
         sampler = make_sampler("sghmc", target, noise_estimate="zero")
-        return sampler, run_chains(sampler, Constant(0.002), RunSettings(n_steps=300, n_chains=3, burn_in=0, progress=False),
+        return sampler, run_chains(sampler, Constant(0.002), RunOptions(n_steps=300, n_chains=3, burn_in=0, progress=False),
                                    np.random.default_rng(5))
 
     sampler, compiled = run()
@@ -517,7 +518,7 @@ def test_a_resume_with_an_edited_model_file_is_refused(tmp_path):
 
     path = tmp_path / "model.py"
     path.write_text(MODEL_FILE.format(variance=1.0))
-    settings = RunSettings(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
 
     def run(stop_at=None, resume=None, folder=None):
         target = make_user_target(f"{path}:Gaussian")
