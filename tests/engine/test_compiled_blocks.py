@@ -18,7 +18,8 @@ from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.samplers import SAMPLERS, make_sampler
 from sgmcmc.targets import make_target
 
-FORMULA_TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec")
+FORMULA_TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec",
+                   "gaussian_mixture_25")
 COMPILED_SAMPLERS = ("sgld", "sgrld", "sghmc", "naive_sgrhmc", "sgrhmc", "sgnht", "ccadl")
 STEP_SIZE = 0.01
 
