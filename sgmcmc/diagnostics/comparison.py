@@ -28,9 +28,12 @@ class Comparison:
 
     @property
     def z(self) -> float:
-        """The difference in combined standard errors (nan without a spread)."""
-        if not self.standard_error > 0:
+        """The difference in combined standard errors: nan without a spread (fewer than 2 values), ±inf (or 0) when
+        every value on each side is the same (a spread of zero)."""
+        if math.isnan(self.standard_error):
             return math.nan
+        if self.standard_error == 0:
+            return 0.0 if self.difference == 0 else math.copysign(math.inf, self.difference)
         return self.difference / self.standard_error
 
     def sentence(self, a: str, b: str, digits: int = 3) -> str:
@@ -38,6 +41,8 @@ class Comparison:
         word = {"below": f"{a} below {b}", "above": f"{a} above {b}", "tie": "tie"}[self.verdict]
         if math.isnan(self.standard_error):
             return f"{a} vs {b}: {word} (difference {self.difference:+.{digits}g}; no spread: fewer than 2 values)"
+        if self.standard_error == 0:
+            return f"{a} vs {b}: {word} (difference {self.difference:+.{digits}g}; every value the same on each side)"
         return (f"{a} vs {b}: {word} (difference {self.difference:+.{digits}g} ± {self.standard_error:.{digits}g}, "
                 f"{abs(self.z):.1f} combined s.e.)")
 

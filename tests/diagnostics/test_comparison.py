@@ -62,3 +62,14 @@ def test_compare_means_is_compare_from_summaries():
     assert result.standard_error == pytest.approx(math.sqrt(0.02)) and result.verdict == "above"
     assert compare_means(1.0, 0.2, 4, 0.9, 0.3, 9).verdict == "tie"
     assert compare_means(1.0, 0.2, 1, 0.5, 0.3, 9).verdict == "tie"
+
+
+def test_values_without_spread_on_either_side_give_a_verdict_and_say_why():
+    """Five seeds that all find 25 modes against five that all find 4: a difference with a standard error of 0 is
+    above (not a nan in the sentence); equal constants are a tie."""
+    above = compare([25.0] * 5, [4.0] * 5)
+    assert above.verdict == "above" and above.z == math.inf
+    assert above.sentence("cSGLD", "SGLD") == ("cSGLD vs SGLD: cSGLD above SGLD (difference +21; every value the "
+                                               "same on each side)")
+    tie = compare([25.0] * 5, [25.0] * 5)
+    assert tie.verdict == "tie" and tie.z == 0.0 and "nan" not in tie.sentence("a", "b")
