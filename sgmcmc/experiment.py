@@ -131,7 +131,7 @@ def _build(config: RunDescription) -> Built:
     settings = config.run
     schedule = make_schedule(config.schedule.name, config.step_size, settings.n_steps, **config.schedule.arguments())
     check_exploration(sampler, schedule)  # schedule.exploration needs a sampler that can step without its noise
-    _check_at_start(sampler, schedule, config)
+    _check_at_start(sampler, schedule, config.seed, settings.n_chains)
     return Built(target, sampler, schedule, settings)
 
 
@@ -139,17 +139,18 @@ def _build(config: RunDescription) -> Built:
 START_CHECK_MAX_DIM = 512
 
 
-def _check_at_start(sampler, schedule, config: RunDescription) -> None:
-    """D PSD, Q skew and ε(2D − εB̂) PSD at the initial state and the initial step size (the last not
-    with ``noise_clip``, which clips instead, nor with a running estimate, which starts at 0)."""
+def _check_at_start(sampler, schedule, seed: int, n_chains: int) -> None:
+    """D PSD, Q skew and ε(2D − εB̂) PSD at the initial state of (at most 8 of) the run's chains, drawn from ``seed``,
+    and the initial step size (the last not with ``noise_clip``, which clips instead, nor with a running estimate,
+    which starts at 0)."""
     if sampler.kind == "optimiser":  # no recipe: nothing to check
         return
     if sampler.target.dim > START_CHECK_MAX_DIM:  # dim z >= dim θ: skipped below, before any (d, d) state is made
         log.info("dense D/Q check at the start skipped: dim θ = %d > %d (the samplers' D/Q structure is checked "
                  "by the tests on small targets)", sampler.target.dim, START_CHECK_MAX_DIM)
         return
-    rng = np.random.default_rng(config.seed)
-    state = sampler.init(sampler.target.initial_position(min(8, config.run.n_chains), rng), rng)
+    rng = np.random.default_rng(seed)
+    state = sampler.init(sampler.target.initial_position(min(8, n_chains), rng), rng)
     step = schedule(0)
     if sampler.pack(state).shape[1] > START_CHECK_MAX_DIM:
         log.info("dense D/Q check at the start skipped: dim z = %d > %d (the samplers' D/Q structure is checked "
@@ -264,7 +265,7 @@ def run_experiment(config: dict | RunDescription, argv: list[str] | None = None)
     built = _build(config)
     check_run_fits(built.sampler, built.settings)
     resume = config.run.resume
-    folder = _new_folder(config) if resume is None else Path(resume)
+    folder = _new_folder(config.run.results_dir, f"{config.sampler.name}-{config.target.name}") if resume is None else Path(resume)
     started = time.perf_counter()
     outcomes: list = []  # the run's outcome once run_chains returned it
     try:
@@ -286,11 +287,12 @@ def run_experiment(config: dict | RunDescription, argv: list[str] | None = None)
         handler.close()
 
 
-def _new_folder(config: RunDescription) -> Path:
-    """A new run folder under ``run.results_dir``; a ConfigError naming the key when it cannot be made."""
-    results_dir = Path(config.run.results_dir)
+def _new_folder(results_dir: str, name: str) -> Path:
+    """A new run folder named after ``name`` under ``run.results_dir``; a ConfigError naming the key when it cannot be
+    made."""
+    results_dir = Path(results_dir)
     try:
-        return new_run_folder(results_dir, f"{config.sampler.name}-{config.target.name}")
+        return new_run_folder(results_dir, name)
     except OSError as error:
         existing = next((path for path in (results_dir, *results_dir.parents) if path.exists()), None)
         if existing is not None and not existing.is_dir():
@@ -364,7 +366,7 @@ def _run_into(folder: Path, config: RunDescription, built: Built, argv, outcomes
              config.target.name, config.schedule.name, built.settings.n_chains, built.settings.n_steps, config.seed)
     evaluator = Evaluator(built.target)
     rng = np.random.default_rng(config.seed)
-    observers, theta0 = _path_observers(config, built, rng, resume)
+    observers, theta0 = _path_observers(config.run, built, rng, resume)
     checkpointer = checkpoints.Checkpointer(
         folder, checkpoints.config_hash(config.as_dict()), config.run.checkpoint_every_s,
         config.run.checkpoint_every_steps)
@@ -385,10 +387,10 @@ def _run_into(folder: Path, config: RunDescription, built: Built, argv, outcomes
     return outcome.status
 
 
-def _path_observers(config: RunDescription, built: Built, rng: np.random.Generator, resume) -> tuple[list, "np.ndarray | None"]:
+def _path_observers(run: RunOptions, built: Built, rng: np.random.Generator, resume) -> tuple[list, "np.ndarray | None"]:
     """The observers of ``run.path_statistics`` and ``run.snapshot_every``, and the initial θ when the snapshots start
     with it (drawn here exactly as :func:`run_chains` draws it, so the random stream and the samples do not change)."""
-    run, observers, theta0 = config.run, [], None
+    observers, theta0 = [], None
     if run.path_statistics:
         observers.append(PathStatistics())
     if run.snapshot_every:
@@ -418,7 +420,7 @@ def _write_results(folder: Path, config: RunDescription, built: Built, evaluator
     final.update(outcome.state_metrics)
     final.update(outcome.predictive)
     final.update(outcome.hyperparameters)
-    final.update(_thermostat(built, outcome, config))
+    final.update(_thermostat(built, outcome, config.step_size if config.schedule.name == "constant" else None))
     from sgmcmc.diagnostics.stein import final_ksd_metrics  # the IMQ kernel Stein discrepancy and its cost
 
     final.update(final_ksd_metrics(built.target, outcome.samples, config.run.ksd_points))
@@ -507,20 +509,21 @@ THERMOSTAT_PREDICTION_MAX_DIM = 16
 THERMOSTAT_PREDICTION_POSITIONS = 2000
 
 
-def _thermostat(built: Built, outcome, config: RunDescription) -> dict:
-    """Mean ξ against its predicted value (SGNHT, CCAdL; constant step size only for the prediction)."""
+def _thermostat(built: Built, outcome, step_size: float | None) -> dict:
+    """Mean ξ against its predicted value at the constant ``step_size`` (SGNHT, CCAdL; None, a schedule that changes
+    it: no prediction)."""
     if outcome.thermostat_mean is None:
         return {}
     out = {"thermostat_mean": outcome.thermostat_mean}
     if outcome.thermostat_se is not None:
         out["thermostat_se"] = outcome.thermostat_se
     small = built.target.dim <= THERMOSTAT_PREDICTION_MAX_DIM
-    if small and config.schedule.name == "constant" and outcome.samples.size:
+    if small and step_size is not None and outcome.samples.size:
         positions = outcome.samples.reshape(-1, built.target.dim)
         positions = positions[:: max(1, positions.shape[0] // THERMOSTAT_PREDICTION_POSITIONS)]
         for key, method in (("thermostat_predicted", built.sampler.predicted_thermostat),
                             ("thermostat_first_order", built.sampler.first_order_thermostat)):
-            value = method(positions, config.step_size)
+            value = method(positions, step_size)
             if value is not None:
                 out[key] = value
     return out

@@ -30,8 +30,8 @@ from sgmcmc_cli import sweep
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def _multirun(config: DictConfig) -> bool:
-    return config.hydra.mode == RunMode.MULTIRUN
+def _multirun(hydra: DictConfig) -> bool:
+    return hydra.mode == RunMode.MULTIRUN
 
 
 def _overrides(hydra: DictConfig) -> list[str]:
@@ -62,7 +62,7 @@ class SweepManifest(Callback):
         sweep.plan(hydra.sweep.dir, jobs, hydra.launcher.get("_target_", "basic"))
 
     def on_job_end(self, config: DictConfig, job_return: JobReturn, **kwargs: Any) -> None:
-        if not _multirun(config):
+        if not _multirun(config.hydra):
             return
         if job_return.status == JobStatus.COMPLETED and isinstance(job_return.return_value, dict):
             outcome = job_return.return_value  # run.py's task: status, run_folder, error

@@ -29,9 +29,9 @@ class Callbacks:
     """The callbacks of ``hydra.callbacks``, called as Hydra calls them: in order at a start, in reverse order at an
     end, a callback's exception a warning."""
 
-    def __init__(self, config: DictConfig):
-        nodes = OmegaConf.select(config, "hydra.callbacks") or {}
-        self.callbacks = [instantiate(node) for node in nodes.values()]
+    def __init__(self, nodes: DictConfig | None):
+        """``nodes``: the config's ``hydra.callbacks``."""
+        self.callbacks = [instantiate(node) for node in (nodes or {}).values()]
 
     def _notify(self, name: str, reverse: bool = False, **kwargs: Any) -> None:
         for callback in reversed(self.callbacks) if reverse else self.callbacks:
@@ -94,7 +94,7 @@ def run(config: DictConfig, task: Callable[[DictConfig], Any]) -> JobReturn:
     """``task`` run on ``config`` as ``hydra.main`` runs a single job (Hydra must be started: :func:`start`); an
     exception of the task is raised here."""
     configure_log(config.hydra.hydra_logging, config.hydra.verbose)
-    callbacks = Callbacks(config)
+    callbacks = Callbacks(OmegaConf.select(config, "hydra.callbacks"))
     callbacks.on_run_start(config=config, config_name="config")
     context = HydraContext(config_loader=GlobalHydra.instance().config_loader(), callbacks=callbacks)
     job = run_job(task_function=task, config=config, job_dir_key="hydra.run.dir", job_subdir_key=None,
