@@ -28,6 +28,7 @@ from sgmcmc.checkpoint import (
 )
 from sgmcmc.config import RunOptions
 from sgmcmc.engine.blocks import kernel_of, numpy_block
+from sgmcmc.engine.driver import Blocks
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.observers import (GibbsObserver, MomentsObserver, PredictiveObserver, ProgressObserver, RunningMoments,
                               SampleStore, StepCounters, ThermostatObserver, TraceObserver)
@@ -107,20 +108,24 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
     """Run the chains from step ``start`` in blocks, yielding each :class:`~sgmcmc.engine.blocks.Block`; the block
     after step t ends at ``stops(t)``. Compiled where the sampler declares a kernel for its target (a
     :class:`~sgmcmc.engine.data_blocks.DataKernel` runs a block itself, drawing its minibatches), else the numpy
-    steps. The exploration steps of a schedule with phases (``schedule.exploration``) run on the numpy steps
-    without the injected noise (:meth:`~sgmcmc.samplers.base.Sampler.without_noise`: the same random numbers are
-    drawn, so the stream is the same whichever path runs the sampling blocks), in blocks of their own marked
-    ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
+    steps. The exploration steps of a schedule with phases (``schedule.exploration``) run without the injected
+    noise, on the engine's blocks (:meth:`~sgmcmc.engine.driver.Blocks.without_noise`) where the sampling runs there,
+    else on the numpy steps (:meth:`~sgmcmc.samplers.base.Sampler.without_noise`), the same random numbers drawn
+    either way, in blocks of their own marked ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
     before every block, and before every numpy step)."""
     advance = kernel_of(sampler)  # a DataKernel and the engine's Blocks run a block themselves
     check_exploration(sampler, schedule)
+    explore = advance.without_noise() if isinstance(advance, Blocks) and sampler.can_explore() else None
     t = start
     while t < n_steps:
         if stop_requested():
             return
         stop = schedule_phase_end(schedule, t, stops(t))  # a block is all exploration or all sampling
         step_sizes = schedule_step_sizes(schedule, t, stop)
-        if schedule_exploring(schedule, t):  # the numpy steps without injected noise, same random numbers
+        if schedule_exploring(schedule, t) and explore is not None:  # the engine's blocks without injected noise
+            block = explore(rng, state, step_sizes, t)
+            block.exploring = True
+        elif schedule_exploring(schedule, t):  # the numpy steps without injected noise, same random numbers
             with sampler.without_noise():
                 block = numpy_block(sampler, rng, state, step_sizes, t, stop_requested)
             block.exploring = True

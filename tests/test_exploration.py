@@ -12,6 +12,7 @@ from sgmcmc.checkpoint import load_latest
 from sgmcmc.checkpoint import Checkpointer
 from sgmcmc.config import ConfigError
 from sgmcmc.engine import blocks
+from sgmcmc.engine.driver import Blocks
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
@@ -95,8 +96,9 @@ def test_sghmc_exploration_steps_are_sgd_with_momentum():
 
 @pytest.mark.parametrize("name", ["sgld", "sghmc"])
 def test_compiled_and_numpy_paths_agree(name, monkeypatch):
-    """The sampling blocks run compiled on gaussian_2d_cov (the exploration blocks always on the numpy steps); the
-    numpy steps alone give the same samples from the same random numbers."""
+    """The sampling and the exploration blocks run compiled on gaussian_2d_cov (the engine's blocks, and
+    Blocks.without_noise); the numpy steps alone give the same samples from the same random numbers."""
+    assert isinstance(build(name, "gaussian_2d_cov").engine_blocks(), Blocks)
     schedule = make_schedule("cyclical", 0.05, 300, n_cycles=3, exploration=0.3)
     settings = _settings(n_steps=300, burn_in=50, thin=3)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
 import numba
@@ -23,7 +23,7 @@ from numba import types
 
 from sgmcmc.engine.blocks import Block, first_failure
 from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, rows_for_block
-from sgmcmc.engine.injection import NON_FINITE, OK, finite_state
+from sgmcmc.engine.injection import NO_ESTIMATE, NON_FINITE, OK, finite_state
 from sgmcmc.engine.static import StaticFunction, call20
 from sgmcmc.state import SamplerState
 
@@ -170,7 +170,9 @@ class Blocks:
     ``RUNNING_DIAGONAL`` or ``NO_RUNNING``), whose state (t, Î_t) is the :class:`~sgmcmc.state.SamplerState`'s
     ``noise_count`` and ``noise`` (c, d, d) or (c, d), handed to the blocks as each chain's estimator memory.
     ``advanced(steps)``, where the target hands one over, is told the steps each block took (a gradient estimator's
-    cost)."""
+    cost).
+
+    ``silent`` blocks (:meth:`without_noise`) inject no noise: the cyclical schedule's exploration steps."""
 
     step: StaticFunction
     source: tuple
@@ -189,11 +191,20 @@ class Blocks:
     prepare: Optional[Callable] = None
     running: int = NO_RUNNING
     advanced: Optional[Callable] = None
+    silent: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+
+    def without_noise(self) -> "Blocks":
+        """These blocks without their injected noise, for an integrator whose injected noise is slot 1 of a step's
+        normals (SGLD's, SGHMC's): every random number is drawn as before and that slot then set to 0, with V̂ left
+        out of the injected covariance (nothing to refuse or clip), so a step is the sampler's drift alone (SGLD
+        θ' = θ − ε∇Ũ, SGHMC SGD with momentum), as :meth:`sgmcmc.samplers.base.Sampler.without_noise` makes the
+        numpy steps (Zhang et al. 2020, Algorithm 1's exploration)."""
+        return replace(self, silent=True, options=(self.options[0], NO_ESTIMATE, 0, self.options[3]))
 
     def compile_error(self, dim: int) -> Optional[str]:
         """Compile the block for ``dim`` coordinates (a block of no steps, drawing nothing from the run's Generator):
@@ -232,6 +243,8 @@ class Blocks:
                 uniforms[k] = rng.random(n_chains)
         else:
             normals, uniforms = rng.standard_normal((n_steps, *shape)), np.zeros((0, 0))
+        if self.silent:
+            normals[:, 1] = 0.0
         theta_path = np.empty((n_chains, n_steps, dim))
         momentum_path = np.empty((n_chains, n_steps if self.momentum else 0, dim))
         xi_path = np.empty((n_chains, n_steps if self.xi else 0))
