@@ -158,7 +158,8 @@ class Blocks:
     ``step`` is the integrator (a :class:`~sgmcmc.engine.static.StaticFunction` of
     :mod:`sgmcmc.engine.integrators`), ``source`` the gradient source, ``parameters`` (metric, its parameters, the
     sampler's constants), ``options`` and ``variance`` what the integrator takes; ``momentum`` and ``xi`` whether the state has them; ``n_data`` and ``batch_size`` the
-    minibatch (``n_data`` 0 for a density model: no rows); ``clip`` whether the clipped counts are reported.
+    minibatch (``n_data`` 0 for a density model: no rows; ``replacement``: drawn with replacement); ``clip`` whether
+    the clipped counts are reported.
 
     ``carry`` names the :class:`~sgmcmc.state.SamplerState` field (c, d) the integrator carries from step to step
     (BAOAB's kept ``gradient``, pSGLD's ``preconditioner``), handed over from block to block in the state; None for
@@ -192,6 +193,7 @@ class Blocks:
     running: int = NO_RUNNING
     advanced: Optional[Callable] = None
     silent: bool = False
+    replacement: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
@@ -230,7 +232,7 @@ class Blocks:
         xi0 = np.ascontiguousarray(state.xi, dtype=float).reshape(n_chains, 1) if self.xi else np.zeros((n_chains, 0))
         memory = self._memory(state, n_chains, dim)
         if self.n_data:
-            rows = rows_for_block(rng, n_steps, n_chains, self.n_data, self.batch_size)
+            rows = rows_for_block(rng, n_steps, n_chains, self.n_data, self.batch_size, self.replacement)
         else:
             rows = np.zeros((1, 1, 0), dtype=np.int64)
         # (K, slots, c, d): the order of the numpy steps' draws (all chains' gradient noise, then their injected noise;

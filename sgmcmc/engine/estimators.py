@@ -185,9 +185,13 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
             static(no_potential if potential is None else formula_potential))
 
 
-def rows_for_block(rng: np.random.Generator, n_steps: int, n_chains: int, n_data: int, batch: int) -> np.ndarray:
-    """The minibatches (K, c, n) of a block of K steps, drawn with ``rng`` (one call for the block); when n = N, every
-    row for every step and chain, (1, 1, N), and no draw."""
+def rows_for_block(rng: np.random.Generator, n_steps: int, n_chains: int, n_data: int, batch: int,
+                   replacement: bool = False) -> np.ndarray:
+    """The minibatches (K, c, n) of a block of K steps, drawn with ``rng`` (one call for the block): uniform subsets
+    of size n, or with ``replacement`` n uniform indices (a target whose minibatches are drawn so, Welling & Teh's);
+    without replacement and n = N, every row for every step and chain, (1, 1, N), and no draw."""
+    if replacement:
+        return rng.integers(0, n_data, (n_steps, n_chains, batch))
     if batch >= n_data:
         return np.arange(n_data).reshape(1, 1, n_data)
     out = np.empty((n_steps, n_chains, batch), dtype=np.int64)

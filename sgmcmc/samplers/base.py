@@ -263,7 +263,8 @@ class Sampler(ABC):
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
                         slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare,
-                        running=running, advanced=functions.get("advanced"))
+                        running=running, advanced=functions.get("advanced"),
+                        replacement=bool(functions.get("replacement", False)))
         error = blocks.compile_error(d)
         if error is not None:
             log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,

@@ -13,7 +13,8 @@ chain, drawn uniformly **with replacement** from the ``rng`` passed in (one ``in
 (n_chains, n) per evaluation), ∇Ũ = ∇(−log p(θ)) − (N/n) Σ_{minibatch} ∇ log p(x_i | θ). The gradient
 noise is not Gaussian and depends on θ; ``noise_covariance`` returns None (unknown), so samplers run
 with ``noise_estimate: zero``. :meth:`minibatch_noise_covariance` gives its exact covariance for
-diagnostics.
+diagnostics. The engine's blocks take the same estimator on rows (:meth:`WellingTehMixture.engine_functions`:
+:func:`row_gradients`, :func:`prior_gradient`, minibatches with replacement).
 
 Exact density: normalised numerically by the trapezoidal rule on a 0.02-spaced grid over the box
 [−3, 4] × [−5, 5] (construction fails if the posterior is not negligible on the box boundary).
@@ -73,6 +74,24 @@ def _datum_gradients_sum(theta: np.ndarray, x: np.ndarray) -> np.ndarray:
     g1 = np.sum(first - weight * theta[:, 1:2], axis=1) / DATA_VARIANCE
     g2 = np.sum(weight * second, axis=1) / DATA_VARIANCE
     return np.stack([g1, g2], axis=1)
+
+
+def row_gradients(theta, rows):
+    """∇_θ log p(x_i | θ) = ((x_i − θ₁ − w_iθ₂)/2, w_i(x_i − θ₁ − θ₂)/2), w_i = σ(b_i − a_i), of the rows (m, 1) for
+    one chain's θ (2,) (the module docstring; :func:`_datum_gradients_sum` per datum)."""
+    out = np.empty((rows.shape[0], 2))
+    for i in range(rows.shape[0]):
+        first = rows[i, 0] - theta[0]
+        second = first - theta[1]
+        weight = 1.0 / (1.0 + np.exp((second * second - first * first) / (2.0 * DATA_VARIANCE)))
+        out[i, 0] = (first - weight * theta[1]) / DATA_VARIANCE
+        out[i, 1] = weight * second / DATA_VARIANCE
+    return out
+
+
+def prior_gradient(theta):
+    """∇log p(θ) = (−θ₁/10, −θ₂) of one chain."""
+    return np.array([-theta[0] / PRIOR_VARIANCES[0], -theta[1] / PRIOR_VARIANCES[1]])
 
 
 class WellingTehMixture(Target):
@@ -142,6 +161,13 @@ class WellingTehMixture(Target):
     def noise_covariance(self, theta):
         """Unknown to the samplers (None): run them with ``noise_estimate: zero``."""
         return None
+
+    def engine_functions(self) -> dict:
+        """What the engine's blocks take (the rows door of :func:`sgmcmc.engine.estimators.source_of`): one datum a
+        row, the per-datum gradients and the prior's of one chain, minibatches drawn with replacement as
+        :meth:`stochastic_gradient` draws them."""
+        return {"row_gradients": row_gradients, "prior_gradient": prior_gradient, "data": self.data[:, None],
+                "n_data": self.n_data, "replacement": True}
 
     def minibatch_noise_covariance(self, theta: np.ndarray) -> np.ndarray:
         """Exact covariance of ∇Ũ − ∇U at θ (diagnostics only): (N²/n)·Cov_i[∇log p(x_i|θ)], i uniform.

@@ -353,6 +353,16 @@ def test_minibatches_are_uniform_subsets_without_replacement():
     assert counts.min() > 0.8 * draws / len(subsets)
 
 
+def test_minibatches_with_replacement_are_independent_uniform_indices():
+    """Each of the n indices uniform on range(N), independently: the index counts are flat and a minibatch of 3 from 6
+    repeats an index with probability 1 − 6·5·4/6³ = 4/9."""
+    n_data, batch, draws = 6, 3, 40_000
+    rows = estimators.rows_for_block(np.random.default_rng(0), draws, 1, n_data, batch, replacement=True)[:, 0]
+    assert stats.chisquare(np.bincount(rows.ravel(), minlength=n_data)).pvalue > 1e-4
+    repeated = np.mean([len(set(row)) < batch for row in rows])
+    assert abs(repeated - 4 / 9) < 4 * np.sqrt(4 / 9 * 5 / 9 / draws)
+
+
 def test_sgld_with_minibatches_and_the_exact_noise_has_the_euler_schemes_variance():
     """x_i ~ N(µ, 1), N = 50, flat prior: the posterior of µ is N(x̄, 1/N). The per-example gradient x_i − µ has a
     covariance that does not depend on µ, so V̂ = N(N − n)/n · s² (s² the data's variance with N − 1) is exact, and

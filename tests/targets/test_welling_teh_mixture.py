@@ -14,7 +14,10 @@ from sgmcmc.config import ConfigError
 from sgmcmc.keys import validate_config
 from sgmcmc.diagnostics import bin_masses_2d
 from sgmcmc.targets import make_target
-from sgmcmc.targets.welling_teh_mixture import DATA_VARIANCE, draw_data
+from sgmcmc.engine.driver import PYTHON
+from sgmcmc.samplers import make_sampler
+from sgmcmc.state import SamplerState
+from sgmcmc.targets.welling_teh_mixture import DATA_VARIANCE, _datum_gradients_sum, draw_data
 from tests.helpers import numerical_gradient
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -146,3 +149,26 @@ def test_command_line_runs_sgld_on_the_mixture(tmp_path):
     bad = subprocess.run(command[:-1] + ["target.batch_size=500", f"run.results_dir={tmp_path / 'bad'}"],
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert bad.returncode == 2 and "batch_size" in bad.stderr and not (tmp_path / "bad").exists()
+
+
+def test_the_engines_sgld_block_is_welling_tehs_update_on_minibatches_drawn_with_replacement():
+    """The engine's SGLD block (its Python source) on the mixture against the update written out here with this
+    module's own per-datum gradient: θ' = θ − ε(θ/σ_p² − (N/n) Σ_{i∈S} ∇log p(x_i | θ)) + √(2ε) z, the block's
+    minibatches (n indices with replacement, drawn first for the whole block) and normals replayed from its seed."""
+    target = make_target("welling_teh_mixture", data_seed=3, batch_size=4)
+    sampler = make_sampler("sgld", target, noise_estimate="zero")
+    steps, n_chains, step_size = 25, 3, 1e-3
+    theta0 = np.random.default_rng(1).standard_normal((n_chains, 2))
+    block = sampler.engine_blocks(PYTHON)(np.random.default_rng(9), SamplerState(theta=theta0),
+                                          np.full(steps, step_size), 0)
+    rng = np.random.default_rng(9)
+    rows = rng.integers(0, target.n_data, (steps, n_chains, 4))
+    normals = rng.standard_normal((steps, 2, n_chains, 2))
+    assert any(len(set(row)) < 4 for row in rows.reshape(-1, 4))  # a repeated index: drawn with replacement
+    theta = theta0.copy()
+    for k in range(steps):
+        likelihood = np.stack([_datum_gradients_sum(theta[c:c + 1], target.data[rows[k, c]])[0]
+                               for c in range(n_chains)])
+        gradient = theta / np.array([10.0, 1.0]) - target.n_data / 4 * likelihood
+        theta = theta - step_size * gradient + np.sqrt(2 * step_size) * normals[k, 1]
+        np.testing.assert_allclose(block.theta[:, k], theta, rtol=1e-12, atol=1e-12)
