@@ -93,12 +93,6 @@ class _ForceReuse:
         thermostat = isinstance(self, SGNHT)
         return integrators.ou_splitting, self.diffusion if thermostat else self.friction_coefficient, True, thermostat
 
-    def engine_functions(self):
-        """The target's functions on a density model; None on a data model (the numpy steps: a block draws its
-        minibatches before its normals, the numpy steps draw them step by step)."""
-        functions = super().engine_functions()
-        return None if functions is None or "row_gradients" in functions else functions
-
     def compiled_kernel(self):
         """None: no data kernel (SGHMC's and SGNHT's take other steps); data targets run on the numpy steps."""
         return None

@@ -196,12 +196,12 @@ class PSGLD(Sampler):
         return integrators.preconditioned, constants, False, False
 
     def engine_functions(self):
-        """The target's functions on a density model: for the running preconditioner always; for the stationary one
-        where the target's V is SyntheticTarget's constant one (v(θ) and Γ take ∂Cov = 0) and, with Γ, it hands over
-        its exact ∂²U/∂θ_i² (``hessian_diagonal_into(θ, parameters, out)``). None elsewhere (the numpy steps: a data
-        model's stationary D is a pass over all the data)."""
+        """The target's functions: for the running preconditioner always (a data model's too); for the stationary one
+        on a density model whose V is SyntheticTarget's constant one (v(θ) and Γ take ∂Cov = 0) and, with Γ, that
+        hands over its exact ∂²U/∂θ_i² (``hessian_diagonal_into(θ, parameters, out)``). None elsewhere (the numpy
+        steps: a data model's stationary D is a pass over all the data)."""
         functions = super().engine_functions()
-        if functions is None or "row_gradients" in functions:
+        if functions is None or ("row_gradients" in functions and self.preconditioner != "running"):
             return None
         if self.preconditioner == "stationary" and (
                 type(self.target).noise_covariance is not SyntheticTarget.noise_covariance

@@ -9,6 +9,7 @@ import logging
 import numpy as np
 import pytest
 
+from sgmcmc.engine import blocks
 from sgmcmc.engine.blocks import kernel_of, numpy_block
 from sgmcmc.engine.driver import PYTHON, Blocks
 from sgmcmc.geometry import RationalMetric
@@ -70,6 +71,44 @@ def test_a_row_model_runs_on_the_engines_blocks_and_samples_its_posterior(name):
     # schemes' own bias at these ε is at most 5%)
     assert np.all(np.abs(final.mean(axis=0) - mean) < 4 * np.sqrt(variance / 400))
     np.testing.assert_allclose(final.var(axis=0) / variance, 1.0, atol=0.25)
+
+
+def _row_model_variance(name, params, step_size, seed=2):
+    """The variance over 400 chains after 600 steps (300 burn-in) from the posterior, over the exact variance."""
+    model = GaussianMean()
+    target = user_target(model, "GaussianMean", batch_size=model.n_data)  # n = N: no minibatch noise
+    sampler = make_sampler(name, target, noise_estimate="zero", **params)
+    mean, variance = model.posterior()
+    rng = np.random.default_rng(seed)
+    theta0 = mean + np.sqrt(variance) * rng.standard_normal((400, model.dim))
+    outcome = run_chains(sampler, Constant(step_size), RunOptions(n_steps=600, n_chains=400, burn_in=300,
+                                                                  eval_every=10**9, progress=False), rng, theta0=theta0)
+    assert outcome.status == "completed"
+    assert np.all(np.abs(outcome.final_theta.mean(axis=0) - mean) < 4 * np.sqrt(variance / 400))
+    return sampler, outcome.final_theta.var(axis=0) / variance
+
+
+@pytest.mark.validate  # a block compiled per integrator for this model (seconds each): the long tier
+@pytest.mark.parametrize("name", ["baoab", "badodab"])
+def test_the_ou_splittings_on_a_row_model_sample_its_posterior(name):
+    """BAOAB and BADODAB (the kept gradient first drawn by the numpy minibatch, then carried by the blocks) on the
+    engine's blocks, as test_a_row_model_runs_on_the_engines_blocks_... checks the others."""
+    sampler, ratio = _row_model_variance(name, {}, 0.02)
+    assert isinstance(kernel_of(sampler), Blocks)
+    np.testing.assert_allclose(ratio, 1.0, atol=0.25)
+
+
+@pytest.mark.validate
+def test_psglds_running_preconditioner_on_a_row_model_has_the_numpy_steps_variance(monkeypatch):
+    """Li et al.'s running average drops Γ, so its chains are 30-45% too wide here on either path: the engine's blocks
+    against the numpy steps (the reference), each from 400 chains (a variance ratio with a standard error of 10%; a
+    factor 2 of the noise is 100%)."""
+    sampler, engine = _row_model_variance("psgld", {"preconditioner": "running"}, 0.002)
+    assert isinstance(kernel_of(sampler), Blocks)
+    monkeypatch.setattr(blocks, "COMPILED", False)
+    sampler, reference = _row_model_variance("psgld", {"preconditioner": "running"}, 0.002, seed=3)
+    assert kernel_of(sampler) is None
+    np.testing.assert_allclose(engine / reference, 1.0, atol=0.35)  # 3.5 standard errors of the ratio
 
 
 def test_a_model_the_compiler_refuses_runs_on_the_numpy_steps_and_says_so(caplog):
