@@ -190,8 +190,8 @@ def rows_for_block(rng: np.random.Generator, n_steps: int, n_chains: int, n_data
     """The minibatches (K, c, n) of a block of K steps, drawn with ``rng`` (one call for the block): uniform subsets
     of size n, or with ``replacement`` n uniform indices (a target whose minibatches are drawn so, Welling & Teh's);
     without replacement and n = N, every row for every step and chain, (1, 1, N), and no draw."""
-    if replacement:
-        return rng.integers(0, n_data, (n_steps, n_chains, batch))
+    if replacement:  # ⌊uN⌋ of uniforms u, as Floyd's draw takes its uniforms
+        return np.minimum((rng.random((n_steps, n_chains, batch)) * n_data).astype(np.int64), n_data - 1)
     if batch >= n_data:
         return np.arange(n_data).reshape(1, 1, n_data)
     out = np.empty((n_steps, n_chains, batch), dtype=np.int64)

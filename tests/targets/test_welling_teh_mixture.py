@@ -162,7 +162,7 @@ def test_the_engines_sgld_block_is_welling_tehs_update_on_minibatches_drawn_with
     block = sampler.engine_blocks(PYTHON)(np.random.default_rng(9), SamplerState(theta=theta0),
                                           np.full(steps, step_size), 0)
     rng = np.random.default_rng(9)
-    rows = rng.integers(0, target.n_data, (steps, n_chains, 4))
+    rows = np.minimum((rng.random((steps, n_chains, 4)) * target.n_data).astype(int), target.n_data - 1)
     normals = rng.standard_normal((steps, 2, n_chains, 2))
     assert any(len(set(row)) < 4 for row in rows.reshape(-1, 4))  # a repeated index: drawn with replacement
     theta = theta0.copy()
