@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import warnings
 
+import numba
 import numpy as np
 from scipy import fft
+from scipy.special import ndtri
 
 __all__ = ["autocorrelation", "integrated_autocorrelation_time", "effective_sample_size", "split_rhat"]
 
@@ -21,16 +23,20 @@ def _as_chains(chains: np.ndarray) -> np.ndarray:
     return x
 
 
-def _lag_sums(x: np.ndarray, padding: int) -> np.ndarray:
-    """Σ_t x_t x_{t+s} for s = 0..n−1 along axis 1 of (chains, n, dim), by FFT zero-padded to at least ``padding``
-    (≥ 2n − 1: no circular wrap)."""
-    n = x.shape[1]
+def _mean_lag_sums(x: np.ndarray, padding: int, weights: np.ndarray | None = None) -> np.ndarray:
+    """The mean over chains of Σ_t x_t x_{t+s}, s = 0..n−1, along axis 1 of (chains, n, dim), each chain's weighted
+    by ``weights`` (chains, dim) if given: (n, dim). By FFT zero-padded to at least ``padding`` (≥ 2n − 1: no circular
+    wrap); the lag sums are linear in the power spectrum |X̂|², so the chains' (weighted) spectra are averaged first and
+    transformed back once."""
+    m, n, dim = x.shape
     nfft = fft.next_fast_len(padding, real=True)
     # along the last axis of a contiguous copy: pocketfft on the strided axis 1 measured 2.7x slower (100 chains ×
     # 500 draws × 20 coordinates: 0.106 s against 0.039 s)
-    spectrum = fft.rfft(np.ascontiguousarray(np.moveaxis(x, 1, 2)), n=nfft, axis=2)
-    spectrum *= np.conj(spectrum)
-    return np.moveaxis(fft.irfft(spectrum, n=nfft, axis=2)[:, :, :n], 2, 1)
+    spectrum = fft.rfft(np.ascontiguousarray(np.moveaxis(x, 1, 2)), n=nfft, axis=2)  # (chains, dim, nfft // 2 + 1)
+    power = spectrum.real**2 + spectrum.imag**2
+    if weights is not None:
+        power *= weights[:, :, None]
+    return fft.irfft(power.mean(axis=0), n=nfft, axis=1)[:, :n].T
 
 
 def autocorrelation(chains: np.ndarray) -> np.ndarray:
@@ -57,10 +63,11 @@ def autocorrelation(chains: np.ndarray) -> np.ndarray:
     """
     x = _as_chains(chains)
     n = x.shape[1]
-    acov = _lag_sums(x - x.mean(axis=1, keepdims=True), 2 * n - 1) / (n - np.arange(n))[None, :, None]
+    centred = x - x.mean(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        rho = acov / acov[:, :1, :]
-    return rho.mean(axis=0)
+        # ρ_s = n/(n − s) · mean over chains of Σ_t x_t x_{t+s} / Σ_t x_t² (the weights: a linear map of the spectra)
+        rho = _mean_lag_sums(centred, 2 * n - 1, 1.0 / np.einsum("cnd,cnd->cd", centred, centred))
+        return rho * (n / (n - np.arange(n)))[:, None]
 
 
 def integrated_autocorrelation_time(chains: np.ndarray, threshold: float = 0.05) -> float:
@@ -102,24 +109,78 @@ ESS_BLOCK_NUMBERS = 2**22
 def _rank_normal_scores(x: np.ndarray) -> np.ndarray:
     """Rank-normalised z-scores per column of ``x`` (N, k): average ranks r of ties (1-based), Blom's offset
     ``(r − 3/8)/(N + 1/4)`` and the standard normal quantile (ArviZ's ``_z_scale``: ``scipy.stats.rankdata(...,
-    method="average")`` then ``scipy.stats.norm.ppf``, i.e. ``scipy.special.ndtri``)."""
-    from scipy.special import ndtri
-
+    method="average")`` then ``scipy.stats.norm.ppf``, i.e. ``scipy.special.ndtri``). The ranks come from a sort of
+    integer keys (:func:`_sorting_keys`; measured, 5·10⁶ draws: 0.05 s, against 0.25 s for numpy's argsort)."""
     n = x.shape[0]
-    # each column as a contiguous row (measured, 200,000 × 20: 0.33 s against 0.42 s sorting the strided columns)
-    rows = np.ascontiguousarray(x.T)
-    order = np.argsort(rows, axis=1)  # ties get their group's average rank whatever their order: no stable sort needed
-    ordered = np.take_along_axis(rows, order, axis=1)
-    index = np.arange(n)[None, :]
-    differs = ordered[:, 1:] != ordered[:, :-1]
-    ends = np.ones((rows.shape[0], 1), bool)
-    first = np.concatenate([ends, differs], axis=1)  # first of its tie group
-    last = np.concatenate([differs, ends], axis=1)  # last of its tie group
-    start = np.maximum.accumulate(np.where(first, index, 0), axis=1)
-    end = np.minimum.accumulate(np.where(last, index, n - 1)[:, ::-1], axis=1)[:, ::-1]
-    ranks = np.empty_like(rows)
-    np.put_along_axis(ranks, order, 0.5 * (start + end + 2), axis=1)  # positions start+1..end+1, averaged
+    rows = np.ascontiguousarray(x.T)  # each column as a contiguous row
+    bits = max(1, (n - 1).bit_length())  # the keys' low bits that hold a position 0..n−1
+    keys = np.sort(_sorting_keys(rows.view(np.uint64), bits), axis=1)
+    ranks = _average_ranks(rows, keys, bits)
     return ndtri((ranks.T - 3.0 / 8.0) / (n - 2.0 * 3.0 / 8.0 + 1.0))
+
+
+@numba.njit(cache=True)
+def _sorting_keys(bits_of_rows, bits):
+    """Keys (k, N) whose order along a row is the order of the values of ``bits_of_rows`` (k, N), their float64 bits,
+    up to values that agree in all but their low ``bits`` bits; those low bits hold each entry's position. The float's
+    bits map to an unsigned integer of the same order: the sign bit set for a value ≥ 0 (−0 read as +0), all bits
+    flipped for one < 0."""
+    k, n = bits_of_rows.shape
+    sign = np.uint64(1) << np.uint64(63)
+    shift = np.uint64(bits)
+    keys = np.empty((k, n), dtype=np.uint64)
+    for row in range(k):
+        for i in range(n):
+            unsigned = bits_of_rows[row, i]
+            if unsigned == sign:  # −0
+                unsigned = np.uint64(0)
+            ordered = ~unsigned if unsigned & sign else unsigned | sign
+            keys[row, i] = (ordered >> shift << shift) | np.uint64(i)
+    return keys
+
+
+@numba.njit(cache=True)
+def _average_ranks(rows, keys, bits):
+    """The 1-based rank of every entry of ``rows`` (k, N) in its row, ties given the average of their ranks
+    (``scipy.stats.rankdata(..., method="average")``), from the row's :func:`_sorting_keys` sorted: an entry whose key
+    agrees with no neighbour's above the low ``bits`` bits has the rank of its place; a run of keys that agree is put
+    in order of value (insertion sort: such runs are short) and each run of equal values in it gets the average of
+    their places. No NaN (the caller's)."""
+    k, n = rows.shape
+    shift = np.uint64(bits)
+    mask = (np.uint64(1) << shift) - np.uint64(1)
+    ranks = np.empty((k, n))
+    values, positions = np.empty(n), np.empty(n, dtype=np.int64)
+    for row in range(k):
+        first = 0
+        while first < n:
+            prefix = keys[row, first] >> shift
+            end = first + 1
+            while end < n and keys[row, end] >> shift == prefix:
+                end += 1
+            if end == first + 1:
+                ranks[row, np.int64(keys[row, first] & mask)] = first + 1.0
+                first = end
+                continue
+            for i in range(end - first):  # the run's values in order
+                position = np.int64(keys[row, first + i] & mask)
+                value = rows[row, position]
+                j = i - 1
+                while j >= 0 and values[j] > value:
+                    values[j + 1], positions[j + 1] = values[j], positions[j]
+                    j -= 1
+                values[j + 1], positions[j + 1] = value, position
+            low = 0
+            while low < end - first:
+                high = low
+                while high + 1 < end - first and values[high + 1] == values[low]:
+                    high += 1
+                rank = first + 0.5 * (low + high + 2)
+                for i in range(low, high + 1):
+                    ranks[row, positions[i]] = rank
+                low = high + 1
+            first = end
+    return ranks
 
 
 def _geyer_ess(z: np.ndarray) -> np.ndarray:
@@ -133,8 +194,7 @@ def _geyer_ess(z: np.ndarray) -> np.ndarray:
     total = m * n
     chain_means = z.mean(axis=1)  # (m, k)
     z = z - chain_means[:, None, :]
-    acov = _lag_sums(z, 2 * n) / n  # (m, n, k), ArviZ's autocov (zero padding to at least 2n)
-    mean_acov = acov.mean(axis=0)  # (n, k)
+    mean_acov = _mean_lag_sums(z, 2 * n) / n  # (n, k): the mean over chains of ArviZ's autocov (padding to ≥ 2n)
     mean_var = mean_acov[0] * n / (n - 1.0)
     var_plus = mean_var * (n - 1.0) / n
     if m > 1:
