@@ -23,20 +23,26 @@ def _as_chains(chains: np.ndarray) -> np.ndarray:
     return x
 
 
-def _mean_lag_sums(x: np.ndarray, padding: int, weights: np.ndarray | None = None) -> np.ndarray:
-    """The mean over chains of Σ_t x_t x_{t+s}, s = 0..n−1, along axis 1 of (chains, n, dim), each chain's weighted
-    by ``weights`` (chains, dim) if given: (n, dim). By FFT zero-padded to at least ``padding`` (≥ 2n − 1: no circular
-    wrap); the lag sums are linear in the power spectrum |X̂|², so the chains' (weighted) spectra are averaged first and
-    transformed back once."""
+def _mean_lag_sums(x: np.ndarray, padding: int, normalise: bool = False) -> np.ndarray:
+    """The mean over chains of Σ_t x_t x_{t+s}, s = 0..n−1, each chain of (chains, n, dim) centred at its own mean
+    (and with ``normalise``, its sums divided by its Σ_t x_t²): (n, dim). By FFT zero-padded to at least ``padding``
+    (≥ 2n − 1: no circular wrap); the lag sums are linear in the power spectrum |X̂|², so the chains' spectra are
+    summed and transformed back once. A few chains at a time (:data:`FFT_BLOCK_NUMBERS`): the working arrays stay
+    small rather than several times the draws."""
     m, n, dim = x.shape
     nfft = fft.next_fast_len(padding, real=True)
-    # along the last axis of a contiguous copy: pocketfft on the strided axis 1 measured 2.7x slower (100 chains ×
-    # 500 draws × 20 coordinates: 0.106 s against 0.039 s)
-    spectrum = fft.rfft(np.ascontiguousarray(np.moveaxis(x, 1, 2)), n=nfft, axis=2)  # (chains, dim, nfft // 2 + 1)
-    power = spectrum.real**2 + spectrum.imag**2
-    if weights is not None:
-        power *= weights[:, :, None]
-    return fft.irfft(power.mean(axis=0), n=nfft, axis=1)[:, :n].T
+    block = max(1, FFT_BLOCK_NUMBERS // (nfft * dim))
+    total = np.zeros((dim, nfft // 2 + 1))
+    for begin in range(0, m, block):
+        centred = x[begin:begin + block] - x[begin:begin + block].mean(axis=1, keepdims=True)
+        # along the last axis of a contiguous copy: pocketfft on the strided axis 1 measured 2.7x slower (100 chains ×
+        # 500 draws × 20 coordinates: 0.106 s against 0.039 s)
+        spectrum = fft.rfft(np.ascontiguousarray(np.moveaxis(centred, 1, 2)), n=nfft, axis=2)  # (block, dim, nfft/2+1)
+        power = spectrum.real**2 + spectrum.imag**2
+        if normalise:
+            power /= np.einsum("cnd,cnd->cd", centred, centred)[:, :, None]
+        total += power.sum(axis=0)
+    return fft.irfft(total / m, n=nfft, axis=1)[:, :n].T
 
 
 def autocorrelation(chains: np.ndarray) -> np.ndarray:
@@ -63,11 +69,9 @@ def autocorrelation(chains: np.ndarray) -> np.ndarray:
     """
     x = _as_chains(chains)
     n = x.shape[1]
-    centred = x - x.mean(axis=1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        # ρ_s = n/(n − s) · mean over chains of Σ_t x_t x_{t+s} / Σ_t x_t² (the weights: a linear map of the spectra)
-        rho = _mean_lag_sums(centred, 2 * n - 1, 1.0 / np.einsum("cnd,cnd->cd", centred, centred))
-        return rho * (n / (n - np.arange(n)))[:, None]
+        # ρ_s = n/(n − s) · the mean over chains of Σ_t x_t x_{t+s} / Σ_t x_t²
+        return _mean_lag_sums(x, 2 * n - 1, normalise=True) * (n / (n - np.arange(n)))[:, None]
 
 
 def integrated_autocorrelation_time(chains: np.ndarray, threshold: float = 0.05) -> float:
@@ -102,6 +106,9 @@ def integrated_autocorrelation_time(chains: np.ndarray, threshold: float = 0.05)
 
 # The chain-length limits of ArviZ's bulk ESS: fewer draws per chain give NaN.
 ESS_MIN_DRAWS = 4
+# Numbers per block of chains of the FFT of the lag sums (a block's padded draws; measured, 1,000 chains × 5,000 draws:
+# the FFT of all chains at once, 80 MB arrays, took 0.06 s reusing memory and 0.23 s in fresh memory).
+FFT_BLOCK_NUMBERS = 2**19
 # Coordinates per block of the bulk ESS (bounds the FFT's working memory to about this many numbers times 8).
 ESS_BLOCK_NUMBERS = 2**22
 
@@ -114,9 +121,12 @@ def _rank_normal_scores(x: np.ndarray) -> np.ndarray:
     n = x.shape[0]
     rows = np.ascontiguousarray(x.T)  # each column as a contiguous row
     bits = max(1, (n - 1).bit_length())  # the keys' low bits that hold a position 0..n−1
-    keys = np.sort(_sorting_keys(rows.view(np.uint64), bits), axis=1)
-    ranks = _average_ranks(rows, keys, bits)
-    return ndtri((ranks.T - 3.0 / 8.0) / (n - 2.0 * 3.0 / 8.0 + 1.0))
+    keys = _sorting_keys(rows.view(np.uint64), bits)
+    keys.sort(axis=1)
+    scores = _average_ranks(rows, keys, bits)
+    scores -= 3.0 / 8.0  # in place: the arrays are as large as the draws
+    scores /= n - 2.0 * 3.0 / 8.0 + 1.0
+    return ndtri(scores, out=scores).T
 
 
 @numba.njit(cache=True)
@@ -193,7 +203,6 @@ def _geyer_ess(z: np.ndarray) -> np.ndarray:
     m, n, k = z.shape
     total = m * n
     chain_means = z.mean(axis=1)  # (m, k)
-    z = z - chain_means[:, None, :]
     mean_acov = _mean_lag_sums(z, 2 * n) / n  # (n, k): the mean over chains of ArviZ's autocov (padding to ≥ 2n)
     mean_var = mean_acov[0] * n / (n - 1.0)
     var_plus = mean_var * (n - 1.0) / n
@@ -247,12 +256,18 @@ def effective_sample_size(chains: np.ndarray) -> np.ndarray:
     block = max(1, ESS_BLOCK_NUMBERS // (2 * n_chains * half))
     for begin in range(0, valid.size, block):
         columns = valid[begin:begin + block]
-        split = np.concatenate([x[:, :half, columns], x[:, n_draws - half:, columns]], axis=0)  # (2m, half, k)
+        chosen = x if columns.size == dim else x[:, :, columns]
+        if n_draws == 2 * half:  # each chain's halves in turn, without a copy of contiguous draws: (2m, half, k)
+            split = chosen.reshape(2 * n_chains, half, columns.size)
+        else:
+            split = np.concatenate([chosen[:, :half], chosen[:, n_draws - half:]], axis=0)
         z = _rank_normal_scores(split.reshape(-1, columns.size)).reshape(split.shape)
         constant = (z.max(axis=(0, 1)) - z.min(axis=(0, 1))) < np.finfo(float).resolution
         ess[columns[constant]] = z.shape[0] * z.shape[1]
-        if not constant.all():
+        if constant.any() and not constant.all():
             ess[columns[~constant]] = _geyer_ess(z[:, :, ~constant])
+        elif not constant.any():
+            ess[columns] = _geyer_ess(z)
     return ess
 
 
