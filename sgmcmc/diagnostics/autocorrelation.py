@@ -95,19 +95,80 @@ def integrated_autocorrelation_time(chains: np.ndarray, threshold: float = 0.05)
     -------
     float
     """
-    rho = autocorrelation(chains)  # (L, dim)
+    x = _as_chains(chains)
+    n, dim = x.shape[1], x.shape[2]
+    tau = np.empty(dim)
+    pending = np.arange(dim)  # the coordinates whose ρ has not yet dropped below the threshold in the lags computed
+    lags = min(DIRECT_LAGS, n)
+    while True:
+        part = x if pending.size == dim else x[:, :, pending]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rho = _direct_mean_lag_sums(part, lags) * (n / (n - np.arange(lags)))[:, None]
+        done = (rho[1:] < threshold).any(axis=0) | (lags == n)  # NaN compares False
+        tau[pending[done]] = _truncated_tau(rho[:, done], n, threshold)
+        pending = pending[~done]
+        if not pending.size:
+            return float(np.mean(tau))
+        # where ρ decays geometrically from its last lag computed, the lag at which it crosses the threshold
+        last = rho[-1, ~done]
+        if not np.all((last > 0.0) & (last < 1.0)):
+            break
+        crossing = (lags - 1) * np.log(threshold) / np.log(last.max())
+        if 1.5 * crossing >= DIRECT_LAGS_MOST:
+            break
+        lags = min(int(1.5 * crossing) + 1, n)
+    tau[pending] = _truncated_tau(autocorrelation(x[:, :, pending]), n, threshold)
+    return float(np.mean(tau))
+
+
+def _truncated_tau(rho: np.ndarray, n_draws: int, threshold: float) -> np.ndarray:
+    """τ per coordinate of ρ_s (lags, dim), s from 0, of chains of ``n_draws`` (:func:`integrated_autocorrelation_time`):
+    ``1 + 2 Σ_{s=1}^{S} (1 − s/L) ρ_s``, S the lag before the first below ``threshold`` (or the last lag given); NaN
+    where ρ_0 is not finite."""
     n_lags = rho.shape[0]
     below = rho[1:] < threshold  # NaN compares False
     first = np.where(below.any(axis=0), np.argmax(below, axis=0) + 1, n_lags)  # first lag below threshold
     s = np.arange(n_lags)[:, None]
     keep = (s >= 1) & (s < first[None, :])
-    taper = 1.0 - s / n_lags
+    taper = 1.0 - s / n_draws
     tau = 1.0 + 2.0 * np.sum(np.where(keep, taper * rho, 0.0), axis=0)
-    if np.any(~np.isfinite(rho[0])):
-        tau = np.where(np.isfinite(rho[0]), tau, np.nan)
-    return float(np.mean(tau))
+    return np.where(np.isfinite(rho[0]), tau, np.nan)
 
 
+@numba.njit(cache=True, error_model="numpy")  # a constant chain: 0/0 is NaN, as in numpy
+def _direct_mean_lag_sums(x, lags):
+    """The mean over chains of Σ_t x_t x_{t+s} / Σ_t x_t², s = 0..lags−1, each chain of (chains, n, dim) centred at
+    its own mean: (lags, dim), summed directly (n·lags products per chain and coordinate: cheaper than the FFT of
+    :func:`_mean_lag_sums` for the first few lags)."""
+    m, n, dim = x.shape
+    out = np.zeros((lags, dim))
+    series = np.empty(n)
+    sums = np.empty(lags)
+    for chain in range(m):
+        for j in range(dim):
+            mean = 0.0
+            for t in range(n):
+                mean += x[chain, t, j]
+            mean /= n
+            for t in range(n):
+                series[t] = x[chain, t, j] - mean
+            sums[:] = 0.0
+            for t in range(n):
+                value = series[t]
+                for s in range(min(lags, n - t)):
+                    sums[s] += value * series[t + s]
+            for s in range(lags):
+                out[s, j] += sums[s] / sums[0]
+    return out / m
+
+
+# The lags of ρ that integrated_autocorrelation_time sums directly, and the most it sums directly where ρ's decay
+# predicts its first lag below the threshold by then; the coordinates whose ρ has not dropped below it get an FFT of
+# all lags. Measured (CPU): a direct lag costs about 0.15 ns per draw, the FFT 15–20 ns per draw; a user model's 20
+# coordinates × 100,000 draws have their first lag below 0.05 near 20 (the FFT: 0.13 s), the double well's 1,000
+# chains × 5,000 draws near 150 (the FFT: 0.07 s).
+DIRECT_LAGS = 32
+DIRECT_LAGS_MOST = 128
 # The chain-length limits of ArviZ's bulk ESS: fewer draws per chain give NaN.
 ESS_MIN_DRAWS = 4
 # Numbers per block of chains and coordinates of the FFT of the lag sums (a block's padded draws; measured, 1,000 chains × 5,000 draws:

@@ -326,3 +326,17 @@ def test_lag_sums_in_blocks_of_chains(monkeypatch):
     monkeypatch.setattr(module, "FFT_BLOCK_NUMBERS", 3 * 200)  # 3 chains or 1 coordinate a block (200 padded)
     np.testing.assert_allclose(autocorrelation(x), whole_rho, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(effective_sample_size(x), whole_ess, rtol=1e-12)
+
+
+def test_tau_from_direct_lags_is_the_ffts():
+    """τ from the first lags summed directly (one or two rounds) or, where ρ decays slowly, from the FFT of all lags:
+    the number that the FFT's ρ of every lag gives, to rounding; a constant coordinate gives NaN."""
+    module = importlib.import_module("sgmcmc.diagnostics.autocorrelation")
+    rng = np.random.default_rng(44)
+    for phi, n_chains, n_draws in ((0.1, 3, 500), (0.95, 2, 4000), (0.97, 4, 3000), (0.995, 2, 3000), (0.5, 2, 5)):
+        x = np.concatenate([ar1(rng, phi, n_chains, n_draws, dim=2), ar1(rng, 0.3, n_chains, n_draws)], axis=2)
+        expected = np.mean(module._truncated_tau(autocorrelation(x), n_draws, THRESHOLD))
+        assert integrated_autocorrelation_time(x) == pytest.approx(expected, rel=1e-12), phi
+    x = ar1(rng, 0.5, 3, 100, dim=2)
+    x[:, :, 1] = 2.0
+    assert np.isnan(integrated_autocorrelation_time(x))
