@@ -122,9 +122,9 @@ def integrated_autocorrelation_time(chains: np.ndarray, threshold: float = 0.05)
 
 
 def _truncated_tau(rho: np.ndarray, n_draws: int, threshold: float) -> np.ndarray:
-    """τ per coordinate of ρ_s (lags, dim), s from 0, of chains of ``n_draws`` (:func:`integrated_autocorrelation_time`):
-    ``1 + 2 Σ_{s=1}^{S} (1 − s/L) ρ_s``, S the lag before the first below ``threshold`` (or the last lag given); NaN
-    where ρ_0 is not finite."""
+    """τ per coordinate of ρ_s (lags, dim), s from 0, of chains of L = ``n_draws``
+    (:func:`integrated_autocorrelation_time`): ``1 + 2 Σ_{s=1}^{S} (1 − s/L) ρ_s``, S the lag before the first below
+    ``threshold`` (or the last lag given); NaN where ρ_0 is not finite."""
     n_lags = rho.shape[0]
     below = rho[1:] < threshold  # NaN compares False
     first = np.where(below.any(axis=0), np.argmax(below, axis=0) + 1, n_lags)  # first lag below threshold
@@ -164,15 +164,16 @@ def _direct_mean_lag_sums(x, lags):
 
 # The lags of ρ that integrated_autocorrelation_time sums directly, and the most it sums directly where ρ's decay
 # predicts its first lag below the threshold by then; the coordinates whose ρ has not dropped below it get an FFT of
-# all lags. Measured (CPU): a direct lag costs about 0.15 ns per draw, the FFT 15–20 ns per draw; a user model's 20
+# all lags. Measured (CPU): a direct lag costs 0.15–0.3 ns per draw, the FFT 15–20 ns per draw; a user model's 20
 # coordinates × 100,000 draws have their first lag below 0.05 near 20 (the FFT: 0.13 s), the double well's 1,000
 # chains × 5,000 draws near 150 (the FFT: 0.07 s).
 DIRECT_LAGS = 32
 DIRECT_LAGS_MOST = 128
 # The chain-length limits of ArviZ's bulk ESS: fewer draws per chain give NaN.
 ESS_MIN_DRAWS = 4
-# Numbers per block of chains and coordinates of the FFT of the lag sums (a block's padded draws; measured, 1,000 chains × 5,000 draws:
-# the FFT of all chains at once, 80 MB arrays, took 0.06 s reusing memory and 0.23 s in fresh memory).
+# Numbers per block of chains and coordinates of the FFT of the lag sums (a block's padded draws; measured, 1,000
+# chains × 5,000 draws: the FFT of all chains at once, 80 MB arrays, took 0.06 s reusing memory, 0.23 s in fresh
+# memory).
 FFT_BLOCK_NUMBERS = 2**19
 # Coordinates per block of the bulk ESS (bounds the FFT's working memory to about this many numbers times 8).
 ESS_BLOCK_NUMBERS = 2**22
