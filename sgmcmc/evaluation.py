@@ -57,11 +57,11 @@ class Evaluator:
         return {key: float(value) for key, value in scores.items()}
 
     def wasserstein(self, samples: np.ndarray) -> float:
-        """W1 of pooled 1D samples (m, 1) to the exact density (:func:`~sgmcmc.diagnostics.wasserstein1_to_exact_1d`: a
-        linear pass over the samples)."""
+        """W1 of 1D samples, pooled (m, 1) or per chain (c, k, 1), to the exact density
+        (:func:`~sgmcmc.diagnostics.wasserstein1_to_exact_1d`: a linear pass over the samples)."""
         lower = min(self.edges[0], float(samples.min())) - 1.0
         upper = max(self.edges[-1], float(samples.max())) + 1.0
-        return wasserstein1_to_exact_1d(samples[:, 0], self.target.log_density, lower, upper)
+        return wasserstein1_to_exact_1d(samples, self.target.log_density, lower, upper)
 
 
     def score_mean(self, mean: np.ndarray) -> dict:
@@ -117,7 +117,7 @@ class RunningScore:
         self.count += pooled.shape[0]
 
     def score(self, all_samples: np.ndarray | None = None) -> dict:
-        """The metrics of every sample added so far; W1 too when ``all_samples`` (m, 1) is given."""
+        """The metrics of every sample added so far; W1 too when ``all_samples`` (m, 1) or (c, k, 1) is given."""
         evaluator = self.evaluator
         if not (evaluator.enabled or evaluator.moments_only) or self.count == 0:
             return {}

@@ -312,7 +312,7 @@ class TraceObserver:
         costly = (index & (index - 1)) == 0 or t == self.settings.n_steps
         if self.evaluator is not None:
             if self.store.kept:
-                scores = self.score.score(self.store.samples.reshape(-1, self.target.dim) if costly else None)
+                scores = self.score.score(self.store.samples if costly else None)  # (c, kept, d): no copy
                 row.update(scores)
                 if costly:
                     self.sample_scores = (t, scores)

@@ -36,8 +36,8 @@ def wasserstein1_to_exact_1d(
 
     Parameters
     ----------
-    samples : ndarray, shape (m,) or (m, 1)
-        Samples pooled across chains.
+    samples : ndarray, shape (m,) or (m, 1), or (c, k) or (c, k, 1)
+        Samples, pooled across chains (or per chain, read without a copy).
     log_density : callable
         Normalised log density; maps ``(k, 1)`` to ``(k,)``.
     lower, upper : float
@@ -49,7 +49,10 @@ def wasserstein1_to_exact_1d(
     -------
     float
     """
-    x = np.asarray(samples, dtype=float).reshape(-1)
+    x = np.asarray(samples, dtype=float)
+    if x.ndim > 1 and x.shape[-1] == 1:
+        x = x[..., 0]
+    x = x.reshape(-1, x.shape[-1]) if x.ndim > 1 else x.reshape(1, -1)  # rows, a view of a run's (c, kept) samples
     if x.size == 0:
         raise ValueError("no samples")
     if not (np.isfinite(lower) and np.isfinite(upper) and upper > lower):
@@ -85,9 +88,9 @@ def _grid_cell(x, grid, scale):
 
 
 def _w1_to_piecewise_linear_cdf(samples: np.ndarray, grid: np.ndarray, cdf_grid: np.ndarray) -> float:
-    """∫_grid[0]^grid[-1] |F_n − F| for the samples' empirical CDF F_n and F linear between the ``grid``'s points with
-    values ``cdf_grid``; samples at or below grid[0] count in F_n from the start, those at or above grid[-1] (and NaN)
-    only in n.
+    """∫_grid[0]^grid[-1] |F_n − F| for the empirical CDF F_n of all the ``samples`` (rows, k) and F linear between the
+    ``grid``'s points with values ``cdf_grid``; samples at or below grid[0] count in F_n from the start, those at or
+    above grid[-1] (and NaN) only in n.
 
     One pass counts each grid cell's samples and their gaps to the cell's right end, Σ (b − x_i). On a cell [a, b)
     where F_n − F keeps its sign (F_n(a) ≥ F(b) or F_n(b−) ≤ F(a)) that is enough:
@@ -100,7 +103,7 @@ def _w1_to_piecewise_linear_cdf(samples: np.ndarray, grid: np.ndarray, cdf_grid:
         return total
     if n_crossing > CROSSING_FRACTION_SORTS_ALL * samples.size:  # every cell integrated from all samples sorted
         start = below + np.cumsum(counts) - counts
-        return _w1_crossing_cells(np.sort(samples), grid, cdf_grid, counts, start, below, samples.size)
+        return _w1_crossing_cells(np.sort(samples, axis=None), grid, cdf_grid, counts, start, below, samples.size)
     crossing = np.sort(_gather_cells(samples, grid, counts, start, n_crossing))
     return total + _w1_crossing_cells(crossing, grid, cdf_grid, counts, start, below, samples.size)
 
@@ -117,13 +120,14 @@ def _w1_cells(samples, grid, cdf_grid):
     counts = np.zeros(n_cells, dtype=np.int64)
     gaps = np.zeros(n_cells)
     below = 0
-    for x in samples:
-        if x <= lower:
-            below += 1
-        elif x < upper:
-            k = _grid_cell(x, grid, scale)
-            counts[k] += 1
-            gaps[k] += grid[k + 1] - x
+    for row in range(samples.shape[0]):
+        for x in samples[row]:
+            if x <= lower:
+                below += 1
+            elif x < upper:
+                k = _grid_cell(x, grid, scale)
+                counts[k] += 1
+                gaps[k] += grid[k + 1] - x
     start = np.full(n_cells, -1, dtype=np.int64)
     n_crossing = 0
     cumulative = below
@@ -149,12 +153,13 @@ def _gather_cells(samples, grid, counts, start, n_crossing):
     scale = (grid.size - 1) / (upper - lower)
     buffer = np.empty(n_crossing)
     filled = np.zeros(counts.size, dtype=np.int64)
-    for x in samples:
-        if lower < x < upper:
-            k = _grid_cell(x, grid, scale)
-            if start[k] >= 0:
-                buffer[start[k] + filled[k]] = x
-                filled[k] += 1
+    for row in range(samples.shape[0]):
+        for x in samples[row]:
+            if lower < x < upper:
+                k = _grid_cell(x, grid, scale)
+                if start[k] >= 0:
+                    buffer[start[k] + filled[k]] = x
+                    filled[k] += 1
     return buffer
 
 

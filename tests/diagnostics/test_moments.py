@@ -104,3 +104,13 @@ def test_w1_against_closed_form(scale):
     # the exact CDF by the trapezoid rule on 20,001 points over [-12, 12] is off by about h²/12 · max φ' ≈ 3·10⁻⁸
     x = scale * np.random.default_rng(13).standard_normal(2_000)
     assert wasserstein1_to_exact_1d(x, logp, -12.0, 12.0) == pytest.approx(normal_w1(x), abs=3e-7)
+
+
+def test_w1_of_chains_read_in_place():
+    # a run's kept samples are a view (c, kept, 1) of a larger array: the same W1 as the pooled copy, bit for bit
+    store = np.random.default_rng(14).standard_normal((40, 300, 1)) * 1.1
+    kept = store[:, :217]
+    pooled = kept.reshape(-1, 1)
+    assert wasserstein1_to_exact_1d(kept, logp, -10.0, 10.0) == wasserstein1_to_exact_1d(pooled, logp, -10.0, 10.0)
+    expected = sorted_merge_w1(pooled, logp, -10.0, 10.0)
+    assert wasserstein1_to_exact_1d(kept[..., 0], logp, -10.0, 10.0) == pytest.approx(expected, rel=1e-11)
