@@ -57,10 +57,11 @@ class Evaluator:
         return {key: float(value) for key, value in scores.items()}
 
     def wasserstein(self, samples: np.ndarray) -> float:
-        """W1 of pooled 1D samples (m, 1) to the exact density (sorts all samples: O(m log m))."""
+        """W1 of 1D samples, pooled (m, 1) or per chain (c, k, 1), to the exact density
+        (:func:`~sgmcmc.diagnostics.wasserstein1_to_exact_1d`: a linear pass over the samples)."""
         lower = min(self.edges[0], float(samples.min())) - 1.0
         upper = max(self.edges[-1], float(samples.max())) + 1.0
-        return wasserstein1_to_exact_1d(samples[:, 0], self.target.log_density, lower, upper)
+        return wasserstein1_to_exact_1d(samples, self.target.log_density, lower, upper)
 
 
     def score_mean(self, mean: np.ndarray) -> dict:
@@ -78,7 +79,7 @@ class RunningScore:
     """:meth:`Evaluator.score` kept up to date as kept samples arrive, at a cost linear in the samples: running bin
     counts of the KL grid and of each marginal, per-chain Σθ and Σθ² (:func:`sgmcmc.engine.accumulate.power_sums`,
     in time order, so the result does not depend on how the run is cut into blocks). W1, which needs every sample
-    sorted, is computed only when :meth:`score` is given the samples (the runner does it at log-spaced rows).
+    again, is computed only when :meth:`score` is given the samples (the runner does it at log-spaced rows).
     The same numbers as :meth:`Evaluator.score` on all kept samples, up to the rounding of the moment sums."""
 
     def __init__(self, evaluator: Evaluator, n_chains: int):
@@ -116,7 +117,7 @@ class RunningScore:
         self.count += pooled.shape[0]
 
     def score(self, all_samples: np.ndarray | None = None) -> dict:
-        """The metrics of every sample added so far; W1 too when ``all_samples`` (m, 1) is given."""
+        """The metrics of every sample added so far; W1 too when ``all_samples`` (m, 1) or (c, k, 1) is given."""
         evaluator = self.evaluator
         if not (evaluator.enabled or evaluator.moments_only) or self.count == 0:
             return {}

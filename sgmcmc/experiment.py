@@ -435,7 +435,7 @@ def _write_results(folder: Path, config: RunDescription, built: Built, evaluator
 
 def _sample_scores(evaluator, outcome: RunOutcome, dim: int) -> dict:
     """The sample metrics of every kept sample: the trace's where its last scored row is the run's last step (the same
-    numbers up to the rounding of the moment sums, :class:`~sgmcmc.evaluation.RunningScore`; scoring them again sorted
+    numbers up to the rounding of the moment sums, :class:`~sgmcmc.evaluation.RunningScore`; scoring them again went over
     every sample a second time for W1), else :meth:`~sgmcmc.evaluation.Evaluator.score` on them."""
     if not outcome.samples.size:
         return {}

@@ -306,13 +306,13 @@ class TraceObserver:
         if self.counters.accept_count:
             row["acceptance_rate"] = self.counters.acceptance_rate
         index = len(self.rows) + 1
-        # the metrics whose cost grows with the kept samples (W1 sorts them all; the KSD's kernel is over ksd_points²
+        # the metrics whose cost grows with the kept samples (W1 passes over them all; the KSD's kernel is over ksd_points²
         # pairs): at rows 1, 2, 4, 8, … and the last, so that the trace costs a logarithm of the run's length in them
         # (measured, double well, 1,000 chains × 10,000 steps, a KSD at every row: 2.4 s of a 5.0 s run_chains)
         costly = (index & (index - 1)) == 0 or t == self.settings.n_steps
         if self.evaluator is not None:
             if self.store.kept:
-                scores = self.score.score(self.store.samples.reshape(-1, self.target.dim) if costly else None)
+                scores = self.score.score(self.store.samples if costly else None)  # (c, kept, d): no copy
                 row.update(scores)
                 if costly:
                     self.sample_scores = (t, scores)

@@ -14,11 +14,14 @@ per cent, so a factor-2 error (τ = 1 + Σρ without the 2, τ doubled, ESS of o
 ρ-less sum) fails by far.
 """
 
+import importlib
 import math
 
 import numpy as np
 import pytest
 from scipy import signal
+from scipy.special import ndtri
+from scipy.stats import rankdata
 
 from sgmcmc.diagnostics import autocorrelation, effective_sample_size, integrated_autocorrelation_time, split_rhat
 
@@ -261,3 +264,79 @@ def test_bulk_ess_in_blocks_of_coordinates(monkeypatch):
     monkeypatch.setattr(module, "ESS_BLOCK_NUMBERS", 3 * 4 * 60)  # 3 coordinates a block
     np.testing.assert_array_equal(effective_sample_size(x), whole)
     np.testing.assert_allclose(whole, arviz_bulk_ess(x), rtol=1e-10, equal_nan=True)
+
+
+# -- the ranks' integer-key sort against scipy ---------------------------------------------------------------------
+def rank_cases():
+    rng = np.random.default_rng(40)
+    yield "normal", rng.standard_normal((1000, 3))
+    yield "ties", np.round(rng.standard_normal((500, 2)), 1)
+    yield "constant", np.full((7, 1), -2.0)
+    yield "one and two draws", rng.standard_normal((1, 1)), rng.standard_normal((2, 3))
+    special = rng.standard_normal((300, 2))
+    for value, fraction in ((np.inf, 0.1), (-np.inf, 0.1), (0.0, 0.1), (-0.0, 0.1)):  # −0 ties with +0
+        special[rng.random(special.shape) < fraction] = value
+    yield "infinities and signed zeros", special
+    # values that differ in their last bits only (the keys' low bits hold positions: these runs are ordered by value)
+    yield "last bits", 1.0 + rng.integers(0, 40, (2000, 2)) * 2.0**-52, -3.0 - rng.integers(0, 5, (100, 1)) * 2.0**-50
+    yield "tiny", rng.integers(0, 3, (200, 1)) * 5e-324
+
+
+def test_rank_normal_scores_are_scipys():
+    """The rank-normal scores are ``ndtri((rankdata(..., "average") − 3/8)/(N + 1/4))`` bit for bit (ArviZ's
+    ``_z_scale``): ties, infinities, ±0, values equal but for their last bits, one and two draws."""
+    module = importlib.import_module("sgmcmc.diagnostics.autocorrelation")  # the package's name is the function
+    for name, *arrays in rank_cases():
+        for x in arrays:
+            expected = ndtri((rankdata(x, axis=0, method="average") - 3.0 / 8.0) / (x.shape[0] + 1.0 / 4.0))
+            np.testing.assert_array_equal(module._rank_normal_scores(x), expected, err_msg=name)
+
+
+def test_bulk_ess_is_arvizs_on_many_draws():
+    """Many chains and draws, with ties and values equal but for their last bits: ArviZ's bulk ESS to 1e-10."""
+    rng = np.random.default_rng(41)
+    x = np.concatenate([ar1(rng, 0.9, 50, 2001), np.round(ar1(rng, 0.5, 50, 2001), 1),
+                        1.0 + np.round(ar1(rng, 0.7, 50, 2001) * 4) * 2.0**-52], axis=2)
+    np.testing.assert_allclose(effective_sample_size(x), arviz_bulk_ess(x), rtol=1e-10)
+
+
+def test_autocorrelation_matches_brute_force_across_shapes():
+    """ρ_s against the documented estimator's double loop on 1..5 chains, 2..60 draws, with a constant chain (NaN)."""
+    rng = np.random.default_rng(42)
+    for n_chains, n_draws, dim in ((1, 2, 1), (2, 3, 2), (5, 60, 3), (4, 17, 1)):
+        x = rng.standard_normal((n_chains, n_draws, dim)).cumsum(axis=1)
+        expected = np.zeros((n_draws, dim))
+        for c in range(n_chains):
+            for d in range(dim):
+                y = x[c, :, d] - x[c, :, d].mean()
+                for s in range(n_draws):
+                    expected[s, d] += (y[: n_draws - s] @ y[s:] / (n_draws - s)) / (y @ y / n_draws) / n_chains
+        np.testing.assert_allclose(autocorrelation(x), expected, rtol=1e-9, atol=1e-12)
+    x = rng.standard_normal((3, 20, 2))
+    x[1, :, 0] = 4.0
+    rho = autocorrelation(x)
+    assert np.all(np.isnan(rho[:, 0])) and np.all(np.isfinite(rho[:, 1]))
+
+
+def test_lag_sums_in_blocks_of_chains(monkeypatch):
+    """The FFT runs over a few chains at a time: the same ρ and ESS as over all chains at once."""
+    module = importlib.import_module("sgmcmc.diagnostics.autocorrelation")
+    x = ar1(np.random.default_rng(43), 0.8, 7, 100, dim=2)
+    whole_rho, whole_ess = autocorrelation(x), effective_sample_size(x)
+    monkeypatch.setattr(module, "FFT_BLOCK_NUMBERS", 3 * 200)  # 3 chains or 1 coordinate a block (200 padded)
+    np.testing.assert_allclose(autocorrelation(x), whole_rho, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(effective_sample_size(x), whole_ess, rtol=1e-12)
+
+
+def test_tau_from_direct_lags_is_the_ffts():
+    """τ from the first lags summed directly (one or two rounds) or, where ρ decays slowly, from the FFT of all lags:
+    the number that the FFT's ρ of every lag gives, to rounding; a constant coordinate gives NaN."""
+    module = importlib.import_module("sgmcmc.diagnostics.autocorrelation")
+    rng = np.random.default_rng(44)
+    for phi, n_chains, n_draws in ((0.1, 3, 500), (0.95, 2, 4000), (0.97, 4, 3000), (0.995, 2, 3000), (0.5, 2, 5)):
+        x = np.concatenate([ar1(rng, phi, n_chains, n_draws, dim=2), ar1(rng, 0.3, n_chains, n_draws)], axis=2)
+        expected = np.mean(module._truncated_tau(autocorrelation(x), n_draws, THRESHOLD))
+        assert integrated_autocorrelation_time(x) == pytest.approx(expected, rel=1e-12), phi
+    x = ar1(rng, 0.5, 3, 100, dim=2)
+    x[:, :, 1] = 2.0
+    assert np.isnan(integrated_autocorrelation_time(x))
