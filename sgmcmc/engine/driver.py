@@ -22,9 +22,11 @@ import numpy as np
 from numba import types
 
 from sgmcmc.engine.blocks import Block, first_failure
+from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
 from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, rows_for_block
 from sgmcmc.engine.injection import NON_FINITE, OK, finite_state
 from sgmcmc.engine.static import StaticFunction, call20
+from sgmcmc.noise import clip_counters
 from sgmcmc.state import SamplerState
 
 COMPILED, PYTHON = "compiled", "python"
@@ -148,6 +150,14 @@ def _compiled_entry(step: StaticFunction, source: tuple, arguments: tuple):
 def python_source(source: tuple) -> tuple:
     """A source with its functions' plain Python versions (the reference backend)."""
     return tuple(part.python if isinstance(part, StaticFunction) else part for part in source)
+
+
+def _clipped(path: np.ndarray) -> np.ndarray:
+    """The clipped eigenvalues (c, m) of a block's clipped counts, whose flags (full draws, eigendecomposed ones:
+    :data:`~sgmcmc.engine.codes.CLIP_DRAW`) go to :data:`sgmcmc.noise.clip_counters`, as the numpy steps count them."""
+    clip_counters.draws += int(np.count_nonzero(path & CLIP_DRAW))
+    clip_counters.fallbacks += int(np.count_nonzero(path & CLIP_FALLBACK))
+    return path & (CLIP_DRAW - 1)
 
 
 @dataclass(frozen=True)
@@ -291,6 +301,6 @@ class Blocks:
                                        momentum=momentum[:, -1].copy() if self.momentum else state.momentum,
                                        xi=xi[:, -1].copy() if self.xi else state.xi, **carried)
         return Block(start, start + first, step_sizes[:first], theta, new_state, momentum=momentum, xi=xi,
-                     clipped=np.ascontiguousarray(clipped_path[:, :first]) if self.clip else None,
+                     clipped=_clipped(clipped_path[:, :first]) if self.clip else None,
                      accept_probability=np.ascontiguousarray(accept_path[:, :first]) if self.uniforms else None,
                      status=status, error=error)

@@ -225,10 +225,10 @@ class Sampler(ABC):
         compiler refuses the model's functions (said in one line).
 
         Noise estimates: ``zero`` (nothing subtracted), on a density model ``known`` (its constant V, by its
-        diagonal or in full; with ``noise_clip`` only a diagonal V: the clipped eigendecomposition stays on the numpy
-        steps), and on a data model ``running`` with an integrator that takes one gradient a step (:data:`RUNNING`:
-        the estimator updates Î_t at every gradient; the full form without ``noise_clip``). On a data model the known
-        V(θ) is a pass over all the data at every step: the numpy steps."""
+        diagonal or in full), and on a data model ``running`` with an integrator that takes one gradient a step
+        (:data:`RUNNING`: the estimator updates Î_t at every gradient), each with or without ``noise_clip``
+        (:func:`sgmcmc.engine.injection.inject`). On a data model the known V(θ) is a pass over all the data at every
+        step: the numpy steps."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
         if (integrator is None or metric is None or self.integrator not in ORDERS
                 or not self._kernel_declared("engine_functions")):
@@ -248,8 +248,6 @@ class Sampler(ABC):
             mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" else
                                                     functions["noise_covariance"])
         else:
-            return None
-        if mode == FULL_ESTIMATE and self.noise_clip:
             return None
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
