@@ -29,7 +29,7 @@ class ScriptedNormals:
 
 class EngineDraws:
     """Stands in for a numpy Generator in a data target's numpy steps, replaying what an engine block of K steps drew
-    (:class:`sgmcmc.engine.driver.Blocks`: the minibatches ``rows`` (K, c, n), then the normals (K, slots, c, d)):
+    (:func:`sgmcmc.engine.driver.block_draws`: the minibatches ``rows`` (K, c, n) and the normals (K, slots, c, d)):
     ``random((1, c, N))``, a step's minibatch keys (:meth:`sgmcmc.targets.data.DataTarget.minibatch`), puts key 0 on
     the step's rows and 1 elsewhere; ``standard_normal((c, d))``, the step's injected noise, is its slot 1 and ends the
     step. ``draws(rng, ...)`` draws them as the block does, from a Generator of the same seed."""
@@ -39,10 +39,10 @@ class EngineDraws:
 
     @classmethod
     def draws(cls, rng, n_steps: int, n_chains: int, dim: int, n_data: int, batch_size: int) -> "EngineDraws":
-        from sgmcmc.engine.estimators import rows_for_block
+        from sgmcmc.engine.driver import block_draws
 
-        rows = rows_for_block(rng, n_steps, n_chains, n_data, batch_size)
-        return cls(rows, rng.standard_normal((n_steps, 2, n_chains, dim)))
+        rows, normals, _ = block_draws(rng, n_steps, n_chains, dim, n_data=n_data, batch_size=batch_size)
+        return cls(rows, normals)
 
     def random(self, size):
         keys = np.ones(size)

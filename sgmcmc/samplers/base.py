@@ -228,7 +228,7 @@ class Sampler(ABC):
         diagonal or in full), and on a data model ``running`` with an integrator that takes one gradient a step
         (:data:`RUNNING`: the estimator updates Î_t at every gradient), each with or without ``noise_clip``
         (:func:`sgmcmc.engine.injection.inject`). On a data model the known V(θ) is a pass over all the data at every
-        step: the numpy steps."""
+        step: the numpy steps. SVRG, too, runs only with an integrator of :data:`RUNNING` (its count of gradients)."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
         if (integrator is None or metric is None or self.integrator not in ORDERS
                 or not self._kernel_declared("engine_functions")):
@@ -239,6 +239,8 @@ class Sampler(ABC):
             return None
         data = "row_gradients" in functions
         step, constants, momentum, xi = integrator
+        if "update_every" in functions and step not in RUNNING:  # SVRG counts one minibatch gradient a step
+            return None
         running = NO_RUNNING
         if data and self.noise_estimate == "running" and step in RUNNING:
             running = RUNNING_FULL if self.running_form == "full" else RUNNING_DIAGONAL
@@ -261,7 +263,9 @@ class Sampler(ABC):
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
                         slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare,
-                        running=running, advanced=functions.get("advanced"))
+                        running=running, advanced=functions.get("advanced"),
+                        estimator_state=functions.get("estimator_state"),
+                        estimator_size=int(functions.get("estimator_size", 0)))
         error = blocks.compile_error(d)
         if error is not None:
             log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,
