@@ -160,19 +160,20 @@ def block_draws(rng: np.random.Generator, n_steps: int, n_chains: int, dim: int,
     in the numpy steps' order (all chains' gradient noise, then their injected noise), and a Metropolis–Hastings
     test's uniforms (c,). Returns (rows (K, c, n), or (1, 1, N) for n = N, (1, 1, 0) for no data; normals (K, slots,
     c, d); uniforms (K, c), or (0, 0) without a test)."""
-    normals = np.empty((n_steps, slots, n_chains, dim))
+    shape = (slots, n_chains, dim)
     accept = np.empty((n_steps, n_chains)) if uniforms else np.zeros((0, 0))
     minibatch = 0 < batch_size < n_data
     keys = np.empty((n_steps, n_chains, batch_size if minibatch else 0))
     if minibatch or uniforms:
+        normals = np.empty((n_steps, *shape))
         for k in range(n_steps):
             if minibatch:
-                rng.random(out=keys[k])
-            rng.standard_normal(out=normals[k])
+                keys[k] = rng.random((n_chains, batch_size))
+            normals[k] = rng.standard_normal(shape)
             if uniforms:
                 accept[k] = rng.random(n_chains)
     else:  # one call: the same numbers as one per step
-        rng.standard_normal(out=normals)
+        normals = rng.standard_normal((n_steps, *shape))
     if minibatch:
         rows = np.empty(keys.shape, dtype=np.int64)
         choose_rows(keys, n_data, rows, np.zeros(n_data, dtype=np.bool_))
