@@ -8,21 +8,20 @@ import time
 import numpy as np
 
 from sgmcmc.engine.blocks import kernel_of
-from sgmcmc.engine.data_blocks import DataKernel
 from sgmcmc.runner import block_steps
 
 
 def timed_steps(sampler, theta, step_size: float, n_steps: int, warm_up: int) -> tuple[float, float]:
-    """(wall, CPU) seconds per step from ``theta`` after ``warm_up`` untimed steps: on the sampler's compiled data
-    blocks where it has them (:class:`~sgmcmc.engine.data_blocks.DataKernel`, blocks of the runner's size), else per
-    ``sampler.step``. The process's CPU time is the steadier of the two on a machine busy with other work (it still
-    counts every thread it runs)."""
+    """(wall, CPU) seconds per step from ``theta`` after ``warm_up`` untimed steps: on the sampler's compiled blocks
+    where it has them (:func:`~sgmcmc.engine.blocks.kernel_of`: the engine's, or a data kernel; blocks of the runner's
+    size), else per ``sampler.step``. The process's CPU time is the steadier of the two on a machine busy with other
+    work (it still counts every thread it runs)."""
     rng = np.random.default_rng(0)
     state = sampler.init(theta, rng)
     kernel = kernel_of(sampler)
 
     def advance(state, count):
-        if isinstance(kernel, DataKernel):
+        if kernel is not None:
             size = block_steps(*theta.shape, compiled=True)
             for start in range(0, count, size):
                 state = kernel(rng, state, np.full(min(size, count - start), step_size), start).state

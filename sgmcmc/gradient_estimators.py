@@ -30,9 +30,12 @@ minibatches) come from a generator of its own, seeded from the run's seed: the r
 minibatch run's. Its cost is counted in per-example gradient evaluations (:meth:`cost`): 2n per minibatch gradient
 (g_i at θ and at θ̂) against n, plus N per full-data gradient (the centring's, and every renewal's per chain).
 
-On a target with a compiled data kernel (Normal-Gamma, logistic regression: ``DataTarget.compiled_data``), the
-samplers that have one run the estimators there too (:mod:`sgmcmc.engine.data_kernels`: g_i(θ̂) beside g_i(θ) in the
-kernel, SVRG's renewals inside it), pinned to these numpy steps by ``tests/engine/test_estimator_kernels.py``.
+On a target that hands the engine its rows (logistic regression, a user's model on rows: ``engine_functions``), the
+samplers run the estimators on the engine's blocks (:func:`sgmcmc.engine.estimators.minibatch_gradient`: g_i(θ̂)
+beside g_i(θ), SVRG's per-chain centres and renewals in each chain's memory, handed back to the estimator after each
+block), pinned to these numpy steps by ``tests/engine/test_estimators.py``. On a target with a compiled data kernel
+(Normal-Gamma: ``DataTarget.compiled_data``) they run there (:mod:`sgmcmc.engine.data_kernels`), pinned by
+``tests/engine/test_estimator_kernels.py``.
 """
 
 from __future__ import annotations
@@ -336,7 +339,7 @@ class ControlVariates(CentredGradients):
             return None
         return {**functions, "centre": self.centre[0], "centre_mean": self.centre_mean[0], "advanced": self._advanced}
 
-    def _advanced(self, steps: int) -> None:
+    def _advanced(self, steps: int, state: np.ndarray) -> None:
         self.evaluations += 2 * self.batch_size * steps
 
     def compiled_estimator(self, n_chains):
@@ -400,24 +403,54 @@ class SVRG(CentredGradients):
 
     compiled_data = CentredGradients._compiled_data
 
-    def compiled_estimator(self, n_chains):
-        from sgmcmc.engine.data_blocks import SVRG as SVRG_CODE
+    def engine_functions(self):
+        """The base's functions on rows with ``update_every`` (:func:`sgmcmc.engine.estimators.minibatch_gradient`'s
+        SVRG), ``estimator_state`` (each chain's count of minibatch gradients, θ̂ and ḡ(θ̂), the engine's memory of
+        them at a block's start) and ``advanced``, which takes that memory back after the block and counts its cost;
+        None where the base hands the engine none."""
+        functions = self.base.engine_functions()
+        if functions is None or "row_gradients" not in functions:
+            return None
+        return {**functions, "update_every": self.update_every, "estimator_state": self._engine_state,
+                "estimator_size": 1 + 2 * self.dim, "advanced": self._engine_advanced}
 
+    def _engine_state(self, n_chains: int) -> np.ndarray:
+        """(c, 1 + 2d): each chain's (count, θ̂, ḡ(θ̂)) (zeros before the first renewal)."""
+        centre, centre_mean = self._chain_centres(n_chains)
+        return np.column_stack([np.full(n_chains, float(self.calls)), centre, centre_mean])
+
+    def _engine_advanced(self, steps: int, state: np.ndarray) -> None:
+        d = self.dim
+        self._advance_to(state[:, 1:1 + d].copy(), state[:, 1 + d:].copy(), int(state[0, 0]))
+
+    def _chain_centres(self, n_chains: int) -> tuple[np.ndarray, np.ndarray]:
+        """(θ̂, ḡ(θ̂)) (c, d) of each chain for a compiled block: copies of the current ones, or zeros where the
+        block's first gradient renews them (a ValueError between two renewals, where there are none for these
+        chains)."""
         if self.centre is None or self.centre.shape[0] != n_chains:
             if self.calls % self.update_every:
                 raise ValueError(f"svrg: no centring values for {n_chains} chains between two renewals")
-            centre, centre_mean = np.zeros((n_chains, self.dim)), np.zeros((n_chains, self.dim))
-        else:
-            centre, centre_mean = self.centre.copy(), self.centre_mean.copy()
-        return SVRG_CODE, centre, centre_mean, self.update_every, self.calls
+            return np.zeros((n_chains, self.dim)), np.zeros((n_chains, self.dim))
+        return self.centre.copy(), self.centre_mean.copy()
 
-    def compiled_advanced(self, centre, centre_mean, calls):
+    def _advance_to(self, centre: np.ndarray, centre_mean: np.ndarray, calls: int) -> None:
+        """A compiled block's minibatch gradients taken: its final θ̂, ḡ(θ̂) and count; the cost counts 2n per
+        gradient and N per chain at each renewal (every count that is a multiple of ``update_every``)."""
         if calls == self.calls:
             return
         first = -(-self.calls // self.update_every) * self.update_every  # the first renewal at or after the block's start
         renewals = len(range(first, calls, self.update_every))
         self.evaluations += 2 * self.batch_size * (calls - self.calls) + self.n_data * renewals
         self.centre, self.centre_mean, self.calls = centre, centre_mean, calls
+
+    def compiled_estimator(self, n_chains):
+        from sgmcmc.engine.data_blocks import SVRG as SVRG_CODE
+
+        centre, centre_mean = self._chain_centres(n_chains)
+        return SVRG_CODE, centre, centre_mean, self.update_every, self.calls
+
+    def compiled_advanced(self, centre, centre_mean, calls):
+        self._advance_to(centre, centre_mean, calls)
 
 
 class ControlVariatesUnknownNoise(ControlVariates):

@@ -22,9 +22,11 @@ import numpy as np
 from numba import types
 
 from sgmcmc.engine.blocks import Block, first_failure
-from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, rows_for_block
+from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
+from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, choose_rows, running_size
 from sgmcmc.engine.injection import NO_ESTIMATE, NON_FINITE, OK, finite_state
 from sgmcmc.engine.static import StaticFunction, call20
+from sgmcmc.noise import clip_counters
 from sgmcmc.state import SamplerState
 
 COMPILED, PYTHON = "compiled", "python"
@@ -150,6 +152,47 @@ def python_source(source: tuple) -> tuple:
     return tuple(part.python if isinstance(part, StaticFunction) else part for part in source)
 
 
+def block_draws(rng: np.random.Generator, n_steps: int, n_chains: int, dim: int, slots: int = 2,
+                uniforms: bool = False, n_data: int = 0, batch_size: int = 0, replacement: bool = False) -> tuple:
+    """A block's random numbers from the run's Generator, step after step, so that a run cut into other blocks (a
+    checkpoint's, a resumed run's) draws the same numbers: per step a data model's minibatch (the uniforms (c, n) of
+    :func:`~sgmcmc.engine.estimators.choose_rows`, or with ``replacement`` the indices ⌊uN⌋ of its uniforms; none
+    when n = N without replacement, or for a density model), the normals (slots, c, d)
+    in the numpy steps' order (all chains' gradient noise, then their injected noise), and a Metropolis–Hastings
+    test's uniforms (c,). Returns (rows (K, c, n), or (1, 1, N) for n = N, (1, 1, 0) for no data; normals (K, slots,
+    c, d); uniforms (K, c), or (0, 0) without a test)."""
+    shape = (slots, n_chains, dim)
+    accept = np.empty((n_steps, n_chains)) if uniforms else np.zeros((0, 0))
+    minibatch = 0 < batch_size and (batch_size < n_data or replacement)
+    keys = np.empty((n_steps, n_chains, batch_size if minibatch else 0))
+    if minibatch or uniforms:
+        normals = np.empty((n_steps, *shape))
+        for k in range(n_steps):
+            if minibatch:
+                keys[k] = rng.random((n_chains, batch_size))
+            normals[k] = rng.standard_normal(shape)
+            if uniforms:
+                accept[k] = rng.random(n_chains)
+    else:  # one call: the same numbers as one per step
+        normals = rng.standard_normal((n_steps, *shape))
+    if minibatch and replacement:  # n indices, each ⌊uN⌋ of its uniform
+        rows = np.minimum((keys * n_data).astype(np.int64), n_data - 1)
+    elif minibatch:
+        rows = np.empty(keys.shape, dtype=np.int64)
+        choose_rows(keys, n_data, rows, np.zeros(n_data, dtype=np.bool_))
+    else:
+        rows = np.arange(n_data).reshape(1, 1, n_data)
+    return rows, normals, accept
+
+
+def _clipped(path: np.ndarray) -> np.ndarray:
+    """The clipped eigenvalues (c, m) of a block's clipped counts, whose flags (full draws, eigendecomposed ones:
+    :data:`~sgmcmc.engine.codes.CLIP_DRAW`) go to :data:`sgmcmc.noise.clip_counters`, as the numpy steps count them."""
+    clip_counters.draws += int(np.count_nonzero(path & CLIP_DRAW))
+    clip_counters.fallbacks += int(np.count_nonzero(path & CLIP_FALLBACK))
+    return path & (CLIP_DRAW - 1)
+
+
 @dataclass(frozen=True)
 class Blocks:
     """A sampler's integrator on a target's gradient source, as a block runner ``blocks(rng, state, step_sizes, start)
@@ -170,8 +213,10 @@ class Blocks:
     ``running`` is the gradient estimator's running noise estimate (:data:`~sgmcmc.engine.estimators.RUNNING_FULL`,
     ``RUNNING_DIAGONAL`` or ``NO_RUNNING``), whose state (t, Î_t) is the :class:`~sgmcmc.state.SamplerState`'s
     ``noise_count`` and ``noise`` (c, d, d) or (c, d), handed to the blocks as each chain's estimator memory.
-    ``advanced(steps)``, where the target hands one over, is told the steps each block took (a gradient estimator's
-    cost).
+    A gradient estimator with a state of its own per chain (SVRG's count, θ̂ and ḡ(θ̂)) hands over ``estimator_state``,
+    ``n_chains -> (c, estimator_size)``, that state at a block's start, which follows the running estimate's in each
+    chain's memory. ``advanced(steps, state)``, where the target hands one over, is told the steps each block took and
+    that state after them (the estimator keeps it, and counts its cost).
 
     ``silent`` blocks (:meth:`without_noise`) inject no noise: the cyclical schedule's exploration steps."""
 
@@ -192,6 +237,8 @@ class Blocks:
     prepare: Optional[Callable] = None
     running: int = NO_RUNNING
     advanced: Optional[Callable] = None
+    estimator_state: Optional[Callable] = None
+    estimator_size: int = 0
     silent: bool = False
     replacement: bool = False
 
@@ -230,21 +277,9 @@ class Blocks:
         n_steps = step_sizes.size
         momentum0 = np.ascontiguousarray(state.momentum, dtype=float) if self.momentum else np.zeros((n_chains, 0))
         xi0 = np.ascontiguousarray(state.xi, dtype=float).reshape(n_chains, 1) if self.xi else np.zeros((n_chains, 0))
-        memory = self._memory(state, n_chains, dim)
-        if self.n_data:
-            rows = rows_for_block(rng, n_steps, n_chains, self.n_data, self.batch_size, self.replacement)
-        else:
-            rows = np.zeros((1, 1, 0), dtype=np.int64)
-        # (K, slots, c, d): the order of the numpy steps' draws (all chains' gradient noise, then their injected noise;
-        # with a Metropolis–Hastings test, each step's normals and then its uniforms, step after step)
-        shape = (self.slots, n_chains, dim)
-        if self.uniforms:
-            normals, uniforms = np.empty((n_steps, *shape)), np.empty((n_steps, n_chains))
-            for k in range(n_steps):
-                normals[k] = rng.standard_normal(shape)
-                uniforms[k] = rng.random(n_chains)
-        else:
-            normals, uniforms = rng.standard_normal((n_steps, *shape)), np.zeros((0, 0))
+        memory = self._memory(state, n_chains, dim, n_steps)
+        rows, normals, uniforms = block_draws(rng, n_steps, n_chains, dim, self.slots, self.uniforms, self.n_data,
+                                              self.batch_size, self.replacement)
         if self.silent:
             normals[:, 1] = 0.0
         theta_path = np.empty((n_chains, n_steps, dim))
@@ -265,16 +300,16 @@ class Blocks:
         return self._block(given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path,
                            clipped_path, accept_path, bad_step, bad_code, memory)
 
-    def _memory(self, state, n_chains: int, dim: int) -> np.ndarray:
-        """Each chain's estimator memory (c, m): (t, Î_t) of a running noise estimate (zeros where the state has
-        none yet), else (c, 0)."""
-        if self.running == NO_RUNNING:
-            return np.zeros((n_chains, 0))
-        size = dim * dim if self.running == RUNNING_FULL else dim
-        memory = np.zeros((n_chains, 1 + size))
-        if state.noise is not None:
+    def _memory(self, state, n_chains: int, dim: int, n_steps: int) -> np.ndarray:
+        """Each chain's estimator memory (c, m): (t, Î_t) of a running noise estimate (zeros where the state has none
+        yet), then the estimator's own state (:attr:`estimator_state`, asked for only by a block with steps)."""
+        size = running_size(self.running, dim)
+        memory = np.zeros((n_chains, size + self.estimator_size))
+        if size and state.noise is not None:
             memory[:, 0] = state.noise_count
-            memory[:, 1:] = np.reshape(state.noise, (n_chains, size))
+            memory[:, 1:size] = np.reshape(state.noise, (n_chains, size - 1))
+        if self.estimator_state is not None and n_steps:
+            memory[:, size:] = self.estimator_state(n_chains)
         return memory
 
     def _carried(self, rng: np.random.Generator, state, n_steps: int):
@@ -291,7 +326,7 @@ class Blocks:
                accept_path, bad_step, bad_code, memory) -> Block:
         first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
         if self.advanced is not None and first:
-            self.advanced(first)
+            self.advanced(first, memory[:, running_size(self.running, state.theta.shape[1]):])
         theta = np.ascontiguousarray(theta_path[:, :first])
         momentum = np.ascontiguousarray(momentum_path[:, :first]) if self.momentum else None
         xi = np.ascontiguousarray(xi_path[:, :first]) if self.xi else None
@@ -301,11 +336,12 @@ class Blocks:
             if self.running != NO_RUNNING:
                 shape = (state.theta.shape[0], *(2 * state.theta.shape[1:] if self.running == RUNNING_FULL else
                                                  state.theta.shape[1:]))
-                carried.update(noise=memory[:, 1:].reshape(shape), noise_count=int(memory[0, 0]))
+                size = running_size(self.running, state.theta.shape[1])
+                carried.update(noise=memory[:, 1:size].reshape(shape), noise_count=int(memory[0, 0]))
             new_state = state._replace(theta=theta[:, -1].copy(),
                                        momentum=momentum[:, -1].copy() if self.momentum else state.momentum,
                                        xi=xi[:, -1].copy() if self.xi else state.xi, **carried)
         return Block(start, start + first, step_sizes[:first], theta, new_state, momentum=momentum, xi=xi,
-                     clipped=np.ascontiguousarray(clipped_path[:, :first]) if self.clip else None,
+                     clipped=_clipped(clipped_path[:, :first]) if self.clip else None,
                      accept_probability=np.ascontiguousarray(accept_path[:, :first]) if self.uniforms else None,
                      status=status, error=error)

@@ -4,7 +4,11 @@ correction B̂ = T V̂ T of SPEC §4.3), for the integrators of :mod:`sgmcmc.eng
 ``diffusion`` is D's diagonal, ``scale`` the diagonal T through which ∇Ũ enters the block (1 for SGLD, SGHMC and
 SGNHT), ``variance`` V̂ (d, d) and ``mode`` says how it enters: not at all, by its diagonal, or in full (a Cholesky
 factor, LAPACK potrf's test: a pivot that is not > 0 has none). With ``clip`` a negative variance of the diagonal
-form is set to 0 and counted instead of refusing the step.
+form is set to 0 and counted instead of refusing the step; in full, the draw is :func:`sgmcmc.noise.clipped_gaussian`'s:
+the Cholesky factor where there is one, else the eigendecomposition with the negative eigenvalues set to 0 and counted
+(a V̂ whose off-diagonal entries are all 0 is drawn elementwise, as ``sgmcmc.noise`` does). The count returned then
+carries the flags :data:`~sgmcmc.engine.codes.CLIP_DRAW` and ``CLIP_FALLBACK`` (a full draw, an eigendecomposed one)
+for :data:`sgmcmc.noise.clip_counters`.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 
 # a step's status, and how V̂ enters the injected covariance (re-exported for the integrators and their callers)
-from sgmcmc.engine.codes import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, NOT_PSD, OK
+from sgmcmc.engine.codes import (CLIP_DRAW, CLIP_FALLBACK, DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE,
+                                 NOT_PSD, OK)
 
 __all__ = ["inject", "finite_state", "OK", "NON_FINITE", "NOT_PSD", "NO_ESTIMATE", "DIAGONAL_ESTIMATE", "FULL_ESTIMATE"]
 
@@ -29,7 +35,7 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
         for j in range(d):
             out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[1, j]
         return OK, 0
-    if mode == DIAGONAL_ESTIMATE:
+    if mode == DIAGONAL_ESTIMATE or (clip and _diagonal(variance)):
         clipped = 0
         for j in range(d):
             value = step_size * (2.0 * diffusion[j] - step_size * (scale[j] * scale[j]) * variance[j, j])
@@ -40,16 +46,16 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
                 clipped += 1
             out[j] = math.sqrt(value) * normals[1, j]
         return OK, clipped
-    for i in range(d):
-        for j in range(d):
-            square[i, j] = -step_size * step_size * scale[i] * variance[i, j] * scale[j]
-        square[i, i] += 2.0 * step_size * diffusion[i]
+    _covariance(step_size, diffusion, scale, variance, square)
     for j in range(d):
         pivot = square[j, j]
         for k in range(j):
             pivot -= square[j, k] * square[j, k]
         if not pivot > 0:
-            return NOT_PSD, 0
+            if not clip:
+                return NOT_PSD, 0
+            _covariance(step_size, diffusion, scale, variance, square)
+            return OK, CLIP_DRAW + CLIP_FALLBACK + _eigen_draw(square, normals, out)
         pivot = math.sqrt(pivot)
         square[j, j] = pivot
         for i in range(j + 1, d):
@@ -62,7 +68,41 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
         for k in range(i + 1):
             total += square[i, k] * normals[1, k]
         out[i] = total
-    return OK, 0
+    return OK, CLIP_DRAW if clip else 0
+
+
+@numba.njit(cache=True, inline="always")
+def _diagonal(variance):
+    """Whether every off-diagonal entry of V̂ is 0 (``sgmcmc.noise.is_diagonal``)."""
+    for i in range(variance.shape[0]):
+        for j in range(variance.shape[1]):
+            if i != j and variance[i, j] != 0:
+                return False
+    return True
+
+
+@numba.njit(cache=True, inline="always")
+def _covariance(step_size, diffusion, scale, variance, out):
+    """ε(2D − ε T V̂ T) (d, d) into ``out``."""
+    d = diffusion.shape[0]
+    for i in range(d):
+        for j in range(d):
+            out[i, j] = -step_size * step_size * scale[i] * variance[i, j] * scale[j]
+        out[i, i] += 2.0 * step_size * diffusion[i]
+
+
+@numba.njit(cache=True)
+def _eigen_draw(covariance, normals, out):
+    """U diag(√λ⁺) z into ``out`` from covariance = U diag(λ) Uᵀ (numba's ``np.linalg.eigh``, LAPACK's routine as
+    numpy's), λ⁺ = max(λ, 0), z = ``normals[1]``; returns the number of negative eigenvalues. A non-finite covariance
+    (an overflowed running estimate) draws NaN: the step then diverges (numba's eigh refuses it)."""
+    if not np.all(np.isfinite(covariance)):
+        out[:] = math.nan
+        return 0
+    values, vectors = np.linalg.eigh(covariance)
+    negative = values < 0
+    out[:] = np.dot(np.ascontiguousarray(vectors), np.sqrt(np.where(negative, 0.0, values)) * normals[1])
+    return int(np.sum(negative))
 
 
 @numba.njit(cache=True, inline="always")

@@ -54,8 +54,7 @@ predicted_thermostat`), as Leimkuhler & Shang show for adaptive Langevin.
 with a known or no noise estimate, :func:`sgmcmc.engine.integrators.ou_splitting` runs these steps line for line,
 carrying the kept gradient from step to step and block to block (the driver's carried vector, ``state.gradient``);
 a state without one draws F(θ₀) with :meth:`_first_gradient` before the block's normals, as the numpy step draws it
-first. Elsewhere (data targets, a bounded target, a full V̂ with ``noise_clip``, the ``generic`` integrator) the
-engine runs :meth:`step`.
+first. Elsewhere (data targets, a bounded target, the ``generic`` integrator) the engine runs :meth:`step`.
 """
 
 from __future__ import annotations

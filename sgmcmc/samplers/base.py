@@ -225,10 +225,10 @@ class Sampler(ABC):
         compiler refuses the model's functions (said in one line).
 
         Noise estimates: ``zero`` (nothing subtracted), on a density model ``known`` (its constant V, by its
-        diagonal or in full; with ``noise_clip`` only a diagonal V: the clipped eigendecomposition stays on the numpy
-        steps), and on a data model ``running`` with an integrator that takes one gradient a step (:data:`RUNNING`:
-        the estimator updates Î_t at every gradient; the full form without ``noise_clip``). On a data model the known
-        V(θ) is a pass over all the data at every step: the numpy steps."""
+        diagonal or in full), and on a data model ``running`` with an integrator that takes one gradient a step
+        (:data:`RUNNING`: the estimator updates Î_t at every gradient), each with or without ``noise_clip``
+        (:func:`sgmcmc.engine.injection.inject`). On a data model the known V(θ) is a pass over all the data at every
+        step: the numpy steps. SVRG, too, runs only with an integrator of :data:`RUNNING` (its count of gradients)."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
         if (integrator is None or metric is None or self.integrator not in ORDERS
                 or not self._kernel_declared("engine_functions")):
@@ -239,6 +239,8 @@ class Sampler(ABC):
             return None
         data = "row_gradients" in functions
         step, constants, momentum, xi = integrator
+        if "update_every" in functions and step not in RUNNING:  # SVRG counts one minibatch gradient a step
+            return None
         running = NO_RUNNING
         if data and self.noise_estimate == "running" and step in RUNNING:
             running = RUNNING_FULL if self.running_form == "full" else RUNNING_DIAGONAL
@@ -248,8 +250,6 @@ class Sampler(ABC):
             mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" else
                                                     functions["noise_covariance"])
         else:
-            return None
-        if mode == FULL_ESTIMATE and self.noise_clip:
             return None
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
@@ -264,6 +264,8 @@ class Sampler(ABC):
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
                         slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare,
                         running=running, advanced=functions.get("advanced"),
+                        estimator_state=functions.get("estimator_state"),
+                        estimator_size=int(functions.get("estimator_size", 0)),
                         replacement=bool(functions.get("replacement", False)))
         error = blocks.compile_error(d)
         if error is not None:

@@ -50,7 +50,7 @@ On the engine (:func:`sgmcmc.engine.integrators.preconditioned`, :meth:`PSGLD.en
 model that hands the engine its functions, both preconditioners, with the known or no noise estimate, integrator
 ``euler``, V_t carried in ``state.preconditioner``; the stationary preconditioner needs the target's constant V
 (``SyntheticTarget``) and, with Γ, its exact ∂²U/∂θ_i² handed over as ``hessian_diagonal_into``. Elsewhere (the data
-targets, a full V with ``noise_clip``, ``integrator: generic``) the engine runs the numpy :meth:`step`.
+targets, ``integrator: generic``) the engine runs the numpy :meth:`step`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,10 @@ prior N(0, s²I) (s² = ``prior_variance``, 1 in SPEC T8). With the margins m_i 
 
 per datum g(w; x_i, y_i) = ∇_w log σ(m_i) = (1 − σ(m_i)) y_i x_i = σ(−m_i) y_i x_i, and ∇log p(w) = −w/s². The
 minibatch ∇Ũ (n = 500 drawn without replacement) and its noise covariance come from
-:class:`sgmcmc.targets.data.DataTarget`. −log σ(m) is computed as ``np.logaddexp(0, −m)`` and 1 − σ(m) as
-``scipy.special.expit(−m)``, both finite without warnings for any finite margin (|m| ~ 1e3 included).
+:class:`sgmcmc.targets.data.DataTarget`; the compiled blocks get g_i and ∇log p through the engine's rows door
+(:meth:`LogisticRegression.engine_functions`: :func:`signed_row_gradients` on the rows y_i x_i). −log σ(m) is
+computed as ``np.logaddexp(0, −m)`` and 1 − σ(m) as ``scipy.special.expit(−m)``, both finite without warnings for any
+finite margin (|m| ~ 1e3 included).
 
 The posterior has no closed form (``has_exact_density`` is False); the metrics of SPEC §3 E5 are the test-set log
 likelihood Σ_test log σ(y wᵀx) (a sum over the 2,037 test points) and the test accuracy, evaluated at the running
@@ -25,16 +27,19 @@ in the data folder (see :func:`logistic_mnist79`).
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import tempfile
 import zipfile
 from pathlib import Path
 from typing import Optional
 
+from functools import cache
+
+import numba
 import numpy as np
 from scipy.special import expit
 
-from sgmcmc.engine import data_blocks
 from sgmcmc.targets.data import DataTarget, _check_count, check_features, positive_number
 
 # The digits of T8 and their labels (SPEC §4.9): 7 → +1, 9 → −1.
@@ -144,9 +149,11 @@ class LogisticRegression(DataTarget):
         """∇log N(θ | 0, s²I) = −θ/s², shape (c, d)."""
         return -self._theta(theta) / self.prior_variance
 
-    def compiled_data(self):
-        """g_i = σ(−y_i θᵀx_i) y_i x_i on the rows y_i x_i and the prior N(0, s²I), for the data kernels."""
-        return data_blocks.compiled_data(data_blocks.LOGISTIC, self, self._signed, prior=(self.prior_variance,))
+    def engine_functions(self) -> dict:
+        """The rows door of the engine (:func:`sgmcmc.engine.estimators.source_of`): :func:`signed_row_gradients` on
+        the rows y_i x_i, the prior's −θ/s² (:func:`prior_gradient_of`), N."""
+        return {"row_gradients": signed_row_gradients, "prior_gradient": prior_gradient_of(self.prior_variance),
+                "data": self._signed, "n_data": self.n_data}
 
     def initial_position(self, n_chains, rng):
         """θ₀ = initial_scale · ``rng.standard_normal((n_chains, d))`` (SPEC §4.9: N(0, 0.01² I))."""
@@ -186,6 +193,47 @@ class LogisticRegression(DataTarget):
         sd = float(np.std(log_likelihood, ddof=1)) if log_likelihood.size > 1 else 0.0
         return {"test_log_likelihood": float(np.mean(log_likelihood)), "test_log_likelihood_sd": sd,
                 "test_accuracy": float(np.mean(self.test_accuracy(mean_theta)))}
+
+
+# -- the engine's functions (sgmcmc.engine.estimators: the rows door) --------------------------------------------
+@numba.njit(cache=True)
+def signed_row_gradients(theta, rows):
+    """g_i = σ(−θᵀr_i) r_i (m, d) of one chain's θ (d,) on the rows r_i = y_i x_i (m, d), σ(−m) = 1/(1 + e^m) (scipy's
+    ``expit(−m)``, to rounding, finite for any finite margin): one pass over each row, and the result the only array
+    made (the rows are not written: the control variates hand the same rows over twice)."""
+    out = np.empty(rows.shape)
+    for i in range(rows.shape[0]):
+        margin = 0.0
+        for j in range(rows.shape[1]):
+            margin += rows[i, j] * theta[j]
+        if margin > 0.0:  # e^{−m}/(1 + e^{−m}): no overflow, also when the block runs as plain Python
+            weight = math.exp(-margin)
+            weight = weight / (1.0 + weight)
+        else:
+            weight = 1.0 / (1.0 + math.exp(margin))
+        for j in range(rows.shape[1]):
+            out[i, j] = weight * rows[i, j]
+    return out
+
+
+@numba.njit(cache=True)
+def standard_normal_prior_gradient(theta):
+    """∇log N(θ | 0, I) = −θ."""
+    return -theta
+
+
+@cache
+def prior_gradient_of(variance: float):
+    """∇log N(θ | 0, s²I) = −θ/s² as a compiled function of θ alone: :func:`standard_normal_prior_gradient` for
+    s² = 1 (SPEC T8; its blocks are cached on disk), else a function of this s² (compiled in each process)."""
+    if variance == 1.0:
+        return standard_normal_prior_gradient
+
+    @numba.njit
+    def prior_gradient(theta):
+        return -theta / variance
+
+    return prior_gradient
 
 
 # -- MNIST 7 vs 9 (SPEC §4.9) ------------------------------------------------------------------------------
@@ -307,7 +355,7 @@ class SyntheticLogistic(LogisticRegression):
     """:class:`LogisticRegression` whose minibatches are drawn in O(n) per chain (``rng.choice(N, n, replace=False)``,
     numpy's set-based draw for n ≪ N) instead of :meth:`DataTarget.minibatch`'s N keys per chain: the same law
     (a uniformly random n-subset), another stream. At N = 10⁵ the keys cost more than the gradient. It runs on the
-    samplers' numpy steps (the data kernels draw the keys)."""
+    samplers' numpy steps (a subclass: the engine's blocks are :class:`LogisticRegression`'s own)."""
 
     def minibatch(self, rng, n_chains):
         if self.batch_size == self.n_data:

@@ -6,6 +6,10 @@ draws into block arrays, one kernel call per chunk). Both consume the same strea
 rounding (1e-12 relative, or 1e-12 absolute near 0) and the counts (clipped eigenvalues, clipped draws and their
 eigendecompositions, reflections), the running estimate and the stop are the same; a kernel that reads another
 minibatch, drops a term or takes the other branch of the clipped draw is off by far more.
+
+Logistic regression no longer runs on the data kernels (it hands the engine its rows: its pins are
+tests/targets/test_logistic_regression_engine.py); what is left here pins the kernels on Normal-Gamma, and the whole
+file is obsolete once Normal-Gamma runs on the engine too (with sgmcmc/engine/data_blocks.py and data_kernels.py).
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
-from sgmcmc.targets.logistic_regression import LogisticRegression
 from sgmcmc.targets.normal_gamma import NormalGamma
 from tests.helpers import RequestStopAt
 
@@ -38,18 +41,8 @@ SHANG = {
 }
 
 
-def logistic(n_data=300, dim=12, batch_size=30, seed=0) -> LogisticRegression:
-    """A small synthetic logistic regression (features N(0, I)/2, labels from a random w): d = 12 takes the kernel's
-    BLAS product for V_t, d <= 8 its loops."""
-    rng = np.random.default_rng(seed)
-    features = 0.5 * rng.standard_normal((n_data, dim))
-    labels = np.where(features @ rng.standard_normal(dim) + 0.3 * rng.standard_normal(n_data) > 0, 1, -1)
-    return LogisticRegression(features, labels, batch_size=batch_size, initial_scale=0.3)
-
-
-TARGETS = {"normal_gamma": lambda: make_target("normal_gamma", data_seed=1), "logistic": logistic,
-           "logistic_d3": lambda: logistic(dim=3, batch_size=12), "logistic_d1": lambda: logistic(dim=1, batch_size=20)}
-STEPS = {"normal_gamma": (0.001, 0.01), "logistic": (0.002, 0.02), "logistic_d3": (0.002, 0.02), "logistic_d1": (0.002, 0.02)}
+TARGETS = {"normal_gamma": lambda: make_target("normal_gamma", data_seed=1)}
+STEPS = {"normal_gamma": (0.001, 0.01)}
 
 
 def _pair(sampler, step_sizes, n_chains=4, seed=5, theta0=None):
@@ -128,7 +121,7 @@ def test_shang_samplers_equal_numpy_steps(target_name, name, finite_population, 
     ("sgrhmc", dict(integrator="theta_first", noise_estimate="running", noise_clip=True)),  # identity metric: C = 1
     ("naive_sgrhmc", dict(integrator="splitting", noise_estimate="zero")),
 ])
-@pytest.mark.parametrize("target_name", ["normal_gamma", "logistic"])
+@pytest.mark.parametrize("target_name", ["normal_gamma"])
 def test_other_samplers_and_integrators_equal_numpy_steps(name, params, target_name):
     sampler = make_sampler(name, TARGETS[target_name](), **params)
     reference, compiled, *counts = _pair(sampler, np.linspace(0.004, 0.001, 200))
@@ -167,7 +160,7 @@ def test_reflections_are_counted(name, step_size):
 @pytest.mark.parametrize("name, params", [("sghmc", dict(noise_estimate="running", integrator="theta_first")),
                                           ("sgnht", dict(noise_estimate="running", integrator="theta_first")),
                                           ("sgld", dict(noise_estimate="running"))])
-@pytest.mark.parametrize("target_name", ["normal_gamma", "logistic_d3", "logistic_d1"])
+@pytest.mark.parametrize("target_name", ["normal_gamma"])
 def test_not_psd_stops_at_the_same_step(name, params, target_name):
     """Without the clip, the running estimate's ε(2D − εΣ̂) is refused at the same step, with the same message (a
     full Σ̂ without a Cholesky factor; for d = 1 a negative variance, with the smallest one in the message)."""
@@ -181,8 +174,7 @@ def test_not_psd_stops_at_the_same_step(name, params, target_name):
 # (target, sampler, h, seed): in the last steps of a blow-up r' is a difference of terms of 1e50 and more, which can
 # amplify a rounding difference into the leading digits; these cases agree to the end (and CCAdL's friction on
 # Normal-Gamma blows up that way at most step sizes: h = 0.045, seed 7 is one that agrees)
-DIVERGING = [("normal_gamma", "sghmc", 0.1, 5), ("normal_gamma", "sgnht", 0.2, 5), ("normal_gamma", "ccadl", 0.045, 7),
-             ("logistic", "sgnht", 0.5, 5), ("logistic", "ccadl", 0.5, 5)]
+DIVERGING = [("normal_gamma", "sghmc", 0.1, 5), ("normal_gamma", "sgnht", 0.2, 5), ("normal_gamma", "ccadl", 0.045, 7)]
 
 
 @pytest.mark.parametrize("target_name, name, step_size, seed", DIVERGING)
@@ -194,25 +186,13 @@ def test_divergence_stops_at_the_same_step(target_name, name, step_size, seed):
     _assert_same_block(reference, compiled, counts)
 
 
-@pytest.mark.parametrize("name", ["sghmc", "sgnht", "ccadl"])
-def test_full_batch_and_one_dimension(name):
-    """n = N (nothing drawn for the minibatch; with the exact scale Σ̂ = 0, the elementwise branch of the noise) and
-    d = 1 (a 1×1 Σ̂ is diagonal)."""
-    for target, population in ((logistic(n_data=40, dim=3, batch_size=40), True), (logistic(n_data=40, dim=3, batch_size=40), False),
-                               (logistic(dim=1, batch_size=20), False)):
-        sampler = make_sampler(name, target, **{**SHANG[name], "finite_population": population})
-        reference, compiled, *counts = _pair(sampler, np.full(200, 0.01))
-        assert reference.status is None
-        _assert_same_block(reference, compiled, counts)
-
-
 def test_chunks_of_a_block_give_the_same_bits(monkeypatch):
     """A block cut into kernel calls of a few steps (``KEY_ELEMENTS``) gives the same samples bit for bit."""
-    sampler = make_sampler("ccadl", TARGETS["logistic"](), **SHANG["ccadl"])
+    sampler = make_sampler("ccadl", TARGETS["normal_gamma"](), **SHANG["ccadl"])
     state = sampler.init(sampler.target.initial_position(3, np.random.default_rng(0)), np.random.default_rng(1))
-    steps = np.full(100, 0.01)
+    steps = np.full(100, 0.001)
     whole = sampler.compiled_kernel()(np.random.default_rng(2), state, steps, 0)
-    monkeypatch.setattr(data_blocks, "KEY_ELEMENTS", 7 * 3 * 300)
+    monkeypatch.setattr(data_blocks, "KEY_ELEMENTS", 7 * 3 * sampler.target.n_data)
     assert sampler.compiled_kernel().chunk_steps(3) == 7
     chunked = sampler.compiled_kernel()(np.random.default_rng(2), state, steps, 0)
     for field in ("theta", "momentum", "xi"):
@@ -230,16 +210,16 @@ def _shang_config(sampler_name: str, experiment: str, overrides=()) -> dict:
     return OmegaConf.to_container(config, resolve=True)["sampler"]
 
 
-@pytest.mark.parametrize("experiment", ["ccadl_table1", "ccadl_fig2"])
+@pytest.mark.parametrize("experiment", ["ccadl_table1"])
 @pytest.mark.parametrize("sampler_config", ["sghmc_shang2015", "sgnht_shang2015", "ccadl_shang2015"])
 @pytest.mark.parametrize("population", ["false", "true"])
 def test_paper_samplers_never_fall_back_to_numpy_steps(experiment, sampler_config, population):
-    """The samplers of ccadl_table1 (Normal-Gamma) and ccadl_fig2 (logistic regression) as their configs build them
-    run in compiled blocks: the runner's kernel is a :class:`DataKernel`."""
+    """The samplers of ccadl_table1 (Normal-Gamma) as their configs build them run in compiled blocks: the runner's
+    kernel is a :class:`DataKernel` (ccadl_fig2's, on logistic regression, run on the engine:
+    tests/targets/test_logistic_regression_engine.py)."""
     config = _shang_config(sampler_config, experiment, [f"vars.finite_population={population}", "vars.A=10"])
     params = {key: value for key, value in config.items() if key not in ("name", "step_size")}
-    target = TARGETS["normal_gamma" if experiment == "ccadl_table1" else "logistic"]()
-    assert isinstance(kernel_of(make_sampler(config["name"], target, **params)), DataKernel)
+    assert isinstance(kernel_of(make_sampler(config["name"], TARGETS["normal_gamma"](), **params)), DataKernel)
 
 
 def test_subclasses_and_replaced_methods_run_on_the_numpy_steps():

@@ -24,7 +24,7 @@ from scipy import stats
 from sgmcmc.engine import driver, estimators, integrators
 from sgmcmc.engine import static as static_module
 from sgmcmc.engine.blocks import DIVERGED, FAILED
-from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
+from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, block_draws
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric, RationalMetric
@@ -269,9 +269,8 @@ def test_an_euler_step_is_the_generic_recipe_step(name, metric, model, mode):
     block = blocks(name, source, dim, (integrators.EULER, mode, 0), variance, n_data, batch, PYTHON,
                    parameter=parameter, metric=metric)(np.random.default_rng(3), start, np.array([step_size]), 0)
     # the block's random numbers, drawn again: the minibatch, then the normals (gradient noise, injected noise)
-    rng = np.random.default_rng(3)
-    rows = estimators.rows_for_block(rng, 1, n_chains, n_data, batch)[0] if n_data else None
-    normals = rng.standard_normal((1, 2, n_chains, dim))[0].transpose(1, 0, 2)  # (c, slots, d)
+    rows, normals, _ = block_draws(np.random.default_rng(3), 1, n_chains, dim, n_data=n_data, batch_size=batch)
+    rows, normals = (rows[0] if n_data else None), normals[0].transpose(1, 0, 2)  # normals (c, slots, d)
     if model == "data":
         gradient = np.array([-(n_data / batch) * student_examples(t, data[r]).sum(axis=0) - normal_prior(t)
                              for t, r in zip(start.theta, rows)])
@@ -344,7 +343,7 @@ def test_hmc_with_its_test_keeps_the_exact_gaussian_where_leapfrog_alone_does_no
 
 def test_minibatches_are_uniform_subsets_without_replacement():
     n_data, batch, draws = 6, 3, 40_000
-    rows = estimators.rows_for_block(np.random.default_rng(0), draws, 1, n_data, batch)[:, 0]
+    rows = block_draws(np.random.default_rng(0), draws, 1, 1, n_data=n_data, batch_size=batch)[0][:, 0]
     assert all(len(set(row)) == batch for row in rows[:1000])
     subsets = {subset: i for i, subset in enumerate(itertools.combinations(range(n_data), batch))}
     counts = np.bincount([subsets[tuple(sorted(row))] for row in rows], minlength=len(subsets))
@@ -357,7 +356,8 @@ def test_minibatches_with_replacement_are_independent_uniform_indices():
     """Each of the n indices uniform on range(N), independently: the index counts are flat and a minibatch of 3 from 6
     repeats an index with probability 1 − 6·5·4/6³ = 4/9."""
     n_data, batch, draws = 6, 3, 40_000
-    rows = estimators.rows_for_block(np.random.default_rng(0), draws, 1, n_data, batch, replacement=True)[:, 0]
+    rows = block_draws(np.random.default_rng(0), draws, 1, 1, n_data=n_data, batch_size=batch,
+                       replacement=True)[0][:, 0]
     assert stats.chisquare(np.bincount(rows.ravel(), minlength=n_data)).pvalue > 1e-4
     repeated = np.mean([len(set(row)) < batch for row in rows])
     assert abs(repeated - 4 / 9) < 4 * np.sqrt(4 / 9 * 5 / 9 / draws)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sgmcmc.engine import estimators, integrators
-from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, python_source
+from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, block_draws, python_source
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
@@ -105,17 +105,12 @@ def two_blocks(running, backend, theta0, steps=20):
 def test_blocks_hand_the_running_estimate_over_in_the_sampler_state(running):
     """(t, Î_t) after two blocks of 20 SGLD steps, the second from the first's state, is the mean of the 40 minibatch
     covariances at the points where each gradient was taken (Euler: the step's old θ), replayed from the blocks' own
-    draws."""
+    draws (drawn step after step: one block of 40 steps draws the two blocks' numbers)."""
     n_chains, steps = 3, 20
     theta0 = np.random.default_rng(2).standard_normal((n_chains, DIM))
     first, second = two_blocks(running, PYTHON, theta0, steps)
     assert (first.state.noise_count, second.state.noise_count) == (steps, 2 * steps)
-    rng = np.random.default_rng(3)  # each block draws its rows, then its normals
-    rows = []
-    for _ in range(2):
-        rows.append(estimators.rows_for_block(rng, steps, n_chains, N_DATA, BATCH))
-        rng.standard_normal((steps, 2, n_chains, DIM))
-    rows = np.concatenate(rows)
+    rows = block_draws(np.random.default_rng(3), 2 * steps, n_chains, DIM, n_data=N_DATA, batch_size=BATCH)[0]
     before = np.concatenate([theta0[:, None], first.theta, second.theta[:, :-1]], axis=1)  # θ where each ∇Ũ was taken
     full = running == estimators.RUNNING_FULL
     for chain in range(n_chains):
@@ -133,3 +128,83 @@ def test_the_compiled_blocks_with_a_running_estimate_are_their_python_source():
         np.testing.assert_allclose(compiled.theta, python.theta, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(compiled.state.noise, python.state.noise, rtol=1e-12, atol=1e-12)
         assert compiled.state.noise_count == python.state.noise_count == 40
+
+
+# ------------------------------------------------------------------------------------------------------------- SVRG
+class KeysOf:
+    """A Generator's ``random((1, c, N))`` for :meth:`sgmcmc.targets.data.DataTarget.minibatch`: keys 0 on the given
+    rows (K, c, n) of each call in turn, 1 elsewhere (the numpy steps take the rows of the n smallest keys)."""
+
+    def __init__(self, rows):
+        self.rows, self.calls = rows, 0
+
+    def random(self, size):
+        keys = np.ones(size)
+        keys[0, np.arange(size[1])[:, None], self.rows[self.calls]] = 0.0
+        self.calls += 1
+        return keys
+
+
+def svrg(update_every=3):
+    from sgmcmc.gradient_estimators import make_estimator
+    from sgmcmc.targets.logistic_regression import LogisticRegression
+
+    rows = data()
+    return make_estimator("svrg", LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH),
+                          update_every=update_every)
+
+
+def test_svrg_is_the_estimators_svrg_on_the_same_rows():
+    """Seven minibatch gradients of 2 chains, each at a new θ, with update_every = 3: the engine's estimate (its Python
+    source, each chain's count, θ̂ and ḡ(θ̂) in its memory) equals ``gradient_estimators.SVRG``'s on the same rows
+    at every call, the renewals (calls 0, 3, 6) put each chain's θ̂ at its own θ with the full-data ḡ(θ̂), and the
+    memory handed back leaves the estimator where its numpy steps leave it (centres, count, cost)."""
+    rng = np.random.default_rng(4)
+    thetas, rows = rng.standard_normal((7, 2, DIM)), np.stack([[rng.choice(N_DATA, BATCH, replace=False)
+                                                                 for _ in range(2)] for _ in range(7)])
+    numpy_estimator, engine_estimator = svrg(), svrg()
+    functions = engine_estimator.engine_functions()
+    source = estimators.source_of(functions)
+    memory = functions["estimator_state"](2)
+    keys = KeysOf(rows)
+    for call, theta in enumerate(thetas):
+        expected, _ = numpy_estimator.minibatch_gradient(theta, keys)
+        for chain in range(2):
+            gradient, _ = estimate(source, theta[chain], rows[call, chain], memory[chain])
+            np.testing.assert_allclose(gradient, expected[chain], rtol=1e-11, atol=1e-13)
+        if call % 3 == 0:  # renewed here: the centre is this θ
+            np.testing.assert_array_equal(memory[:, 1:1 + DIM], theta)
+    np.testing.assert_allclose(memory[:, 1 + DIM:], numpy_estimator.centre_mean, rtol=1e-12)
+    functions["advanced"](7, memory)
+    assert engine_estimator.calls == numpy_estimator.calls == 7 and memory[0, 0] == 7
+    np.testing.assert_array_equal(engine_estimator.centre, numpy_estimator.centre)
+    assert engine_estimator.cost() == numpy_estimator.cost()
+
+
+@pytest.mark.parametrize("name, params", [("sgld", dict(noise_estimate="zero")),
+                                          ("ccadl", dict(integrator="theta_first", noise_estimate="running"))])
+def test_svrg_blocks_are_the_numpy_steps_across_blocks(name, params):
+    """Two blocks of 10 steps with update_every = 7 (renewals inside both blocks and none at the second's start): the
+    engine's paths, and the estimator's centres, count and cost afterwards, are the numpy steps' on the same draws."""
+    from sgmcmc.engine.blocks import numpy_block
+    from sgmcmc.samplers import make_sampler
+    from tests.helpers import EngineDraws
+
+    samplers = [make_sampler(name, svrg(7), **params) for _ in range(2)]
+    rng = np.random.default_rng(0)
+    state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
+    blocks = samplers[1].engine_blocks(PYTHON)
+    states, draws = [state, state], np.random.default_rng(1)
+    engine_rng = np.random.default_rng(1)
+    for block in range(2):
+        replay = EngineDraws.draws(draws, 10, 3, DIM, N_DATA, BATCH)
+        reference = numpy_block(samplers[0], replay, states[0], np.full(10, 0.01), 10 * block)
+        engine = blocks(engine_rng, states[1], np.full(10, 0.01), 10 * block)
+        assert reference.status is None and engine.status is None
+        np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-10, atol=1e-12)
+        states = [reference.state, engine.state]
+    numpy_estimator, engine_estimator = samplers[0].target, samplers[1].target
+    assert engine_estimator.calls == numpy_estimator.calls == 20
+    np.testing.assert_allclose(engine_estimator.centre, numpy_estimator.centre, rtol=1e-12)
+    np.testing.assert_allclose(engine_estimator.centre_mean, numpy_estimator.centre_mean, rtol=1e-10, atol=1e-13)
+    assert engine_estimator.cost() == numpy_estimator.cost()

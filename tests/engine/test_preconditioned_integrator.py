@@ -26,6 +26,7 @@ import pytest
 
 from sgmcmc.engine.blocks import DIVERGED, FAILED, numpy_block
 from sgmcmc.engine.driver import COMPILED, PYTHON
+from sgmcmc.noise import clip_counters
 from sgmcmc.samplers import make_sampler
 from sgmcmc.targets import make_target
 from sgmcmc.targets.base import SyntheticTarget, quadratic_gradient_into, quadratic_potential
@@ -240,15 +241,30 @@ def test_no_engine_blocks_where_they_do_not_apply():
     assert make_sampler("psgld", _NoOwnHessian()).engine_blocks(PYTHON) is None
     assert make_sampler("psgld_no_gamma", _NoOwnHessian()).engine_blocks(PYTHON) is not None
     assert make_sampler("psgld", _NoOwnHessian(), preconditioner="running").engine_blocks(PYTHON) is not None
-    # a full V̂ with clipping (its eigendecomposition), the generic recipe step, a target without engine functions, a
-    # data target
-    full = make_target("gaussian_2d_cov", noise_variance=FULL_V)
-    assert make_sampler("psgld", full, noise_clip=True).engine_blocks(PYTHON) is None
-    assert make_sampler("psgld", full, noise_clip=True, noise_estimate="zero").engine_blocks(PYTHON) is not None
+    # the generic recipe step, a target without engine functions, a data target (a full V̂ with the clip runs on the
+    # engine: the next test)
     assert make_sampler("psgld", make_target("double_well"), integrator="generic").engine_blocks(PYTHON) is None
     assert make_sampler("psgld", make_target("gaussian_mixture_25")).engine_blocks(PYTHON) is None
     data = make_sampler("psgld", make_target("normal_gamma"), preconditioner="running", noise_estimate="zero")
     assert data.engine_blocks(PYTHON) is None and data.compiled_kernel() is None
+
+
+def test_a_full_estimate_with_the_clip_equals_the_numpy_steps():
+    """A full V = 400·FULL_V with the clip, h = 0.4 … 0.02: some steps have a Cholesky factor of ε(2D − εDVD), the
+    others are eigendecomposed with an eigenvalue clipped (sgmcmc.noise.clipped_gaussian); the samples, clipped counts
+    and draws counted are the numpy steps'."""
+    sampler = make_sampler("psgld", _target("gaussian_2d_cov", 400 * np.array(FULL_V)), noise_clip=True)
+    state, steps = _initial_state(sampler, n_chains=3, seed=5), np.linspace(0.4, 0.02, 30)
+    before = clip_counters.snapshot()
+    reference = numpy_block(sampler, np.random.default_rng(6), state, steps, 0)
+    middle = clip_counters.snapshot()
+    compiled = sampler.engine_blocks(PYTHON)(np.random.default_rng(6), state, steps, 0)
+    after = clip_counters.snapshot()
+    draws, fallbacks = np.subtract(middle, before)
+    assert 0 < fallbacks < draws and reference.clipped.sum() > 0
+    assert tuple(np.subtract(after, middle)) == (draws, fallbacks)
+    _assert_close(compiled.theta, reference.theta)
+    np.testing.assert_array_equal(compiled.clipped, reference.clipped)
 
 
 @pytest.mark.parametrize("preconditioner", PRECONDITIONERS)

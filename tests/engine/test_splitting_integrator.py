@@ -24,6 +24,7 @@ from sgmcmc.engine import driver
 from sgmcmc.engine.blocks import DIVERGED, FAILED, numpy_block
 from sgmcmc.engine.driver import COMPILED, PYTHON
 from sgmcmc.config import RunOptions
+from sgmcmc.noise import clip_counters
 from sgmcmc.runner import check_exploration, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant, Cyclical
@@ -251,14 +252,32 @@ def test_run_chains_gives_the_same_samples_compiled_and_on_numpy_steps(name, mon
 
 
 def test_no_engine_blocks_where_they_do_not_apply():
-    """The generic integrator, a full V̂ with the clip, a data target (bounded, Normal-Gamma) stay on the numpy steps;
-    a diagonal V̂ with the clip runs on the engine. No data kernel either (SGHMC's and SGNHT's take other steps)."""
+    """The generic integrator, a data target (bounded, Normal-Gamma) stay on the numpy steps; a V̂ with the clip runs on
+    the engine (diagonal here, full in the next test). No data kernel either (SGHMC's and SGNHT's take other steps)."""
     assert make_sampler("baoab", _target("double_well"), integrator="generic").engine_blocks(PYTHON) is None
-    assert make_sampler("badodab", _target("gaussian_2d_cov"), noise_clip=True).engine_blocks(PYTHON) is None
     assert make_sampler("badodab", _target("double_well"), noise_clip=True).engine_blocks(PYTHON) is not None
     for name in SAMPLERS:
         sampler = make_sampler(name, make_target("normal_gamma"), noise_estimate="zero")
         assert sampler.engine_blocks(PYTHON) is None and sampler.compiled_kernel() is None
+
+
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_a_full_estimate_with_the_clip_equals_the_numpy_steps(name):
+    """A full V = 100·[[1, 0.3], [0.3, 0.5]] with the clip: over h = 0.05 … 0.01 some O steps have a Cholesky factor
+    and others are eigendecomposed with an eigenvalue clipped (sgmcmc.noise.clipped_gaussian); samples, clipped
+    counts and the draws counted are the numpy steps'."""
+    sampler = make_sampler(name, make_target("gaussian_2d_cov", noise_variance=[[100.0, 30.0], [30.0, 50.0]]),
+                           noise_clip=True)
+    before = clip_counters.snapshot()
+    reference, _ = _blocks(_numpy(sampler), sampler, _initial(sampler), [STEPS])
+    middle = clip_counters.snapshot()
+    compiled, _ = _blocks(_engine(sampler, PYTHON), sampler, _initial(sampler), [STEPS])
+    after = clip_counters.snapshot()
+    draws, fallbacks = np.subtract(middle, before)
+    assert 0 < fallbacks < draws and reference[0].clipped.sum() > 0
+    _assert_same_blocks(compiled, reference)
+    np.testing.assert_array_equal(compiled[0].clipped, reference[0].clipped)
+    assert tuple(np.subtract(after, middle)) == (draws, fallbacks)
 
 
 @pytest.mark.parametrize("name", SAMPLERS)

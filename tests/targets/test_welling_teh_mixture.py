@@ -154,16 +154,18 @@ def test_command_line_runs_sgld_on_the_mixture(tmp_path):
 def test_the_engines_sgld_block_is_welling_tehs_update_on_minibatches_drawn_with_replacement():
     """The engine's SGLD block (its Python source) on the mixture against the update written out here with this
     module's own per-datum gradient: θ' = θ − ε(θ/σ_p² − (N/n) Σ_{i∈S} ∇log p(x_i | θ)) + √(2ε) z, the block's
-    minibatches (n indices with replacement, drawn first for the whole block) and normals replayed from its seed."""
+    minibatches (n indices with replacement, ⌊uN⌋) and normals replayed from its seed, step after step."""
     target = make_target("welling_teh_mixture", data_seed=3, batch_size=4)
     sampler = make_sampler("sgld", target, noise_estimate="zero")
     steps, n_chains, step_size = 25, 3, 1e-3
     theta0 = np.random.default_rng(1).standard_normal((n_chains, 2))
     block = sampler.engine_blocks(PYTHON)(np.random.default_rng(9), SamplerState(theta=theta0),
                                           np.full(steps, step_size), 0)
-    rng = np.random.default_rng(9)
-    rows = np.minimum((rng.random((steps, n_chains, 4)) * target.n_data).astype(int), target.n_data - 1)
-    normals = rng.standard_normal((steps, 2, n_chains, 2))
+    rng = np.random.default_rng(9)  # per step: the minibatch's uniforms, then the normals
+    rows, normals = np.empty((steps, n_chains, 4), dtype=int), np.empty((steps, 2, n_chains, 2))
+    for k in range(steps):
+        rows[k] = np.minimum((rng.random((n_chains, 4)) * target.n_data).astype(int), target.n_data - 1)
+        normals[k] = rng.standard_normal((2, n_chains, 2))
     assert any(len(set(row)) < 4 for row in rows.reshape(-1, 4))  # a repeated index: drawn with replacement
     theta = theta0.copy()
     for k in range(steps):
