@@ -2,8 +2,9 @@
 
 :func:`run_block` loops over the chains and, within a chain, over the steps, calling the integrator's one-chain step
 (:mod:`sgmcmc.engine.integrators`) with the gradient source a target handed over (:mod:`sgmcmc.engine.estimators`).
-:class:`Blocks` is its Python side: it draws a block's random numbers from the run's Generator (the minibatches, then
-the standard normals, one call each) and returns a :class:`~sgmcmc.engine.blocks.Block`.
+:class:`Blocks` is its Python side: it draws a block's random numbers from the run's Generator (step by step where a
+step draws a minibatch: its uniforms, then its standard normals; else the normals in one call) and returns a
+:class:`~sgmcmc.engine.blocks.Block`.
 
 The backend is explicit (:data:`COMPILED` or :data:`PYTHON`): the compiled block, or the very same driver, integrator
 and estimator source run as plain Python (the readable reference; the small shared helpers, the injected noise's
@@ -22,7 +23,7 @@ import numpy as np
 from numba import types
 
 from sgmcmc.engine.blocks import Block, first_failure
-from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, rows_for_block
+from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, choose_rows
 from sgmcmc.engine.injection import NON_FINITE, OK, finite_state
 from sgmcmc.engine.static import StaticFunction, call20, static
 from sgmcmc.state import SamplerState
@@ -238,20 +239,7 @@ class Blocks:
         momentum0 = np.ascontiguousarray(state.momentum, dtype=float) if self.momentum else np.zeros((n_chains, 0))
         xi0 = np.ascontiguousarray(state.xi, dtype=float).reshape(n_chains, 1) if self.xi else np.zeros((n_chains, 0))
         memory = self._memory(state, n_chains, dim)
-        if self.n_data:
-            rows = rows_for_block(rng, n_steps, n_chains, self.n_data, self.batch_size)
-        else:
-            rows = np.zeros((1, 1, 0), dtype=np.int64)
-        # (K, slots, c, d): the order of the numpy steps' draws (all chains' gradient noise, then their injected noise;
-        # with a Metropolis–Hastings test, each step's normals and then its uniforms, step after step)
-        shape = (self.slots, n_chains, dim)
-        if self.uniforms:
-            normals, uniforms = np.empty((n_steps, *shape)), np.empty((n_steps, n_chains))
-            for k in range(n_steps):
-                normals[k] = rng.standard_normal(shape)
-                uniforms[k] = rng.random(n_chains)
-        else:
-            normals, uniforms = rng.standard_normal((n_steps, *shape)), np.zeros((0, 0))
+        rows, normals, uniforms = self._draws(rng, n_steps, n_chains, dim)
         theta_path = np.empty((n_chains, n_steps, dim))
         momentum_path = np.empty((n_chains, n_steps if self.momentum else 0, dim))
         xi_path = np.empty((n_chains, n_steps if self.xi else 0))
@@ -270,6 +258,36 @@ class Blocks:
             run_block.py_func(self.step.python, python_source(source), python_source(self.parameters), *arguments[1:])
         return self._block(given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path,
                            clipped_path, reflected_path, accept_path, bad_step, bad_code, memory)
+
+    def _draws(self, rng: np.random.Generator, n_steps: int, n_chains: int, dim: int) -> tuple:
+        """(the minibatches (K, c, n), the standard normals (K, slots, c, d), the Metropolis–Hastings test's uniforms
+        (K, c)) of a block, drawn in the numpy steps' order, step after step: the minibatch's uniforms (c, n) (a data
+        model with n < N; the rows by Floyd's algorithm, :func:`~sgmcmc.engine.estimators.choose_rows`), the normals
+        (slots, c, d) (all chains' gradient noise, then their injected noise), the test's uniforms (c,). Where a step
+        draws more than its normals they are drawn step by step, so that a block's numbers do not depend on where
+        the run cuts its blocks (a run resumed from a checkpoint gets the same bits: drawn block by block, the
+        minibatches of a block of 5 steps and then its normals are another stream than those of 10); else in one
+        call. A data model with n = N has every row, (1, 1, N); a density model none, (1, 1, 0)."""
+        shape = (self.slots, n_chains, dim)
+        uniforms = np.empty((n_steps, n_chains)) if self.uniforms else np.zeros((0, 0))
+        minibatch = 0 < self.batch_size < self.n_data
+        keys = np.empty((n_steps, n_chains, self.batch_size if minibatch else 0))
+        if minibatch or self.uniforms:
+            normals = np.empty((n_steps, *shape))
+            for k in range(n_steps):
+                if minibatch:
+                    keys[k] = rng.random(keys.shape[1:])
+                normals[k] = rng.standard_normal(shape)
+                if self.uniforms:
+                    uniforms[k] = rng.random(n_chains)
+        else:
+            normals = rng.standard_normal((n_steps, *shape))
+        if minibatch:
+            rows = np.empty(keys.shape, dtype=np.int64)
+            choose_rows(keys, self.n_data, rows, np.zeros(self.n_data, dtype=np.bool_))
+        else:
+            rows = np.arange(self.n_data).reshape(1, 1, self.n_data)
+        return rows, normals, uniforms
 
     def _memory(self, state, n_chains: int, dim: int) -> np.ndarray:
         """Each chain's estimator memory (c, m): (t, Î_t) of a running noise estimate (zeros where the state has

@@ -353,6 +353,22 @@ def test_minibatches_are_uniform_subsets_without_replacement():
     assert counts.min() > 0.8 * draws / len(subsets)
 
 
+@pytest.mark.parametrize("name", ["langevin", "thermostat"])
+def test_a_block_of_minibatches_does_not_depend_on_where_the_run_cuts_its_blocks(name):
+    """A data model's blocks draw each step's minibatch and then its normals, step after step (the numpy steps'
+    order): 12 steps in blocks of 5, 1 and 6 are the 12 steps of one block, bit for bit (a run resumed from a
+    checkpoint cuts its blocks elsewhere). Drawn block by block, all minibatches then all normals, they were not."""
+    source = data_source(student_data())
+    make = lambda: blocks(name, source, 3, n_data=40, batch_size=10, backend=PYTHON)  # noqa: E731
+    whole = make()(np.random.default_rng(4), state(3, 3), np.full(12, 0.01), 0)
+    rng, current, paths = np.random.default_rng(4), state(3, 3), []
+    for begin, end in ((0, 5), (5, 6), (6, 12)):
+        block = make()(rng, current, np.full(end - begin, 0.01), begin)
+        current = block.state
+        paths.append(block.theta)
+    np.testing.assert_array_equal(np.concatenate(paths, axis=1), whole.theta)
+
+
 def test_sgld_with_minibatches_and_the_exact_noise_has_the_euler_schemes_variance():
     """x_i ~ N(µ, 1), N = 50, flat prior: the posterior of µ is N(x̄, 1/N). The per-example gradient x_i − µ has a
     covariance that does not depend on µ, so V̂ = N(N − n)/n · s² (s² the data's variance with N − 1) is exact, and

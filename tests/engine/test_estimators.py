@@ -110,12 +110,12 @@ def test_blocks_hand_the_running_estimate_over_in_the_sampler_state(running):
     theta0 = np.random.default_rng(2).standard_normal((n_chains, DIM))
     first, second = two_blocks(running, PYTHON, theta0, steps)
     assert (first.state.noise_count, second.state.noise_count) == (steps, 2 * steps)
-    rng = np.random.default_rng(3)  # each block draws its rows, then its normals
+    rng = np.random.default_rng(3)  # each step draws its rows, then its normals
     rows = []
-    for _ in range(2):
-        rows.append(estimators.rows_for_block(rng, steps, n_chains, N_DATA, BATCH))
-        rng.standard_normal((steps, 2, n_chains, DIM))
-    rows = np.concatenate(rows)
+    for _ in range(2 * steps):
+        rows.append(estimators.rows_for_block(rng, 1, n_chains, N_DATA, BATCH)[0])
+        rng.standard_normal((2, n_chains, DIM))
+    rows = np.array(rows)
     before = np.concatenate([theta0[:, None], first.theta, second.theta[:, :-1]], axis=1)  # θ where each ∇Ũ was taken
     full = running == estimators.RUNNING_FULL
     for chain in range(n_chains):
