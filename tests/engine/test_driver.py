@@ -24,7 +24,7 @@ from scipy import stats
 from sgmcmc.engine import driver, estimators, integrators
 from sgmcmc.engine import static as static_module
 from sgmcmc.engine.blocks import DIVERGED, FAILED
-from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
+from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, draw_steps
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric, RationalMetric
@@ -351,6 +351,19 @@ def test_minibatches_are_uniform_subsets_without_replacement():
     assert stats.chisquare(counts).pvalue > 1e-4
     # every subset, not a few of them: a draw with replacement or from range(N − 1) has far fewer or none of some
     assert counts.min() > 0.8 * draws / len(subsets)
+
+
+def test_the_compiled_draws_are_numpys_step_by_step():
+    """``draw_steps`` (numba's Generator on the run's bit generator) gives, step after step, the numbers of numpy's
+    ``random((c, n))``, ``standard_normal((slots, c, d))`` and ``random(c)``, and leaves the Generator where they do."""
+    keys, normals, uniforms = np.empty((7, 3, 4)), np.empty((7, 2, 3, 2)), np.empty((7, 3))
+    rng, reference = np.random.default_rng(9), np.random.default_rng(9)
+    draw_steps(rng, keys, normals, uniforms)
+    for k in range(7):
+        np.testing.assert_array_equal(keys[k], reference.random((3, 4)))
+        np.testing.assert_array_equal(normals[k], reference.standard_normal((2, 3, 2)))
+        np.testing.assert_array_equal(uniforms[k], reference.random(3))
+    assert rng.random() == reference.random()
 
 
 @pytest.mark.parametrize("name", ["langevin", "thermostat"])
