@@ -41,7 +41,7 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
     is (0, 0) for a block without one) and the minibatch ``rows[k, i]`` (a block with one set of rows for every step
     and chain has ``rows`` of shape (1, 1, n)). Writes the paths (c, K, ·) of θ, of r, ξ, the carried vector and the
     acceptance probability where those have room, the clipped counts (c, K) and, where it has room, the coordinates
-    the target's reflection (``source[6]``) reflected in each step (c, K); per chain the first failed step (K for
+    the target's reflection (``source[-1]``) reflected in each step (c, K); per chain the first failed step (K for
     none) and its status. A chain stops at its first failure: a non-finite state (the carried vector included), or
     an injected covariance that is not PSD. ``memory`` (c, m), each chain's gradient-estimator state, is advanced in
     place (to the last step a chain took; a block that fails ends the run)."""
@@ -209,8 +209,9 @@ class Blocks:
     :class:`~sgmcmc.engine.static.StaticFunction` ``reflect(θ, r) -> count``: it maps one chain's θ (d,) back into the
     support in place, flips r's entries of the coordinates it reflected (r is empty for a sampler without momentum)
     and returns how many it reflected. The block hands it to the integrator as the source's last slot
-    (``source[6]``), which calls it where the numpy steps call ``Sampler.reflect``, and returns the counts per step
-    as :attr:`Block.reflected` (c, K). None for a target on all of R^d: :func:`no_reflection`, and no counts."""
+    (``source[-1]``, whatever the estimator's source holds), which calls it where the numpy steps call
+    ``Sampler.reflect``, and returns the counts per step as :attr:`Block.reflected` (c, K). None for a target on all
+    of R^d: :func:`no_reflection`, and no counts."""
 
     step: StaticFunction
     source: tuple

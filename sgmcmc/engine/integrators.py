@@ -14,7 +14,7 @@ acceptance probability)`` and updates θ (d,), r (d,), ξ (1,), ``carry`` (m,) a
   updates the chain's estimator state ``memory`` and, where it estimates its noise, writes V̂ into ``variance``);
   ``normals[1]`` are the injected noise's standard normals (a trajectory hands each of its gradients and injections its own slots); U, where a
   Metropolis–Hastings test needs it, by ``call2(source[5], source, θ)``; ``uniform`` is the test's uniform;
-- ``source[6]``, the target's reflection into its support, ``reflect(θ, r) -> count`` (the driver's; see
+- ``source[-1]``, the target's reflection into its support, ``reflect(θ, r) -> count`` (appended by the driver; see
   :class:`sgmcmc.engine.driver.Blocks`): called on θ right after each move of θ, where the numpy steps call
   ``Sampler.reflect`` (after the move, before anything is evaluated at the new θ: theta_first reflects θ + εSr and
   flips the old r before its gradient; splitting and euler reflect θ' and flip r'; ABOBA, BAOAB and BADODAB after
@@ -76,7 +76,7 @@ def langevin(source, parameters, options, variance, theta, momentum, xi, carry, 
     status, clipped = inject(step_size, diffusion, diffusion, options[1], variance, options[2], normals, noise, square)
     for j in range(theta.shape[0]):
         theta[j] = theta[j] + step_size * (-diffusion[j] * gradient[j] + correction[j]) + noise[j]
-    return status, clipped, call2(source[6], theta, momentum), 1.0
+    return status, clipped, call2(source[-1], theta, momentum), 1.0
 
 
 @numba.njit(cache=True)
@@ -90,7 +90,7 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
     point = _evaluated_at(options[0], theta, momentum, step_size, at, scale)
     reflected = 0
     if options[0] == THETA_FIRST:  # θ + εS(θ)r reflected (r flipped) before anything is taken there
-        reflected = call2(source[6], point, momentum)
+        reflected = call2(source[-1], point, momentum)
     call7(source[0], source, point, normals, rows, memory, gradient, variance)
     if options[0] == THETA_FIRST:
         call4(parameters[0], point, parameters[2], scale, correction)
@@ -101,7 +101,7 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
     status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square)
     _move(options[0], theta, momentum, gradient, scale, diffusion, correction, noise, step_size, at)
     if options[0] != THETA_FIRST:
-        reflected = call2(source[6], theta, momentum)
+        reflected = call2(source[-1], theta, momentum)
     return status, clipped, reflected, 1.0
 
 
@@ -113,7 +113,7 @@ def aboba(source, parameters, options, variance, theta, momentum, xi, carry, mem
     exactly, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) ξ; r' = r₂ + (ε/2)f; θ' = Φ_{ε/2}(θ_h, r'). No V̂ correction."""
     half = 0.5 * step_size
     call5(parameters[1], theta, momentum, half, parameters[2], at)
-    reflected = call2(source[6], at, momentum)
+    reflected = call2(source[-1], at, momentum)
     call7(source[0], source, at, normals, rows, memory, gradient, variance)
     call4(parameters[0], at, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
@@ -125,7 +125,7 @@ def aboba(source, parameters, options, variance, theta, momentum, xi, carry, mem
         value = math.exp(-decay) * value + math.sqrt(-math.expm1(-2.0 * decay)) * normals[1, j]
         momentum[j] = value + half * force
     call5(parameters[1], at, momentum, half, parameters[2], theta)
-    reflected += call2(source[6], theta, momentum)
+    reflected += call2(source[-1], theta, momentum)
     return OK, 0, reflected, 1.0
 
 
@@ -142,7 +142,7 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, carry
     point = _evaluated_at(options[0], theta, momentum, step_size, at, scale)
     reflected = 0
     if options[0] == THETA_FIRST:  # θ + εr reflected (r flipped) before its gradient
-        reflected = call2(source[6], point, momentum)
+        reflected = call2(source[-1], point, momentum)
     call7(source[0], source, point, normals, rows, memory, gradient, variance)
     if options[3] == COVARIANCE_FRICTION:  # −(ε/2)Σ̂r of the old r, in the place of γ, with this step's Σ̂
         for j in range(d):
@@ -160,7 +160,7 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, carry
     diffusion[:] = xi[0]  # the thermostat's friction ξ, in D's array (its A is no longer needed)
     _move(options[0], theta, momentum, gradient, scale, diffusion, correction, noise, step_size, at)
     if options[0] != THETA_FIRST:
-        reflected = call2(source[6], theta, momentum)
+        reflected = call2(source[-1], theta, momentum)
     if options[0] != EULER:
         for j in range(d):
             heat += momentum[j] * momentum[j]
@@ -245,7 +245,7 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
         momentum[j] = momentum[j] - half * carry[j]                                               # B
         theta[j] = theta[j] + half * momentum[j]                                                  # A
         heat += momentum[j] * momentum[j]
-    reflected = call2(source[6], theta, momentum)
+    reflected = call2(source[-1], theta, momentum)
     rate = parameters[3][0]
     if thermostat:
         xi[0] = xi[0] + half * (heat / d - 1.0)                                                   # D
@@ -267,7 +267,7 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
         xi[0] = xi[0] + half * (heat / d - 1.0)                                                   # D
     for j in range(d):
         theta[j] = theta[j] + half * momentum[j]                                                  # A
-    reflected += call2(source[6], theta, momentum)
+    reflected += call2(source[-1], theta, momentum)
     call7(source[0], source, theta, normals[1:], rows, memory, carry, variance)
     for j in range(d):
         momentum[j] = momentum[j] - half * carry[j]                                               # B
@@ -309,7 +309,7 @@ def preconditioned(source, parameters, options, variance, theta, momentum, xi, c
         return status, 0, 0, 1.0
     for j in range(d):
         theta[j] = theta[j] + step_size * (-diffusion[j] * gradient[j] + correction[j]) + noise[j]
-    return OK, clipped, call2(source[6], theta, momentum), 1.0
+    return OK, clipped, call2(source[-1], theta, momentum), 1.0
 
 
 @numba.njit(cache=True, inline="always")
