@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 
+from sgmcmc.engine.estimators import choose_rows
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
+
+CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
 
 class ScriptedNormals:
@@ -57,6 +61,30 @@ class EngineDraws:
         return value.copy()
 
 
+class EngineStream:
+    """A numpy Generator as a data model's numpy steps call it, drawing what the engine's blocks draw for each step
+    (:func:`sgmcmc.engine.driver.block_draws`), so that the numpy steps take the engine's steps: the minibatch keys
+    ``random((1, c, N))`` (``DataTarget.minibatch``) from the engine's uniforms (c, n), the rows by Floyd's algorithm
+    (key 0 on them, 1 elsewhere: the n smallest keys), and the injected noise ``standard_normal((c, d))`` as slot 1
+    of the engine's (2, c, d) normals (slot 0 is the gradient noise a density model would take). Initial states are
+    drawn with ``rng`` itself."""
+
+    def __init__(self, rng: np.random.Generator, batch_size: int):
+        self.rng, self.batch_size = rng, batch_size
+
+    def random(self, shape):
+        _, n_chains, n_data = shape
+        rows = np.empty((1, n_chains, self.batch_size), dtype=np.int64)
+        choose_rows(self.rng.random((1, n_chains, self.batch_size)), n_data, rows, np.zeros(n_data, dtype=np.bool_))
+        rows = rows[0]
+        keys = np.ones(shape)
+        keys[0, np.arange(n_chains)[:, None], rows] = 0.0
+        return keys
+
+    def standard_normal(self, shape):
+        return self.rng.standard_normal((2, *shape))[1]
+
+
 class RequestStopAt:
     """An observer of a run's blocks that asks it to stop once it has done ``step`` steps; pass
     ``stop_requested=lambda: stop.requested`` and ``observers=[stop]`` (the run asks before each block)."""
@@ -91,6 +119,19 @@ def sample_and_score(sampler, step_size: float, n_steps: int, n_chains: int = 10
         return SamplingCheck(np.inf, np.inf, outcome.status)
     scores = evaluator.score(outcome.samples.reshape(-1, sampler.target.dim))
     return SamplingCheck(scores["kl_pq"], scores["second_moment_error"], outcome.status)
+
+
+def experiment_sampler(sampler_config: str, experiment: str, overrides=()) -> tuple[str, dict]:
+    """(the sampler's name, its keyword parameters) as ``configs/`` composes ``+experiment=<experiment>
+    sampler=<sampler_config>`` with ``overrides`` (the step size left out)."""
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        config = compose(config_name="config", overrides=[f"+experiment={experiment}", f"sampler={sampler_config}",
+                                                          *overrides])
+    sampler = OmegaConf.to_container(config, resolve=True)["sampler"]
+    return sampler["name"], {key: value for key, value in sampler.items() if key not in ("name", "step_size")}
 
 
 def build(sampler_name: str, target_name: str, target_params=None, **sampler_params):

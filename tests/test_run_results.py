@@ -18,11 +18,13 @@ import yaml
 
 import sgmcmc
 from sgmcmc import experiment
+from sgmcmc.engine.blocks import kernel_of
+from sgmcmc.engine.driver import Blocks
 from sgmcmc.experiment import build, run_experiment
 from sgmcmc.observers import PathObserver
 from sgmcmc.results import load_run, load_sweep
 from sgmcmc.runner import run_chains
-from tests.helpers import RequestStopAt
+from tests.helpers import EngineStream, RequestStopAt
 from tests.targets.test_lda import N_TOPICS, WORDS
 from tests.targets.test_lda import _config as lda_config
 
@@ -68,10 +70,13 @@ def step_size_formula(schedule: dict, step_size: float, steps) -> np.ndarray:
 
 def hand_loop(run_config) -> dict:
     """θ, ξ, accept probability, clipped and reflected at the kept steps, by calling ``sampler.step`` once per step
-    from the run's seed (run_chains draws the initial positions, then steps: no other draw on these targets)."""
+    from the run's seed (run_chains draws the initial positions, then steps: no other draw on these targets; on a data
+    target the steps see the engine's draws, :class:`~tests.helpers.EngineStream`)."""
     built = build(run_config)
     rng = np.random.default_rng(run_config["seed"])
     state = built.sampler.init(built.target.initial_position(N_CHAINS, rng), rng)
+    if isinstance(kernel_of(built.sampler), Blocks) and built.target.n_data:
+        rng = EngineStream(rng, built.target.batch_size)
     kept = {"theta": [], "xi": [], "accept_probability": [], "clipped": [], "reflected": []}
     for t in range(1, N_STEPS + 1):
         state, info = built.sampler.step(rng, state, built.schedule(t - 1))

@@ -2,8 +2,8 @@
 :mod:`sgmcmc.engine.driver`, and run as plain Python as the readable reference (the same source).
 
 Every integrator has the signature ``step(source, parameters, options, variance, θ, r, ξ, carry, memory, rows, ε,
-normals, uniform, gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped, acceptance
-probability)`` and updates θ (d,), r (d,), ξ (1,), ``carry`` (m,) and ``memory`` in place:
+normals, uniform, gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped, reflected,
+acceptance probability)`` and updates θ (d,), r (d,), ξ (1,), ``carry`` (m,) and ``memory`` in place:
 
 - ``carry``: the vector an integrator keeps from one step to the next besides θ, r and ξ (BAOAB's last gradient,
   pSGLD's RMSProp average; empty for the others), a :class:`~sgmcmc.state.SamplerState` field the driver hands over;
@@ -14,6 +14,13 @@ probability)`` and updates θ (d,), r (d,), ξ (1,), ``carry`` (m,) and ``memory
   updates the chain's estimator state ``memory`` and, where it estimates its noise, writes V̂ into ``variance``);
   ``normals[1]`` are the injected noise's standard normals (a trajectory hands each of its gradients and injections its own slots); U, where a
   Metropolis–Hastings test needs it, by ``call2(source[5], source, θ)``; ``uniform`` is the test's uniform;
+- ``source[-1]``, the target's reflection into its support, ``reflect(θ, r) -> count`` (appended by the driver; see
+  :class:`sgmcmc.engine.driver.Blocks`): called on θ right after each move of θ, where the numpy steps call
+  ``Sampler.reflect`` (after the move, before anything is evaluated at the new θ: theta_first reflects θ + εSr and
+  flips the old r before its gradient; splitting and euler reflect θ' and flip r'; ABOBA, BAOAB and BADODAB after
+  each half move); the counts of a step are summed into ``reflected``. A target on all of R^d has the driver's
+  ``no_reflection``, inlined to nothing; a trajectory (HMC, SGHMC + MH) does not reflect (those samplers refuse a
+  bounded target);
 - ``parameters``: ``(metric, flow, the metric's parameters, constants[, curvature, its parameters])``.
   ``metric(θ, its parameters, root, derivative)`` writes the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2), ``flow(θ, r, t, its parameters, out)``
   the position flow Φ_t of θ̇ = S(θ)r: the Riemannian samplers' G handed over as functions
@@ -69,7 +76,7 @@ def langevin(source, parameters, options, variance, theta, momentum, xi, carry, 
     status, clipped = inject(step_size, diffusion, diffusion, options[1], variance, options[2], normals, noise, square)
     for j in range(theta.shape[0]):
         theta[j] = theta[j] + step_size * (-diffusion[j] * gradient[j] + correction[j]) + noise[j]
-    return status, clipped, 1.0
+    return status, clipped, call2(source[-1], theta, momentum), 1.0
 
 
 @numba.njit(cache=True)
@@ -81,6 +88,9 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
     (euler), or θ moved first to θ + εS(θ)r with S, F, γ and ∇Ũ taken there (theta_first)."""
     call4(parameters[0], theta, parameters[2], scale, correction)
     point = _evaluated_at(options[0], theta, momentum, step_size, at, scale)
+    reflected = 0
+    if options[0] == THETA_FIRST:  # θ + εS(θ)r reflected (r flipped) before anything is taken there
+        reflected = call2(source[-1], point, momentum)
     call7(source[0], source, point, normals, rows, memory, gradient, variance)
     if options[0] == THETA_FIRST:
         call4(parameters[0], point, parameters[2], scale, correction)
@@ -90,7 +100,9 @@ def momentum_friction(source, parameters, options, variance, theta, momentum, xi
             correction[j] = 0.0
     status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square)
     _move(options[0], theta, momentum, gradient, scale, diffusion, correction, noise, step_size, at)
-    return status, clipped, 1.0
+    if options[0] != THETA_FIRST:
+        reflected = call2(source[-1], theta, momentum)
+    return status, clipped, reflected, 1.0
 
 
 @numba.njit(cache=True)
@@ -101,6 +113,7 @@ def aboba(source, parameters, options, variance, theta, momentum, xi, carry, mem
     exactly, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) ξ; r' = r₂ + (ε/2)f; θ' = Φ_{ε/2}(θ_h, r'). No V̂ correction."""
     half = 0.5 * step_size
     call5(parameters[1], theta, momentum, half, parameters[2], at)
+    reflected = call2(source[-1], at, momentum)
     call7(source[0], source, at, normals, rows, memory, gradient, variance)
     call4(parameters[0], at, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
@@ -112,7 +125,8 @@ def aboba(source, parameters, options, variance, theta, momentum, xi, carry, mem
         value = math.exp(-decay) * value + math.sqrt(-math.expm1(-2.0 * decay)) * normals[1, j]
         momentum[j] = value + half * force
     call5(parameters[1], at, momentum, half, parameters[2], theta)
-    return OK, 0, 1.0
+    reflected += call2(source[-1], theta, momentum)
+    return OK, 0, reflected, 1.0
 
 
 @numba.njit(cache=True)
@@ -125,8 +139,11 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, carry
     d = theta.shape[0]
     scale[:] = 1.0
     correction[:] = 0.0
-    call7(source[0], source, _evaluated_at(options[0], theta, momentum, step_size, at, scale), normals, rows, memory,
-          gradient, variance)
+    point = _evaluated_at(options[0], theta, momentum, step_size, at, scale)
+    reflected = 0
+    if options[0] == THETA_FIRST:  # θ + εr reflected (r flipped) before its gradient
+        reflected = call2(source[-1], point, momentum)
+    call7(source[0], source, point, normals, rows, memory, gradient, variance)
     if options[3] == COVARIANCE_FRICTION:  # −(ε/2)Σ̂r of the old r, in the place of γ, with this step's Σ̂
         for j in range(d):
             total = 0.0
@@ -142,11 +159,13 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, carry
             heat += momentum[j] * momentum[j]
     diffusion[:] = xi[0]  # the thermostat's friction ξ, in D's array (its A is no longer needed)
     _move(options[0], theta, momentum, gradient, scale, diffusion, correction, noise, step_size, at)
+    if options[0] != THETA_FIRST:
+        reflected = call2(source[-1], theta, momentum)
     if options[0] != EULER:
         for j in range(d):
             heat += momentum[j] * momentum[j]
     xi[0] += step_size * (heat / d - 1.0)
-    return status, clipped, 1.0
+    return status, clipped, reflected, 1.0
 
 
 @numba.njit(cache=True)
@@ -184,7 +203,7 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, carry
         else:
             status, _ = inject(step_size, diffusion, scale, options[1], variance, 0, slots, noise, square)
             if status != OK:
-                return status, 0, 1.0
+                return status, 0, 0, 1.0
             for j in range(d):
                 momentum[j] = momentum[j] - step_size * gradient[j] - step_size * diffusion[j] * momentum[j] + noise[j]
     accept = 1.0
@@ -205,7 +224,7 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, carry
             for j in range(d):
                 theta[j] = at[j]
                 momentum[j] = correction[j]
-    return OK, 0, accept
+    return OK, 0, 0, accept
 
 
 @numba.njit(cache=True)
@@ -226,6 +245,7 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
         momentum[j] = momentum[j] - half * carry[j]                                               # B
         theta[j] = theta[j] + half * momentum[j]                                                  # A
         heat += momentum[j] * momentum[j]
+    reflected = call2(source[-1], theta, momentum)
     rate = parameters[3][0]
     if thermostat:
         xi[0] = xi[0] + half * (heat / d - 1.0)                                                   # D
@@ -237,7 +257,7 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
     status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals[::-1], noise,
                              square)
     if status != OK:
-        return status, 0, 1.0
+        return status, 0, reflected, 1.0
     heat = 0.0
     decay = math.exp(-step_size * rate)
     for j in range(d):
@@ -247,10 +267,11 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
         xi[0] = xi[0] + half * (heat / d - 1.0)                                                   # D
     for j in range(d):
         theta[j] = theta[j] + half * momentum[j]                                                  # A
+    reflected += call2(source[-1], theta, momentum)
     call7(source[0], source, theta, normals[1:], rows, memory, carry, variance)
     for j in range(d):
         momentum[j] = momentum[j] - half * carry[j]                                               # B
-    return OK, clipped, 1.0
+    return OK, clipped, reflected, 1.0
 
 
 @numba.njit(cache=True)
@@ -285,10 +306,10 @@ def preconditioned(source, parameters, options, variance, theta, momentum, xi, c
                 correction[j] = -diffusion[j] * diffusion[j] * slope
     status, clipped = inject(step_size, diffusion, diffusion, options[1], variance, options[2], normals, noise, square)
     if status != OK:
-        return status, 0, 1.0
+        return status, 0, 0, 1.0
     for j in range(d):
         theta[j] = theta[j] + step_size * (-diffusion[j] * gradient[j] + correction[j]) + noise[j]
-    return OK, clipped, 1.0
+    return OK, clipped, call2(source[-1], theta, momentum), 1.0
 
 
 @numba.njit(cache=True, inline="always")

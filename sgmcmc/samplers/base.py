@@ -220,9 +220,9 @@ class Sampler(ABC):
 
     def engine_blocks(self, backend: str = COMPILED) -> Optional[Blocks]:
         """The engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) of this sampler on a target that hands the
-        engine its functions (:meth:`~sgmcmc.targets.base.Target.engine_functions`), or None: the integrator or the
-        metric is not there yet, the target has a boundary, the noise estimate is one the engine does not take, or the
-        compiler refuses the model's functions (said in one line).
+        engine its functions (:meth:`~sgmcmc.targets.base.Target.engine_functions`, with its reflection where its
+        support has a boundary), or None: the integrator or the metric is not there yet, the noise estimate is one the
+        engine does not take, or the compiler refuses the model's functions (said in one line).
 
         Noise estimates: ``zero`` (nothing subtracted), on a density model ``known`` (its constant V, by its
         diagonal or in full), and on a data model ``running`` with an integrator that takes one gradient a step
@@ -266,7 +266,8 @@ class Sampler(ABC):
                         running=running, advanced=functions.get("advanced"),
                         estimator_state=functions.get("estimator_state"),
                         estimator_size=int(functions.get("estimator_size", 0)),
-                        replacement=bool(functions.get("replacement", False)))
+                        replacement=bool(functions.get("replacement", False)),
+                        reflect=static(functions["reflect"]) if "reflect" in functions else None)
         error = blocks.compile_error(d)
         if error is not None:
             log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,

@@ -93,8 +93,14 @@ class Target(ABC):
         default) keeps it on the numpy steps. A density model gives ``gradient_into(θ, parameters, out)`` (∇U of one
         chain written into ``out``), ``parameters``, and its gradient noise's factor ``noise_factor`` L and
         covariance ``noise_covariance`` V = LLᵀ (:meth:`SyntheticTarget.density_functions`); a data model on rows
-        ``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` and ``n_data``. A target whose support has a
-        boundary (its own :meth:`reflect`) hands over none: the blocks do not reflect."""
+        ``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` and ``n_data``.
+
+        A target whose support has a boundary (its own :meth:`reflect`) adds ``reflect(θ, r) -> count``, the same
+        reflection on one chain (:class:`sgmcmc.engine.driver.Blocks`' ``reflect``): it maps θ (d,) back into the
+        support in place, negates r's entries of the coordinates it reflected (r is (d,), or empty (0,) for a sampler
+        without momentum) and returns how many it reflected; the blocks call it wherever the numpy steps call
+        :meth:`reflect` and count its reflections per step (Normal-Gamma's γ ≤ 0 → −γ). Without it the blocks do
+        not reflect, so such a target must hand over either its reflection or nothing."""
         return None
 
     # -- what some targets add: declared here with the value that means "none", overridden where a target has it --

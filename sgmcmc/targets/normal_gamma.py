@@ -15,6 +15,10 @@ so ∇U = ((N + 1)γµ − γΣx_i, 1 − (N + 1)/(2γ) + (µ² + Σ(x_i − µ)
 Exact posterior (conjugacy): Normal-Gamma with κ_N = N + 1, µ_N = Nx̄/(N + 1), α_N = 1 + N/2,
 β_N = 1 + ½Σ(x_i − x̄)² + Nx̄²/(2(N + 1)), i.e. γ ~ Gamma(α_N, rate β_N), µ | γ ~ N(µ_N, 1/(κ_Nγ)); marginally
 µ ~ Student-t(2α_N, loc µ_N, scale √(β_N/(α_Nκ_N))).
+
+The engine's compiled blocks run it as a data model on rows (:meth:`NormalGamma.engine_functions`): the per-datum
+g and ∇log p of one chain (:func:`row_gradients`, :func:`prior_gradient`) and the reflection of SPEC §4.8
+(:func:`reflect_precision`), plain numpy functions that the engine compiles.
 """
 
 from __future__ import annotations
@@ -24,8 +28,37 @@ from typing import Sequence
 import numpy as np
 from scipy import special, stats
 
-from sgmcmc.engine import data_blocks
 from sgmcmc.targets.data import DataTarget
+
+
+def row_gradients(theta, rows):
+    """g(θ; x_i) = (γ(x_i − µ), 1/(2γ) − (x_i − µ)²/2) of one chain's θ = (µ, γ) (2,) on the rows x_i (m, 1):
+    (m, 2)."""
+    out = np.empty((rows.shape[0], 2))
+    for i in range(rows.shape[0]):
+        residual = rows[i, 0] - theta[0]
+        out[i, 0] = theta[1] * residual
+        out[i, 1] = 0.5 / theta[1] - 0.5 * residual**2
+    return out
+
+
+def prior_gradient(theta):
+    """∇log[N(µ | 0, γ⁻¹) Gamma(γ | 1, 1)] = (−γµ, 1/(2γ) − 1 − µ²/2) of one chain's θ = (µ, γ): (2,)."""
+    out = np.empty(2)
+    out[0] = -theta[1] * theta[0]
+    out[1] = 0.5 / theta[1] - 1.0 - 0.5 * theta[0] ** 2
+    return out
+
+
+def reflect_precision(theta, momentum):
+    """SPEC §4.8 on one chain: where γ ≤ 0 set γ ← −γ and, where the sampler has a momentum (r not empty), r_γ ← −r_γ;
+    returns the number of coordinates reflected (0 or 1). θ (2,) and r are changed in place."""
+    if not theta[1] <= 0.0:
+        return 0
+    theta[1] = -theta[1]
+    if momentum.shape[0] > 0:
+        momentum[1] = -momentum[1]
+    return 1
 
 
 class NormalGamma(DataTarget):
@@ -110,9 +143,12 @@ class NormalGamma(DataTarget):
         theta[mask] = -theta[mask]
         return theta, mask
 
-    def compiled_data(self):
-        """The per-datum g(θ; x) and ∇log p(θ) above, with γ (coordinate 1) reflected, for the data kernels."""
-        return data_blocks.compiled_data(data_blocks.NORMAL_GAMMA, self, self.data, reflected=1)
+    def engine_functions(self) -> dict:
+        """The data model on rows the engine runs (:meth:`~sgmcmc.targets.base.Target.engine_functions`): the x_i as
+        rows (N, 1), :func:`row_gradients`, :func:`prior_gradient` and the reflection :func:`reflect_precision`."""
+        return {"row_gradients": row_gradients, "prior_gradient": prior_gradient,
+                "data": np.ascontiguousarray(self.data.reshape(self.n_data, 1)), "n_data": self.n_data,
+                "reflect": reflect_precision}
 
     def initial_position(self, n_chains, rng):
         """The configured θ₀ (default (0, 1), SPEC §4.8) for every chain; draws nothing from ``rng``."""

@@ -24,7 +24,7 @@ from scipy import stats
 from sgmcmc.engine import driver, estimators, integrators
 from sgmcmc.engine import static as static_module
 from sgmcmc.engine.blocks import DIVERGED, FAILED
-from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, block_draws
+from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, block_draws, draw_steps
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric, RationalMetric
@@ -361,6 +361,35 @@ def test_minibatches_with_replacement_are_independent_uniform_indices():
     assert stats.chisquare(np.bincount(rows.ravel(), minlength=n_data)).pvalue > 1e-4
     repeated = np.mean([len(set(row)) < batch for row in rows])
     assert abs(repeated - 4 / 9) < 4 * np.sqrt(4 / 9 * 5 / 9 / draws)
+
+
+def test_the_compiled_draws_are_numpys_step_by_step():
+    """``draw_steps`` (numba's Generator on the run's bit generator) gives, step after step, the numbers of numpy's
+    ``random((c, n))``, ``standard_normal((slots, c, d))`` and ``random(c)``, and leaves the Generator where they do."""
+    keys, normals, uniforms = np.empty((7, 3, 4)), np.empty((7, 2, 3, 2)), np.empty((7, 3))
+    rng, reference = np.random.default_rng(9), np.random.default_rng(9)
+    draw_steps(rng, keys, normals, uniforms)
+    for k in range(7):
+        np.testing.assert_array_equal(keys[k], reference.random((3, 4)))
+        np.testing.assert_array_equal(normals[k], reference.standard_normal((2, 3, 2)))
+        np.testing.assert_array_equal(uniforms[k], reference.random(3))
+    assert rng.random() == reference.random()
+
+
+@pytest.mark.parametrize("name", ["langevin", "thermostat"])
+def test_a_block_of_minibatches_does_not_depend_on_where_the_run_cuts_its_blocks(name):
+    """A data model's blocks draw each step's minibatch and then its normals, step after step (the numpy steps'
+    order): 12 steps in blocks of 5, 1 and 6 are the 12 steps of one block, bit for bit (a run resumed from a
+    checkpoint cuts its blocks elsewhere). Drawn block by block, all minibatches then all normals, they were not."""
+    source = data_source(student_data())
+    make = lambda: blocks(name, source, 3, n_data=40, batch_size=10, backend=PYTHON)  # noqa: E731
+    whole = make()(np.random.default_rng(4), state(3, 3), np.full(12, 0.01), 0)
+    rng, current, paths = np.random.default_rng(4), state(3, 3), []
+    for begin, end in ((0, 5), (5, 6), (6, 12)):
+        block = make()(rng, current, np.full(end - begin, 0.01), begin)
+        current = block.state
+        paths.append(block.theta)
+    np.testing.assert_array_equal(np.concatenate(paths, axis=1), whole.theta)
 
 
 def test_sgld_with_minibatches_and_the_exact_noise_has_the_euler_schemes_variance():
