@@ -11,9 +11,8 @@ the minibatches. The contract is in ``sgmcmc/targets/user.py``; run it with
     python run.py target=custom target.model=examples/breast_cancer_logistic.py:BreastCancerLogistic \
         sampler=sghmc sampler.step_size=0.002 sampler.noise_estimate=zero run.n_chains=8 run.n_steps=20000
 
-The optional ``compiled_data`` lets the compiled blocks run it: the model is the likelihood the compiled kernels
-know as LOGISTIC (g_i = σ(−y_i θᵀx_i) y_i x_i, prior N(0, s² I)) on the rows y_i x_i. sgmcmc checks it against
-``grad_log_likelihood`` before a run.
+It runs on the samplers' numpy steps (its methods take every chain at once); a model written on rows, as
+``examples/robust_regression.py``, runs on the compiled blocks.
 """
 
 import numpy as np
@@ -51,9 +50,3 @@ class BreastCancerLogistic:
 
     def initial_position(self, n_chains, rng):
         return 0.1 * rng.standard_normal((n_chains, self.dim))
-
-    def compiled_data(self, target):
-        """The compiled kernels' LOGISTIC likelihood on the rows y_i x_i with the prior N(0, s² I) (optional)."""
-        from sgmcmc.engine.data_blocks import LOGISTIC, compiled_data
-
-        return compiled_data(LOGISTIC, target, self.signed, prior=(self.prior_variance,))

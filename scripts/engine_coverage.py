@@ -5,7 +5,7 @@ its integrators (the generic recipe step aside) and noise estimates, on every re
 
     python scripts/engine_coverage.py [--targets NAME ...] [--markdown FILE]
 
-Prints, per target, the count of engine / data-kernel / numpy-step combinations and the numpy ones; issue 33's
+Prints, per target, the count of engine / numpy-step combinations and the numpy ones; issue 33's
 "the numpy steps deleted" needs that last list empty.
 """
 
@@ -48,7 +48,7 @@ def path_of(name: str, target, integrator: str, estimate) -> str:
         return "optimiser"
     if sampler.engine_blocks(PYTHON) is not None:
         return "engine"
-    return "data kernel" if sampler.compiled_kernel() is not None else "numpy"
+    return "numpy"
 
 
 def main() -> None:

@@ -3,7 +3,7 @@
 by parts in one process (the least of ``--repeats`` interleaved rounds of ``--steps`` steps):
 
 - the engine's block (:class:`sgmcmc.engine.driver.Blocks`, compiled), per step;
-- its parts: the minibatch rows (:func:`sgmcmc.engine.estimators.rows_for_block`), the standard normals, and the
+- its parts: the random numbers (:func:`sgmcmc.engine.driver.block_draws`: the minibatches and normals), and the
   estimator called as the block calls it (:func:`sgmcmc.engine.estimators.minibatch_gradient`);
 - inside the estimator: the model's own ``row_gradients`` on rows gathered beforehand, and the gather
   ``data[rows]`` alone.
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "examples"))
 
 from robust_regression import RobustRegression  # noqa: E402
-from sgmcmc.engine.estimators import rows_for_block  # noqa: E402
+from sgmcmc.engine.driver import block_draws  # noqa: E402
 from sgmcmc.engine.static import call7  # noqa: E402
 from sgmcmc.samplers import make_sampler  # noqa: E402
 from sgmcmc.state import SamplerState  # noqa: E402
@@ -71,14 +71,13 @@ def main() -> None:
     rng, state, steps = np.random.default_rng(0), SamplerState(theta=np.zeros((1, model.dim))), arguments.steps
     theta, out = np.zeros(model.dim), np.zeros(model.dim)
     normals, memory, variance = np.zeros((2, model.dim)), np.zeros(0), np.zeros((model.dim, model.dim))
-    rows = rows_for_block(rng, steps, 1, model.n_data, BATCH)
+    rows = block_draws(rng, steps, 1, model.dim, n_data=model.n_data, batch_size=BATCH)[0]
     batches = np.ascontiguousarray(model.data[rows[:, 0]])
     function = _model_function(numba.njit(model.row_gradients))
     parts = {
         "block": lambda: blocks(rng, state, np.full(steps, 1e-5), 0),
         "estimator": lambda: _estimates(blocks.source, theta, rows, out, normals, memory, variance),
-        "rows": lambda: rows_for_block(rng, steps, 1, model.n_data, BATCH),
-        "normals": lambda: rng.standard_normal((steps, 2, 1, model.dim)),
+        "draws": lambda: block_draws(rng, steps, 1, model.dim, n_data=model.n_data, batch_size=BATCH),
         "model_row_gradients": lambda: function(theta, batches, out),
         "gather_rows": lambda: _gathers(rows, model.data, out),
     }

@@ -22,7 +22,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Optional
 
-from sgmcmc.schema import Check, ConfigError, Key, boolean, check_fields, describe, integer, optional, real, string
+from sgmcmc.schema import Check, ConfigError, Key, boolean, check_fields, choice, describe, integer, optional, real, string
 
 __all__ = ["ConfigError", "Check", "Key", "GroupKeys", "RunOptions", "Choice", "RunDescription", "RUN_FIELDS",
            "CONFIG_FIELDS", "OPTIONAL_GROUPS", "check_config", "describe_config", "resume_free_keys", "key_list"]
@@ -52,6 +52,8 @@ class RunOptions:
     thin: int = _declared(integer(1), "keep every thin-th step after burn-in", 1)
     eval_every: int = _declared(integer(1), "steps between rows of trace.csv", 100)
     progress: bool = _declared(boolean, "progress bar (shown after 2 s)", True, resume_free=True)
+    backend: str = _declared(choice("compiled", "python"), "the engine's blocks compiled (numba), or their same source "
+                             "run as plain Python (the readable reference: slow, but nothing to compile)", "compiled")
     figures: bool = _declared(boolean, "write figures/*.png", True)
     results_dir: str = _declared(string, "the folder of the run folders", "results/runs", resume_free=True)
     # checkpoint and resume (sgmcmc.checkpoint)

@@ -33,15 +33,12 @@ minibatch run's. Its cost is counted in per-example gradient evaluations (:meth:
 On a target that hands the engine its rows (logistic regression, a user's model on rows: ``engine_functions``), the
 samplers run the estimators on the engine's blocks (:func:`sgmcmc.engine.estimators.minibatch_gradient`: g_i(θ̂)
 beside g_i(θ), SVRG's per-chain centres and renewals in each chain's memory, handed back to the estimator after each
-block), pinned to these numpy steps by ``tests/engine/test_estimators.py``. On a target with a compiled data kernel
-(Normal-Gamma: ``DataTarget.compiled_data``) they run there (:mod:`sgmcmc.engine.data_kernels`), pinned by
-``tests/engine/test_estimator_kernels.py``.
+block), pinned to these numpy steps by ``tests/engine/test_estimators.py``.
 """
 
 from __future__ import annotations
 
 import math
-from abc import abstractmethod
 from typing import Optional
 
 import numpy as np
@@ -145,26 +142,6 @@ class CentredGradients(DataTarget):
 
     def minibatch(self, rng, n_chains):
         return self.base.minibatch(rng, n_chains)
-
-    # -- the compiled data kernels (sgmcmc.engine.data_kernels) -----------------------------------------------------
-    def _compiled_data(self):
-        """The base's compiled minibatch gradient with this estimator's h_i (:class:`~sgmcmc.engine.data_blocks.CompiledData`
-        with ``centred``), when the base declares one in its own class body (else None: the numpy steps). Declared
-        in the body of each concrete estimator (``compiled_data = CentredGradients._compiled_data``), as the
-        samplers' kernel check asks."""
-        base = self.base
-        if "compiled_data" not in type(base).__dict__ or any(callable(value) for value in vars(base).values()):
-            return None
-        compiled = base.compiled_data()
-        return None if compiled is None else compiled._replace(centred=self)
-
-    @abstractmethod
-    def compiled_estimator(self, n_chains: int) -> tuple:
-        """(code, θ̂ (1 or c, d), ḡ(θ̂), update_every, minibatch gradients so far) for the data kernel."""
-
-    @abstractmethod
-    def compiled_advanced(self, centre: np.ndarray, centre_mean: np.ndarray, calls: int) -> None:
-        """The kernel's steps taken: its final θ̂, ḡ(θ̂) and count of minibatch gradients (:meth:`compiled_estimator`)."""
 
     def cost(self) -> dict:
         """What the estimator has cost so far: per-example gradient evaluations per chain."""
@@ -328,8 +305,6 @@ class ControlVariates(CentredGradients):
         return {**super().cost(), "centring_gradient_evaluations": int(self.centring_evaluations),
                 "optimiser": self.optimiser, "optimiser_message": self.optimiser_message}
 
-    compiled_data = CentredGradients._compiled_data
-
     def engine_functions(self):
         """The base's functions on rows with θ̂ and ḡ(θ̂) (:func:`sgmcmc.engine.estimators.minibatch_gradient`'s
         control variates) and ``advanced(steps)``, which counts the blocks' 2n evaluations a step; None where the base
@@ -341,14 +316,6 @@ class ControlVariates(CentredGradients):
 
     def _advanced(self, steps: int, state: np.ndarray) -> None:
         self.evaluations += 2 * self.batch_size * steps
-
-    def compiled_estimator(self, n_chains):
-        from sgmcmc.engine.data_blocks import CONTROL_VARIATES
-
-        return CONTROL_VARIATES, self.centre, self.centre_mean, 1, 0
-
-    def compiled_advanced(self, centre, centre_mean, calls):
-        self.evaluations += 2 * self.batch_size * calls  # the kernel counted its steps from 0
 
     def reset_estimator(self) -> None:
         """θ̂ stays (found once, deterministically); the count restarts after the centring."""
@@ -401,8 +368,6 @@ class SVRG(CentredGradients):
     def cost(self) -> dict:
         return {**super().cost(), "update_every": self.update_every}
 
-    compiled_data = CentredGradients._compiled_data
-
     def engine_functions(self):
         """The base's functions on rows with ``update_every`` (:func:`sgmcmc.engine.estimators.minibatch_gradient`'s
         SVRG), ``estimator_state`` (each chain's count of minibatch gradients, θ̂ and ḡ(θ̂), the engine's memory of
@@ -443,14 +408,7 @@ class SVRG(CentredGradients):
         self.evaluations += 2 * self.batch_size * (calls - self.calls) + self.n_data * renewals
         self.centre, self.centre_mean, self.calls = centre, centre_mean, calls
 
-    def compiled_estimator(self, n_chains):
-        from sgmcmc.engine.data_blocks import SVRG as SVRG_CODE
 
-        centre, centre_mean = self._chain_centres(n_chains)
-        return SVRG_CODE, centre, centre_mean, self.update_every, self.calls
-
-    def compiled_advanced(self, centre, centre_mean, calls):
-        self._advance_to(centre, centre_mean, calls)
 
 
 class ControlVariatesUnknownNoise(ControlVariates):

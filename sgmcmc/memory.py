@@ -10,13 +10,11 @@ What grows with chains × steps × d or chains × d² (every number 8 bytes):
 - the per-chain running covariance of the moments (:class:`~sgmcmc.observers.RunningMoments`, d ≤
   ``MOMENT_COVARIANCE_MAX_DIM``): its scatter matrix and the covariance written to moments.npz, 2 × n_chains × d²;
 - the running gradient-noise estimate Î of ``noise_estimate=running`` with ``running_form=full``: the state's Î and a
-  step's working matrices (the new Î, Σ̂ = c·Î, and then ε(2D − εΣ̂) and its factor or CCAdL's friction (ε/2)Σ̂; the
-  compiled data kernel's copy of Î and its two work matrices): at least 4 × n_chains × d² at the peak of a step
+  step's working matrices (the new Î, Σ̂ = c·Î, and then ε(2D − εΣ̂) and its factor or CCAdL's friction (ε/2)Σ̂):
+  at least 4 × n_chains × d² at the peak of a step
   (measured: CCAdL 4; the samplers that subtract Σ̂ from the injected noise 5, and 7 with ``noise_clip``);
 - the known V(θ) of a data target (``noise_estimate=known``): V and the matrix made from it in a step, at least
-  2 × n_chains × d²;
-- the compiled data kernel (:class:`~sgmcmc.engine.data_blocks.DataKernel`) without the running estimate: its
-  zero Î and two work matrices, 3 × n_chains × d².
+  2 × n_chains × d².
 
 The total is a lower bound (the temporaries of a gradient, of the noise draw and of the final scores come on top),
 so that the guard never refuses a run that would fit; a run that then runs out of memory fails with status
@@ -39,7 +37,6 @@ GIB = 2**30
 # the state's Î and a step's working copies of it, the fewest any sampler path holds at once (module docstring)
 RUNNING_FULL_MATRICES = 4
 KNOWN_DATA_NOISE_MATRICES = 2
-DATA_KERNEL_MATRICES = 3
 MOMENT_MATRICES = 2  # the scatter, and the covariance made from it for moments.npz
 
 
@@ -58,7 +55,6 @@ class RunShape:
     moment_covariance: bool = False  # per-chain covariance of the moments tracked (d ≤ MOMENT_COVARIANCE_MAX_DIM)
     running_full: bool = False  # noise_estimate=running, running_form=full
     known_data_noise: bool = False  # noise_estimate=known on a data target: V(θ) per chain
-    data_kernel: bool = False  # the compiled data kernel runs the steps
 
 
 @dataclass(frozen=True)
@@ -95,9 +91,6 @@ def big_arrays(shape: RunShape) -> list[ArrayEstimate]:
     if shape.running_full:
         arrays.append(ArrayEstimate(f"full running noise estimate ({RUNNING_FULL_MATRICES} x chains {c} x dim {d}^2)",
                                     RUNNING_FULL_MATRICES * matrices, ("run.n_chains", "sampler.running_form=diagonal")))
-    elif shape.data_kernel:
-        arrays.append(ArrayEstimate(f"data kernel matrices ({DATA_KERNEL_MATRICES} x chains {c} x dim {d}^2)",
-                                    DATA_KERNEL_MATRICES * matrices, ("run.n_chains",)))
     if shape.known_data_noise:
         arrays.append(ArrayEstimate(f"known gradient-noise covariance ({KNOWN_DATA_NOISE_MATRICES} x chains {c} x dim {d}^2)",
                                     KNOWN_DATA_NOISE_MATRICES * matrices,
@@ -108,8 +101,6 @@ def big_arrays(shape: RunShape) -> list[ArrayEstimate]:
 def run_shape(sampler, settings) -> RunShape:
     """The :class:`RunShape` of a built sampler (its target) and the run's checked ``run.*`` keys
     (:class:`~sgmcmc.config.RunOptions`)."""
-    from sgmcmc.engine.blocks import kernel_of
-    from sgmcmc.engine.data_blocks import DataKernel
     from sgmcmc.observers import MOMENT_COVARIANCE_MAX_DIM
     from sgmcmc.targets.data import DataTarget
 
@@ -122,7 +113,7 @@ def run_shape(sampler, settings) -> RunShape:
                         and type(sampler.target).noise_covariance in (DataTarget.noise_covariance, SVRG.noise_covariance))
     snapshots = snapshot_count(settings.n_steps, settings.snapshot_every, settings.snapshot_until)
     return RunShape(settings.n_chains, dim, settings.n_kept, snapshots, dim <= MOMENT_COVARIANCE_MAX_DIM,
-                    running_full, known_data_noise, isinstance(kernel_of(sampler), DataKernel))
+                    running_full, known_data_noise)
 
 
 def _keeps_full_estimate(sampler) -> bool:

@@ -104,16 +104,17 @@ def check_exploration(sampler: Sampler, schedule) -> None:
 
 
 def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.random.Generator, state, start: int,
-                   stops: Callable[[int], int], n_steps: int, stop_requested: Callable[[], bool] = lambda: False):
+                   stops: Callable[[int], int], n_steps: int, stop_requested: Callable[[], bool] = lambda: False,
+                   backend: str = "compiled"):
     """Run the chains from step ``start`` in blocks, yielding each :class:`~sgmcmc.engine.blocks.Block`; the block
     after step t ends at ``stops(t)``. Compiled where the sampler declares a kernel for its target (a
-    :class:`~sgmcmc.engine.data_blocks.DataKernel` runs a block itself, drawing its minibatches), else the numpy
+    :class:`~sgmcmc.engine.driver.Blocks` runs a block itself, drawing its minibatches), else the numpy
     steps. The exploration steps of a schedule with phases (``schedule.exploration``) run without the injected
     noise, on the engine's blocks (:meth:`~sgmcmc.engine.driver.Blocks.without_noise`) where the sampling runs there,
     else on the numpy steps (:meth:`~sgmcmc.samplers.base.Sampler.without_noise`), the same random numbers drawn
     either way, in blocks of their own marked ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
     before every block, and before every numpy step)."""
-    advance = kernel_of(sampler)  # a DataKernel and the engine's Blocks run a block themselves
+    advance = kernel_of(sampler, backend)  # the engine's Blocks run a block themselves
     check_exploration(sampler, schedule)
     explore = advance.without_noise() if isinstance(advance, Blocks) and sampler.can_explore() else None
     t = start
@@ -226,13 +227,14 @@ def run_chains(
                          earlier_wall_time + time.perf_counter() - start)
 
     due_step, due_time = checkpointer.next_due(outcome.steps_done) if checkpointer else (float("inf"), float("inf"))
-    size = block_steps(settings.n_chains, target.dim, kernel_of(sampler) is not None)
+    size = block_steps(settings.n_chains, target.dim, kernel_of(sampler, settings.backend) is not None)
     with workers_ignore_stop_signals():  # tqdm's monitor thread leaves SIGINT/SIGTERM to the main thread
         progress = ProgressObserver(trace, settings.n_steps, outcome.steps_done, enabled=settings.progress)
     clean_stop = False  # stopped by stop_requested between two steps: the state is consistent, checkpoint it
     try:
         blocks = iterate_blocks(sampler, schedule, rng, state, outcome.steps_done,
-                                lambda t: next_stop(t, settings, size, due_step, intervals), settings.n_steps, stop_requested)
+                                lambda t: next_stop(t, settings, size, due_step, intervals), settings.n_steps, stop_requested,
+                                settings.backend)
         for block in blocks:
             for observer in (*run_observers, *observers):
                 observer.update(block)

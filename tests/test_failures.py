@@ -141,17 +141,15 @@ def test_memory_estimate_against_a_hand_computation():
                       "run.n_chains=3"])
     built = build(config)
     shape = run_shape(built.sampler, built.settings)
-    assert shape.known_data_noise and not shape.running_full and not shape.data_kernel
+    assert shape.known_data_noise and not shape.running_full
     config = compose(["target=normal_gamma", "sampler=sgld", "sampler.noise_estimate=zero", "sampler.step_size=1e-4",
                       "run.n_chains=3"])
     built = build(config)
     shape = run_shape(built.sampler, built.settings)
-    assert not shape.data_kernel and not shape.known_data_noise
+    assert not shape.known_data_noise
     # HMC takes noise_estimate=running but keeps no Î in its state: nothing counted for it
     hmc = make_sampler("hmc", built.target, noise_estimate="running")
     assert not run_shape(hmc, built.settings).running_full
-    kernel = RunShape(n_chains=3, dim=2, n_kept=shape.n_kept, data_kernel=True)  # logistic regression's data kernel
-    assert {array.what.split(" (")[0]: array.nbytes for array in big_arrays(kernel)}["data kernel matrices"] == 3 * 3 * 4 * 8
     # a data target that keeps its V(θ) unknown (the BPMF's d = 204,666: its noise_covariance is None) has no d×d
     # matrix with noise_estimate=known
     from numpy.random import default_rng as make_rng

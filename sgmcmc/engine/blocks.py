@@ -3,9 +3,9 @@
 Two ways to run one, which give the same samples for the same random numbers:
 
 - :func:`numpy_block`, the reference: ``sampler.step`` once per step (any sampler, any target);
-- compiled, where the sampler runs on the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) or a data kernel
-  (:class:`sgmcmc.engine.data_blocks.DataKernel`): the block's random numbers are drawn with the run's Generator in
-  the order the numpy steps draw them, and one numba block advances all chains.
+- compiled, where the sampler runs on the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`): the block's random
+  numbers are drawn with the run's Generator in the order the numpy steps draw them, and one numba block advances all
+  chains.
 
 Both stop at the first step that leaves a non-finite state (status ``diverged``) or whose injected covariance is
 not positive semidefinite (status ``failed``), keeping the steps before it; the Generator has then moved on, and the
@@ -29,14 +29,13 @@ DIVERGED, FAILED = "diverged", "failed"
 COMPILED = True
 
 
-def kernel_of(sampler) -> "Optional[Blocks | DataKernel]":
-    """The sampler's compiled blocks for its target: the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) where
-    the target hands the engine its functions, or a :class:`~sgmcmc.engine.data_blocks.DataKernel` on a data target,
-    or None for the numpy steps (or when :data:`COMPILED` is off)."""
+def kernel_of(sampler, backend: str = "compiled") -> "Optional[Blocks]":
+    """The sampler's blocks for its target on ``backend`` (``run.backend``: compiled, or the same source as Python):
+    the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) where the target hands the engine its functions, or
+    None for the numpy steps (or when :data:`COMPILED` is off)."""
     if not COMPILED:
         return None
-    blocks = sampler.engine_blocks()
-    return blocks if blocks is not None else sampler.compiled_kernel()
+    return sampler.engine_blocks(backend)
 
 
 @dataclass

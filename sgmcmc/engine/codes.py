@@ -1,10 +1,8 @@
-"""The integer codes the compiled blocks take and return (:mod:`sgmcmc.engine.injection`, the data kernels of
-:mod:`sgmcmc.engine.data_kernels`); no numba here, so that declaring a block does not load it."""
+"""The integer codes the compiled blocks take and return (:mod:`sgmcmc.engine.injection`); no numba here, so that
+declaring a block does not load it."""
 
 # A chain's status after a step: fine, left the floating-point range, or its injected covariance was not PSD.
 OK, NON_FINITE, NOT_PSD = 0, 1, 2
-# The data kernels' orders of θ's and r's moves (:mod:`sgmcmc.engine.integrators` has the engine's own).
-SPLITTING, EULER, THETA_FIRST = 0, 1, 2
 # How the gradient-noise estimate V̂ enters the injected covariance: not at all, as its diagonal, or in full.
 NO_ESTIMATE, DIAGONAL_ESTIMATE, FULL_ESTIMATE = 0, 1, 2
 # Flags a step's clipped count carries besides the number of clipped eigenvalues (below CLIP_DRAW), for the clipped

@@ -92,9 +92,12 @@ class _ForceReuse:
         thermostat = isinstance(self, SGNHT)
         return integrators.ou_splitting, self.diffusion if thermostat else self.friction_coefficient, True, thermostat
 
-    def compiled_kernel(self):
-        """None: no data kernel (SGHMC's and SGNHT's take other steps); data targets run on the numpy steps."""
-        return None
+    def engine_functions(self):
+        """The target's functions; None for a data model with a boundary (Normal-Gamma: the numpy steps): the
+        reflection after each half move is not pinned to the numpy steps there, whose first kept gradient draws the
+        data target's own minibatch keys."""
+        functions = super().engine_functions()
+        return None if functions is None or ("row_gradients" in functions and "reflect" in functions) else functions
 
     def engine_carry(self):
         """The kept gradient ∇Ũ(θ_n), ``state.gradient``; a state without one gets it from :meth:`_first_gradient`."""

@@ -174,12 +174,6 @@ class Sampler(ABC):
         return getattr(self, f"_step_{self.integrator}")(rng, state, step_size)
 
     # -- compiled blocks (sgmcmc.engine) ---------------------------------------------------------------
-    def compiled_kernel(self):
-        """The data kernel of this sampler on a built-in data target (:class:`sgmcmc.engine.data_blocks.DataKernel`,
-        :meth:`compiled_data`), or None: the engine's blocks (:meth:`engine_blocks`) or the numpy steps (:meth:`step`,
-        the reference). Samplers with a data kernel override this."""
-        return None
-
     def engine_integrator(self) -> Optional[tuple]:
         """(the integrator of :mod:`sgmcmc.engine.integrators`, its constant or constants, whether the state has r, and
         ξ) that runs this sampler on the engine's blocks; None (the default) for none yet."""
@@ -288,16 +282,6 @@ class Sampler(ABC):
             return False
         # a method replaced on the instance (e.g. a test's deliberate bug): the numpy steps
         return not any(callable(value) for value in (*vars(self).values(), *vars(target).values()))
-
-    def compiled_data(self):
-        """The data target's compiled minibatch gradient (:class:`sgmcmc.engine.data_blocks.CompiledData`) when the
-        data kernel may run (:meth:`_kernel_declared` with ``compiled_data``), else None: the noise estimate is
-        ``zero`` or the full ``running`` one (the ``known`` V(θ) is a full-data pass, left to the numpy steps)."""
-        if not self._kernel_declared("compiled_data"):
-            return None
-        if self.noise_estimate == "known" or (self.noise_estimate == "running" and self.running_form != "full"):
-            return None
-        return self.target.compiled_data()
 
     # -- the recipe ---------------------------------------------------------------------------------
     def predicted_thermostat(self, theta: np.ndarray, step_size: float) -> Optional[float]:

@@ -54,16 +54,6 @@ class CCAdL(SGNHT):
         """Nothing: CCAdL injects √(2Ah)·N(0, I) and removes the gradient noise's heat by friction."""
         return None
 
-    def compiled_friction(self, covariance):
-        """(h/2)Σ̂ p with Σ̂ the known V (full, as :meth:`friction_matrix` applies it), or none for ``zero``."""
-        if covariance is None:
-            return 0, np.zeros((1, 1))
-        return 1, np.ascontiguousarray(covariance, dtype=float)
-
-    def subtracted_known_noise(self, covariance):
-        """Nothing (:meth:`subtracted_noise`)."""
-        return None
-
     def predicted_friction(self, estimate, step_size):
         """(h/2)Σ̂ (Algorithm 1 step 5)."""
         return 0.5 * step_size * estimate

@@ -31,12 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 from sgmcmc.engine import integrators
-from sgmcmc.engine.data_blocks import MOMENTUM, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal, diagonal_matrices
 from sgmcmc.state import SamplerState, StepInfo
-
-
 
 
 class MomentumRecipeSampler(Sampler):
@@ -125,19 +122,6 @@ class MomentumRecipeSampler(Sampler):
         """The engine's integrator of this order: :func:`~sgmcmc.engine.integrators.aboba`, else
         :func:`~sgmcmc.engine.integrators.momentum_friction`."""
         return integrators.aboba if self.integrator == "aboba" else integrators.momentum_friction
-
-    def data_friction(self):
-        """The constant friction C where S = I and γ = 0 (the built-in data targets' kernel,
-        :func:`sgmcmc.engine.data_kernels.data_block`), else None (the default)."""
-        return None
-
-    def compiled_kernel(self):
-        """On a built-in data target, where S = I, F = C·I and γ = 0, :func:`sgmcmc.engine.data_kernels.data_block`;
-        elsewhere the engine's blocks (:meth:`engine_blocks`)."""
-        friction = self.data_friction()
-        if friction is None or self.compiled_data() is None:
-            return None
-        return data_kernel(self, MOMENTUM, friction)
 
     # -- the recipe -------------------------------------------------------------------------------
     def unpack(self, z):

@@ -28,5 +28,3 @@ class SGHMC(MomentumRecipeSampler):
     def friction(self, theta):
         return np.full_like(theta, self.friction_coefficient)
 
-    def data_friction(self):
-        return self.friction_coefficient

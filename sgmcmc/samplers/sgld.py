@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 
 from sgmcmc.engine import integrators
-from sgmcmc.engine.data_blocks import LANGEVIN, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.state import SamplerState, StepInfo
@@ -35,13 +34,6 @@ class SGLD(Sampler):
 
     def engine_integrator(self):
         return integrators.langevin, 1.0, False, False
-
-    def compiled_kernel(self):
-        """On a built-in data target, :func:`sgmcmc.engine.data_kernels.data_block` (D = I); elsewhere the engine's
-        blocks (:meth:`engine_blocks`)."""
-        if self.compiled_data() is not None:
-            return data_kernel(self, LANGEVIN, 1.0)
-        return None
 
     def recipe(self):
         def identity(z):

@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from sgmcmc.engine import integrators
-from sgmcmc.engine.data_blocks import THERMOSTAT, data_kernel
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal
 from sgmcmc.samplers.linearised import mean_hessian, thermostat_fixed_point
@@ -91,24 +90,6 @@ class SGNHT(Sampler):
         momentum, estimate, clipped = self._momentum_update(rng, state, theta, step_size)
         xi = self._thermostat_update(state.xi, momentum, step_size)
         return self._state(theta, momentum, xi, estimate), StepInfo(clipped=clipped, reflected=reflected)
-
-    def compiled_friction(self, covariance):
-        """CCAdL's covariance-controlled friction for the kernel: (1, Σ̂) when it applies, else (0, unused)."""
-        return 0, np.zeros((1, 1))
-
-    def subtracted_known_noise(self, covariance):
-        """The V̂ the injected noise makes room for, given the known V̂ (:meth:`subtracted_noise`'s kernel form)."""
-        return covariance
-
-    def compiled_kernel(self):
-        """On a built-in data target, :func:`sgmcmc.engine.data_kernels.data_block` with the friction and the subtracted
-        noise of :meth:`compiled_friction` and :meth:`subtracted_known_noise` (SGNHT: ε(2A − εΣ̂); CCAdL: (ε/2)Σ̂r,
-        2εA); elsewhere the engine's blocks (:meth:`engine_blocks`)."""
-        if self.compiled_data() is None:
-            return None
-        probe = np.ones((self.target.dim, self.target.dim))
-        return data_kernel(self, THERMOSTAT, self.diffusion, friction=self.compiled_friction(probe)[0] == 1,
-                           subtract=self.subtracted_known_noise(probe) is not None)
 
     def predicted_thermostat(self, theta: np.ndarray, step_size: float):
         """Where ξ settles at step size ε, averaged over positions θ (m, d) (e.g. the kept samples).

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from sgmcmc.geometry import DiagonalMetric, IdentityMetric
+from sgmcmc.geometry import DiagonalMetric
 from sgmcmc.engine.integrators import PLAIN, WITHOUT_CORRECTION
 from sgmcmc.samplers.base import METRIC
 from sgmcmc.samplers.momentum_recipe import MomentumRecipeSampler
@@ -43,10 +43,6 @@ class SGRHMC(MomentumRecipeSampler):
     def engine_variant(self):
         """γ kept, or dropped where a subclass drops it (naive SGRHMC)."""
         return PLAIN if type(self).correction is SGRHMC.correction else WITHOUT_CORRECTION
-
-    def data_friction(self):
-        """G = I: SGHMC with C = 1 (γ = 0 either way)."""
-        return 1.0 if type(self.metric) is IdentityMetric else None
 
     def position_flow(self, theta, momentum, time):
         """The metric's flow of θ̇ = G(θ)^{-1/2} r (exact for the expanded mean, Runge–Kutta otherwise)."""

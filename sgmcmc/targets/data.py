@@ -116,20 +116,15 @@ class DataTarget(Target):
 
         The draw: ``keys = rng.random((n_chains, N))``, one uniform key per data point and chain; a chain's
         minibatch is the indices of its n smallest keys, a uniformly random n-subset, in ascending order (only the set
-        is random): ``np.sort(np.argpartition(keys, n − 1, axis=1)[:, :n], axis=1)``, taken in one compiled pass by
-        :func:`sgmcmc.engine.data_kernels.smallest_keys` (the data kernels' selection; ``tests/engine/
-        test_data_kernels.py`` checks it against a stable sort). When n = N every chain gets ``range(N)`` and nothing
-        is drawn from ``rng``.
+        is random): ``np.sort(np.argpartition(keys, n − 1, axis=1)[:, :n], axis=1)``. When n = N every chain gets
+        ``range(N)`` and nothing is drawn from ``rng``. (The engine's blocks draw n uniforms a step instead:
+        :func:`sgmcmc.engine.estimators.choose_rows`, the same law.)
         """
-        from sgmcmc.engine.data_kernels import smallest_keys  # (numba: loaded on the first minibatch)
-
         n_chains = int(n_chains)
         if self.batch_size == self.n_data:
             return np.tile(np.arange(self.n_data), (n_chains, 1))
-        keys = rng.random((1, n_chains, self.n_data))
-        index = np.empty((1, n_chains, self.batch_size), dtype=np.int64)
-        smallest_keys(keys, self.batch_size, index)
-        return index[0]
+        keys = rng.random((1, n_chains, self.n_data))[0]
+        return np.sort(np.argpartition(keys, self.batch_size - 1, axis=1)[:, :self.batch_size], axis=1)
 
     def minibatch_gradient(self, theta: np.ndarray, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
         """(∇Ũ(θ), per-example gradients of the minibatch), shapes (c, d) and (c, n, d).
@@ -151,12 +146,6 @@ class DataTarget(Target):
     def stochastic_gradient(self, theta, rng):
         """∇Ũ(θ) of :meth:`minibatch_gradient` (one minibatch draw), shape (c, d)."""
         return self.minibatch_gradient(theta, rng)[0]
-
-    def compiled_data(self):
-        """The compiled minibatch gradient (:class:`sgmcmc.engine.data_blocks.CompiledData`) that lets the samplers run
-        this target in compiled blocks; None (the default) keeps it on the numpy steps. Declared in the body of the
-        class whose gradients it reproduces (a subclass that inherits it runs on the numpy steps)."""
-        return None
 
     # -- full-data quantities ----------------------------------------------------------------------------
     def _all_gradients(self, theta: np.ndarray):

@@ -32,9 +32,6 @@ first, and every method returns one row per chain.
 - ``grad_log_likelihood(θ, index)`` → (n, b, dim), ∇log p(x_i | θ) of the examples ``index`` (n, b) (integers);
 - ``grad_log_prior(θ)`` → (n, dim);
 - optionally ``log_likelihood(θ, index)`` → (n, b) and ``log_prior(θ)`` → (n,) (U(θ) for HMC and the check);
-- optionally ``compiled_data(target)`` → :class:`sgmcmc.engine.data_blocks.CompiledData` (one of the compiled
-  likelihoods, built with ``sgmcmc.engine.data_blocks.compiled_data(kind, target, data, prior)``): the compiled
-  blocks; it is checked against ``grad_log_likelihood`` and ``grad_log_prior`` at θ₀.
 
 **A data model on rows** is the same, written so that the compiled blocks run it (no formula to name): per chain,
 on the rows of one array, with functions the compiler takes (plain numpy on arrays, or ``numba.njit`` functions; no
@@ -54,8 +51,8 @@ one line and takes the numpy steps. Everything else sees it through the contract
 ``dim`` (and ``n_data``) are positive integers, θ₀ (for two chain counts) and every value at θ₀ have the promised
 shape and are finite, the gradient agrees with central differences of the log density (or of the log-likelihood of
 up to 256 examples, and of the log prior) along random directions at θ₀ and near it (a warning says when a missing
-value method leaves it out), an exact density's grid is increasing and holds its mass 1, the metric is positive, and
-a data model's compiled likelihood agrees with its numpy one. Each failure is a :class:`UserModelError`, one line naming
+value method leaves it out), an exact density's grid is increasing and holds its mass 1, and the metric is positive.
+Each failure is a :class:`UserModelError`, one line naming
 ``target.model`` and what to fix. The samplers' D/Q checks then run on it as on every target
 (:func:`sgmcmc.experiment._check_at_start`). The model's file, as loaded, is copied into the run folder
 (``model.py``), and its SHA-256 in the checkpoints makes a resume with an edited file a one-line refusal.
@@ -341,12 +338,6 @@ class UserDataTarget(_UserTarget, DataTarget):
         return {"row_gradients": model.row_gradients, "prior_gradient": model.prior_gradient, "data": self.model.data,
                 "n_data": self.n_data}
 
-    def compiled_data(self):
-        """The model's ``compiled_data(target)`` where it gives one (checked at build), else None."""
-        if not hasattr(self.model, "compiled_data"):
-            return None
-        return self.model.compiled_data(self)
-
 
 class RowModel:
     """A data model in the compiled form (the module docstring's "A data model on rows"), seen through the
@@ -563,7 +554,6 @@ def check_model(target, rng: np.random.Generator) -> None:
     if np.any(scale <= 0):
         raise UserModelError(f"{target._where}: metric().inverse_sqrt must be positive at θ₀ (G(θ)^(-1/2) is a "
                              "positive diagonal)")
-    _check_compiled(target, theta)
 
 
 def _check_grid(target) -> None:
@@ -587,32 +577,3 @@ def _check_grid(target) -> None:
     if not abs(mass - 1.0) <= GRID_MASS_TOLERANCE:
         raise UserModelError(f"{target._where}: exact_log_density integrates to {mass:.4g} over histogram_edges(); it "
                              "must be normalised, and the edges must cover nearly all of its mass")
-
-
-def _check_compiled(target, theta: np.ndarray) -> None:
-    """The compiled likelihood a data model gives (``compiled_data``) against its numpy gradient at θ₀, over all the
-    data."""
-    if not isinstance(target, UserDataTarget):
-        return
-    try:
-        compiled = target.compiled_data()
-    except Exception as error:
-        raise UserModelError(f"{target._where}: compiled_data raised {_first_line(error)}") from None
-    if compiled is None:
-        return
-    from sgmcmc.engine.data_blocks import PLAIN, CompiledData
-    from sgmcmc.engine.data_kernels import minibatch_gradient
-
-    if not isinstance(compiled, CompiledData) or compiled.n_data != target.n_data or compiled.data.shape[0] != target.n_data:
-        raise UserModelError(f"{target._where}: compiled_data(target) must return "
-                             "sgmcmc.engine.data_blocks.compiled_data(kind, target, data, prior) over the N examples")
-    values = np.empty_like(theta)
-    work = np.empty((target.n_data, target.dim))
-    for chain in range(theta.shape[0]):
-        minibatch_gradient(compiled.kind, compiled.data, compiled.n_data, compiled.n_data, compiled.prior, PLAIN,
-                           np.zeros(target.dim), np.zeros(target.dim), np.ascontiguousarray(theta[chain]),
-                           np.zeros((1, 1, 1), dtype=np.int64), 0, 0, work, work, np.empty(target.dim), values[chain])
-    reference = target.gradient(theta)
-    if not np.allclose(values, reference, rtol=1e-8, atol=1e-8 * (1 + np.abs(reference).max())):
-        raise UserModelError(f"{target._where}: the compiled gradient disagrees with the numpy one at θ₀ (largest "
-                             f"difference {np.abs(values - reference).max():.3g}); the samples would depend on the path")

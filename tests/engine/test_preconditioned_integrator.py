@@ -241,12 +241,13 @@ def test_no_engine_blocks_where_they_do_not_apply():
     assert make_sampler("psgld", _NoOwnHessian()).engine_blocks(PYTHON) is None
     assert make_sampler("psgld_no_gamma", _NoOwnHessian()).engine_blocks(PYTHON) is not None
     assert make_sampler("psgld", _NoOwnHessian(), preconditioner="running").engine_blocks(PYTHON) is not None
-    # the generic recipe step, a target without engine functions, a data target (a full V̂ with the clip runs on the
-    # engine: the next test)
+    # the generic recipe step, a target without ∂²U/∂θ_i² (a full V̂ with the clip runs on the engine: the next test)
     assert make_sampler("psgld", make_target("double_well"), integrator="generic").engine_blocks(PYTHON) is None
     assert make_sampler("psgld", make_target("gaussian_mixture_25")).engine_blocks(PYTHON) is None
+    # a data target: the stationary preconditioner's D is a pass over all the data (numpy); the running one's is not
+    assert make_sampler("psgld", make_target("normal_gamma"), noise_estimate="zero").engine_blocks(PYTHON) is None
     data = make_sampler("psgld", make_target("normal_gamma"), preconditioner="running", noise_estimate="zero")
-    assert data.engine_blocks(PYTHON) is None and data.compiled_kernel() is None
+    assert data.engine_blocks(PYTHON) is not None
 
 
 def test_a_full_estimate_with_the_clip_equals_the_numpy_steps():

@@ -18,7 +18,8 @@ import pytest
 
 from sgmcmc.engine.blocks import DIVERGED, numpy_block
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
-from sgmcmc.runner import RunSettings, run_chains
+from sgmcmc.config import RunOptions
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
@@ -98,6 +99,7 @@ def test_sgld_reflects_where_the_numpy_steps_do_up_to_the_same_divergence():
     assert_same_block(reference, engine)
 
 
+@pytest.mark.validate  # a block compiled for this model and order (seconds): the long tier
 def test_the_compiled_block_reflects_as_its_python_source():
     """SGHMC theta_first (Shang et al. 2015 Eq. 14, as Table 1 runs it) compiled, with the running estimate."""
     sampler = make_sampler("sghmc", make_target("normal_gamma", data_seed=1), integrator="theta_first",
@@ -126,9 +128,7 @@ def test_samplers_on_normal_gamma_run_on_the_engine_and_a_target_without_boundar
 
 
 @pytest.mark.parametrize("sampler_config", [
-    pytest.param("sghmc_shang2015", marks=pytest.mark.xfail(strict=True, reason="its clipped full-covariance draw is "
-                                                            "not on the engine yet: the numpy steps")),
-    "sgnht_shang2015", "ccadl_shang2015"])
+    "sghmc_shang2015", "sgnht_shang2015", "ccadl_shang2015"])
 @pytest.mark.parametrize("population", ["false", "true"])
 def test_the_table1_samplers_run_on_the_engine(sampler_config, population):
     """The samplers of ccadl_table1 (Normal-Gamma) as their configs build them run on the engine's blocks."""
@@ -156,7 +156,7 @@ def test_a_run_on_the_engine_counts_its_reflections():
     (every step kept) hold."""
     sampler = make_sampler("sghmc", make_target("normal_gamma", data_seed=1), integrator="theta_first",
                            noise_estimate="zero")
-    settings = RunSettings(n_steps=150, n_chains=N_CHAINS, burn_in=0, eval_every=50, progress=False)
+    settings = RunOptions(n_steps=150, n_chains=N_CHAINS, burn_in=0, eval_every=50, progress=False, backend=PYTHON)
     outcome = run_chains(sampler, Constant(0.01), settings, np.random.default_rng(3),
                          theta0=np.tile([0.3, 0.01], (N_CHAINS, 1)))
     assert outcome.status == "completed" and outcome.reflections > 0

@@ -252,13 +252,15 @@ def test_run_chains_gives_the_same_samples_compiled_and_on_numpy_steps(name, mon
 
 
 def test_no_engine_blocks_where_they_do_not_apply():
-    """The generic integrator, a data target (bounded, Normal-Gamma) stay on the numpy steps; a V̂ with the clip runs on
-    the engine (diagonal here, full in the next test). No data kernel either (SGHMC's and SGNHT's take other steps)."""
+    """The generic integrator and a data target with a boundary (Normal-Gamma) stay on the numpy steps; a V̂ with the
+    clip runs on the engine (diagonal here, full in the next test), and so does a data model on all of R^d (Welling &
+    Teh's mixture)."""
     assert make_sampler("baoab", _target("double_well"), integrator="generic").engine_blocks(PYTHON) is None
     assert make_sampler("badodab", _target("double_well"), noise_clip=True).engine_blocks(PYTHON) is not None
     for name in SAMPLERS:
         sampler = make_sampler(name, make_target("normal_gamma"), noise_estimate="zero")
-        assert sampler.engine_blocks(PYTHON) is None and sampler.compiled_kernel() is None
+        assert sampler.engine_blocks(PYTHON) is None
+        assert make_sampler(name, make_target("welling_teh_mixture"), noise_estimate="zero").engine_blocks(PYTHON)
 
 
 @pytest.mark.parametrize("name", SAMPLERS)

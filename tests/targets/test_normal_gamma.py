@@ -194,7 +194,8 @@ def test_sghmc_on_the_engine_samples_the_exact_posterior():
     moves them by about 100%."""
     from sgmcmc.engine.blocks import kernel_of
     from sgmcmc.engine.driver import Blocks
-    from sgmcmc.runner import RunSettings, run_chains
+    from sgmcmc.config import RunOptions
+    from sgmcmc.runner import run_chains
     from sgmcmc.samplers import make_sampler
     from sgmcmc.schedules import Constant
 
@@ -203,7 +204,7 @@ def test_sghmc_on_the_engine_samples_the_exact_posterior():
     assert isinstance(kernel_of(sampler), Blocks)
     rng = np.random.default_rng(4)
     chains = 2000
-    settings = RunSettings(n_steps=400, n_chains=chains, burn_in=200, eval_every=10**9, progress=False)
+    settings = RunOptions(n_steps=400, n_chains=chains, burn_in=200, eval_every=10**9, progress=False)
     outcome = run_chains(sampler, Constant(0.005), settings, rng, theta0=target.exact_sample(chains, rng))
     assert outcome.status == "completed"
     mean, second = target.exact_moments()

@@ -20,6 +20,7 @@ from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
 from sgmcmc.config import ConfigError
+from sgmcmc.engine.driver import PYTHON
 from sgmcmc.experiment import build, run_experiment
 from sgmcmc.geometry import RationalMetric
 from sgmcmc.config import RunOptions
@@ -155,22 +156,6 @@ def test_example_from_the_command_line(tmp_path):
     assert (folder / "model.py").is_file() and (folder / "figures" / "trace.png").is_file()
     names = np.load(folder / "samples.npz")["parameter_names"]
     assert names.shape == (31,) and names[0] == "intercept" and names[-1] == "worst fractal dimension"
-
-
-def test_compiled_path_equals_the_numpy_path(monkeypatch):
-    """The example's compiled_data runs SGHMC on the LOGISTIC data kernel; with the kernels off (the numpy steps, which
-    call the model's own grad_log_likelihood) the samples agree to rounding."""
-    def run():
-        target = user_target(example_model())
-        sampler = make_sampler("sghmc", target, noise_estimate="zero")
-        return sampler, run_chains(sampler, Constant(0.002), RunOptions(n_steps=300, n_chains=3, burn_in=0, progress=False),
-                                   np.random.default_rng(5))
-
-    sampler, compiled = run()
-    assert sampler.compiled_kernel() is not None
-    monkeypatch.setattr("sgmcmc.engine.blocks.COMPILED", False)
-    _, reference = run()
-    np.testing.assert_allclose(compiled.samples, reference.samples, rtol=1e-9, atol=1e-11)
 
 
 # -- density models -------------------------------------------------------------------------------------------------
@@ -319,17 +304,6 @@ def test_bad_models_are_refused_with_one_line(model, message):
     assert text.startswith("target.model=m.py:M: ") and message in text and "\n" not in text
 
 
-def test_a_data_model_whose_compiled_gradient_disagrees_is_refused():
-    class BadCompiled(type(example_model())):
-        def compiled_data(self, target):
-            from sgmcmc.engine.data_blocks import LOGISTIC, compiled_data
-
-            return compiled_data(LOGISTIC, target, self.signed, prior=(2.0 * self.prior_variance,))
-
-    with pytest.raises(UserModelError, match="the compiled gradient disagrees with the numpy one"):
-        user_target(BadCompiled())
-
-
 def test_build_turns_a_bad_model_into_a_config_error(tmp_path):
     with pytest.raises(ConfigError, match=r"^target.model=.*: log_density is not finite at θ₀"):
         build(config({"model": f"{__name__}.NaNAtStart"}, {"name": "sgld", "step_size": 0.01}, tmp_path))
@@ -456,7 +430,7 @@ class LargeAtItsMode:
         return np.full((n_chains, 1), self.data.mean())
 
 
-class CallableExample(type(example_model())):
+class CallableRowModel(load_model_class(str(ROOT / "examples/robust_regression.py:RobustRegression"))):
     def __call__(self):
         return "a model may be callable"
 
@@ -484,7 +458,7 @@ def test_legitimate_models_are_not_refused_and_a_skipped_check_says_so(caplog):
 
 
 def test_a_callable_model_keeps_its_compiled_path():
-    assert make_sampler("sghmc", user_target(CallableExample()), noise_estimate="zero").compiled_kernel() is not None
+    assert make_sampler("sghmc", user_target(CallableRowModel(n_data=200)), noise_estimate="zero").engine_blocks(PYTHON)
 
 
 def test_settings_of_the_other_kind_of_model_are_refused():

@@ -141,7 +141,8 @@ def test_command_line_runs_sgld_on_the_mixture(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     command = [sys.executable, str(ROOT / "run.py"), "target=welling_teh_mixture", "sampler=sgld",
                "sampler.noise_estimate=zero", "sampler.step_size=0.001", "run.n_steps=200", "run.n_chains=4", "run.thin=1",
-               "run.burn_in=100", "run.eval_every=100", "run.progress=false", f"run.results_dir={tmp_path}"]
+               "run.burn_in=100", "run.eval_every=100", "run.progress=false", "run.backend=python",
+               f"run.results_dir={tmp_path}"]
     result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, env=env, timeout=300)
     assert result.returncode == 0, result.stderr
     folder = Path(result.stdout.strip().splitlines()[-1])
