@@ -173,18 +173,27 @@ def smoke_run(module, figure_id: str, tmp_path, monkeypatch, data, extra_args=()
 
 @contextmanager
 def one_thread(monkeypatch):
-    """One BLAS / OpenMP / numba thread, in this process for the ``with`` block and in the processes it starts (a paper
+    """One BLAS / OpenMP / numba thread, in this process for the ``with`` block and (BLAS, OpenMP) in the processes it starts (a paper
     experiment's sweeps inherit the environment; with ``--jobs 1`` they keep the default pools). The matrices are
     small, and on a busy machine a pool of threads runs them several times slower: SGHMC's clipped 100×100 draws in
     a sweep about 30 s instead of 1 s, the DRBM's test-set forward passes here about twice as long."""
+    import numba
     from threadpoolctl import threadpool_limits
 
     from experiments.common import THREAD_VARIABLES
 
+    # numba's pool, once launched, keeps its size, and a NUMBA_NUM_THREADS that changes under it is an error at numba's
+    # next compile in this process: its pool is limited by set_num_threads instead
     for name in THREAD_VARIABLES:
-        monkeypatch.setenv(name, "1")
-    with threadpool_limits(1):
-        yield
+        if name != "NUMBA_NUM_THREADS":
+            monkeypatch.setenv(name, "1")
+    previous = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(1):
+            yield
+    finally:
+        numba.set_num_threads(previous)
 
 
 class HierarchicalGaussian:
