@@ -173,8 +173,8 @@ def smoke_run(module, figure_id: str, tmp_path, monkeypatch, data, extra_args=()
 
 @contextmanager
 def one_thread(monkeypatch):
-    """One BLAS / OpenMP / numba thread, in this process for the ``with`` block and (BLAS, OpenMP) in the processes it starts (a paper
-    experiment's sweeps inherit the environment; with ``--jobs 1`` they keep the default pools). The matrices are
+    """One BLAS / OpenMP / numba thread, in this process for the ``with`` block and (BLAS, OpenMP) in the processes it
+    starts (a paper experiment's sweeps inherit the environment; with ``--jobs 1`` they keep the default pools). The matrices are
     small, and on a busy machine a pool of threads runs them several times slower: SGHMC's clipped 100×100 draws in
     a sweep about 30 s instead of 1 s, the DRBM's test-set forward passes here about twice as long."""
     import numba
