@@ -177,6 +177,7 @@ def exact_moments(target):
     return mean, variance
 
 
+@pytest.mark.validate  # Normal-Gamma's blocks with each estimator compiled for this test (seconds each)
 @pytest.mark.parametrize("sampler, params, estimator, step_size", [
     ("sgld", {}, "control_variates", 1e-3),
     ("sgld", {}, "svrg", 1e-3),

@@ -204,6 +204,7 @@ def _matches_posterior(target, samples) -> bool:
     return True
 
 
+@pytest.mark.validate  # Normal-Gamma's blocks compiled for this test alone (seconds each): make test took 643 s
 def test_ccadl_samples_the_exact_normal_gamma_posterior_at_small_step():
     """h = 0.001, A = 1: the exact posterior, and ξ at A."""
     target, outcome = _run("ccadl", 0.001, seed=0, n_steps=60000)
@@ -221,6 +222,7 @@ def test_a_factor_two_in_the_temperature_is_caught(monkeypatch):
     assert not _matches_posterior(target, outcome.samples.reshape(-1, 2))
 
 
+@pytest.mark.validate  # Normal-Gamma's blocks compiled for this test alone (seconds each): make test took 643 s
 def test_the_thermostat_absorbs_extra_injected_noise():
     """Adaptivity ([C] Prop. 2): injecting √(2·2h) noise with A = 2 moves ξ to 2, not the posterior."""
     target, outcome = _run("ccadl", 0.001, seed=0, n_steps=60000, diffusion=2.0)

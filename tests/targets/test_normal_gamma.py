@@ -185,6 +185,7 @@ def test_engine_functions_are_the_numpy_gradients_and_reflection(target):
         np.testing.assert_array_equal(theta, reflected)
 
 
+@pytest.mark.validate  # Normal-Gamma's blocks compiled for this test alone (seconds each): make test took 643 s
 def test_sghmc_on_the_engine_samples_the_exact_posterior():
     """SGHMC as Table 1 runs it (theta_first, minibatches of 10, the running noise estimate subtracted) in compiled
     blocks, 2,000 chains started from exact posterior draws, 400 steps at h = 0.005 with C = 20 (with C = 10 a first
