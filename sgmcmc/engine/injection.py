@@ -46,6 +46,15 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
                 clipped += 1
             out[j] = math.sqrt(value) * normals[1, j]
         return OK, clipped
+    return _full_draw(step_size, diffusion, scale, variance, clip, normals, out, square)
+
+
+@numba.njit(cache=True)
+def _full_draw(step_size, diffusion, scale, variance, clip, normals, out, square):
+    """The full V̂'s draw of :func:`inject`: Cholesky, or the eigendecomposition where clipped. Called, not inlined:
+    compiled once for every block (inlined, it added seconds to each block's compilation; a full V̂ costs O(d³) a step
+    anyway)."""
+    d = diffusion.shape[0]
     _covariance(step_size, diffusion, scale, variance, square)
     for j in range(d):
         pivot = square[j, j]
