@@ -142,11 +142,13 @@ class CountingGenerator:
 
 def normals_per_chain_step(sampler, n_chains: int = 3, steps: int = 10) -> float:
     """Standard normals one step of one chain draws, counted on two short :func:`run_chains` runs (``steps`` and
-    ``2·steps`` steps: the draws of the start cancel)."""
+    ``2·steps`` steps: the draws of the start cancel) on the blocks' Python backend, which draws what the compiled
+    blocks draw (:func:`sgmcmc.engine.driver.block_draws`) without compiling them."""
     counts = []
     for n_steps in (steps, 2 * steps):
         rng = CountingGenerator(np.random.default_rng(0))
-        settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=0, eval_every=n_steps + 1, progress=False)
+        settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=0, eval_every=n_steps + 1, progress=False,
+                              backend="python")
         run_chains(sampler, Constant(0.01), settings, rng, theta0=np.zeros((n_chains, sampler.target.dim)))
         counts.append(rng.normals)
     return (counts[1] - counts[0]) / (steps * n_chains)

@@ -32,35 +32,6 @@ class ScriptedNormals:
         return value.copy()
 
 
-class EngineDraws:
-    """Stands in for a numpy Generator in a data target's numpy steps, replaying what an engine block of K steps drew
-    (:func:`sgmcmc.engine.driver.block_draws`: the minibatches ``rows`` (K, c, n) and the normals (K, slots, c, d)):
-    ``random((1, c, N))``, a step's minibatch keys (:meth:`sgmcmc.targets.data.DataTarget.minibatch`), puts key 0 on
-    the step's rows and 1 elsewhere; ``standard_normal((c, d))``, the step's injected noise, is its slot 1 and ends the
-    step. ``draws(rng, ...)`` draws them as the block does, from a Generator of the same seed."""
-
-    def __init__(self, rows: np.ndarray, normals: np.ndarray):
-        self.rows, self.normals, self.step = rows, normals, 0
-
-    @classmethod
-    def draws(cls, rng, n_steps: int, n_chains: int, dim: int, n_data: int, batch_size: int) -> "EngineDraws":
-        from sgmcmc.engine.driver import block_draws
-
-        rows, normals, _ = block_draws(rng, n_steps, n_chains, dim, n_data=n_data, batch_size=batch_size)
-        return cls(rows, normals)
-
-    def random(self, size):
-        keys = np.ones(size)
-        keys[0, np.arange(size[1])[:, None], self.rows[self.step if self.rows.shape[0] > 1 else 0]] = 0.0
-        return keys
-
-    def standard_normal(self, size=None):
-        value = self.normals[self.step, 1]
-        assert value.shape == tuple(np.atleast_1d(size)), (value.shape, size)
-        self.step += 1
-        return value.copy()
-
-
 class EngineStream:
     """A numpy Generator as a data model's numpy steps call it, drawing what the engine's blocks draw for each step
     (:func:`sgmcmc.engine.driver.block_draws`), so that the numpy steps take the engine's steps: the minibatch keys

@@ -30,6 +30,7 @@ def test_the_guide_has_the_three_worked_paths():
     assert set(languages) <= {"bash", "python", "text"}  # text: output shown, not run
 
 
+@pytest.mark.validate  # runs the guide's three commands, one compiling a block in its own process: 43-67 s of make test
 def test_every_block_of_the_guide_runs(tmp_path, monkeypatch):
     for name in ("run.py", "configs", "examples"):
         (tmp_path / name).symlink_to(ROOT / name)

@@ -51,9 +51,9 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
 
 @numba.njit(cache=True)
 def _full_draw(step_size, diffusion, scale, variance, clip, normals, out, square):
-    """The full V̂'s draw of :func:`inject`: Cholesky, or the eigendecomposition where clipped. Called, not inlined:
-    compiled once for every block (inlined, it added seconds to each block's compilation; a full V̂ costs O(d³) a step
-    anyway)."""
+    """:func:`inject`'s draw with the full V̂: Cholesky, or the eigendecomposition where clipped. Called, not inlined:
+    compiled once for every block (inlined, it added seconds to each block's compilation); its O(d²) work a step
+    outweighs the call."""
     d = diffusion.shape[0]
     _covariance(step_size, diffusion, scale, variance, square)
     for j in range(d):
@@ -80,7 +80,7 @@ def _full_draw(step_size, diffusion, scale, variance, clip, normals, out, square
     return OK, CLIP_DRAW if clip else 0
 
 
-@numba.njit(cache=True, inline="always")
+@numba.njit(cache=True)
 def _diagonal(variance):
     """Whether every off-diagonal entry of V̂ is 0 (``sgmcmc.noise.is_diagonal``)."""
     for i in range(variance.shape[0]):

@@ -188,16 +188,15 @@ def test_svrg_blocks_are_the_numpy_steps_across_blocks(name, params):
     engine's paths, and the estimator's centres, count and cost afterwards, are the numpy steps' on the same draws."""
     from sgmcmc.engine.blocks import numpy_block
     from sgmcmc.samplers import make_sampler
-    from tests.helpers import EngineDraws
+    from tests.helpers import EngineStream
 
     samplers = [make_sampler(name, svrg(7), **params) for _ in range(2)]
     rng = np.random.default_rng(0)
     state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
     blocks = samplers[1].engine_blocks(PYTHON)
-    states, draws = [state, state], np.random.default_rng(1)
+    states, replay = [state, state], EngineStream(np.random.default_rng(1), BATCH)
     engine_rng = np.random.default_rng(1)
     for block in range(2):
-        replay = EngineDraws.draws(draws, 10, 3, DIM, N_DATA, BATCH)
         reference = numpy_block(samplers[0], replay, states[0], np.full(10, 0.01), 10 * block)
         engine = blocks(engine_rng, states[1], np.full(10, 0.01), 10 * block)
         assert reference.status is None and engine.status is None

@@ -1,6 +1,6 @@
 """Logistic regression (T8) on the engine's blocks, through the rows door (``LogisticRegression.engine_functions``):
 the blocks' samples are the numpy steps' on the same random numbers (the numpy steps replay what the block drew,
-:class:`tests.helpers.EngineDraws`), for every sampler and integrator the data kernels ran it with, the running
+:class:`tests.helpers.EngineStream`), for every sampler and integrator the data kernels ran it with, the running
 estimate (full and diagonal), the clipped draw, the not-PSD stop and a divergence. The blocks run as their Python
 source (the compiled block is that source: tests/engine/test_driver.py); the paper's samplers take the compiled
 engine. These replace tests/engine/test_data_blocks.py's logistic cases (the data kernels' LOGISTIC likelihood)."""
@@ -16,7 +16,7 @@ from sgmcmc.noise import clip_counters
 from sgmcmc.samplers import make_sampler
 from sgmcmc.targets.logistic_regression import (LogisticRegression, SyntheticLogistic, prior_gradient_of,
                                                 signed_row_gradients)
-from tests.helpers import EngineDraws
+from tests.helpers import EngineStream
 
 
 def logistic(n_data=200, dim=6, batch_size=20, seed=0, prior_variance=1.0, cls=LogisticRegression):
@@ -33,8 +33,7 @@ def both_paths(sampler, step_sizes, n_chains=3, seed=5):
     target = sampler.target
     rng = np.random.default_rng(seed)
     state = sampler.init(target.initial_position(n_chains, rng), rng)
-    draws = EngineDraws.draws(np.random.default_rng(seed + 1), step_sizes.size, n_chains, target.dim, target.n_data,
-                              target.batch_size)
+    draws = EngineStream(np.random.default_rng(seed + 1), target.batch_size)
     before = clip_counters.snapshot()
     reference = numpy_block(sampler, draws, state, step_sizes, start=0)
     middle = clip_counters.snapshot()
