@@ -8,8 +8,8 @@ compiles what every block shares (the driver's draws, the eigendecomposed draw).
 
 from __future__ import annotations
 
+import argparse
 import os
-import sys
 import tempfile
 import time
 
@@ -37,9 +37,10 @@ def compile_seconds(target_name: str, sampler_name: str) -> float:
 
 
 def main(argv=None) -> dict:
-    pairs = (sys.argv[1:] if argv is None else argv) or PAIRS
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("pairs", nargs="*", default=list(PAIRS), help="target:sampler pairs, in order")
     seconds = {}
-    for pair in pairs:
+    for pair in parser.parse_args(argv).pairs:
         target_name, sampler_name = pair.split(":")
         seconds[pair] = compile_seconds(target_name, sampler_name)
         print(f"{pair}: {seconds[pair]:.1f} s", flush=True)
