@@ -56,6 +56,9 @@ class RunOptions:
                              "run as plain Python (the readable reference: slow, but nothing to compile)", "compiled")
     figures: bool = _declared(boolean, "write figures/*.png", True)
     results_dir: str = _declared(string, "the folder of the run folders", "results/runs", resume_free=True)
+    block_seconds: float = _declared(real(0.0), "wall time of a block of steps at most, after the first (a stop "
+                                                "request waits for the block in progress; 0 = one step a block)", 0.5,
+                                     resume_free=True)
     # checkpoint and resume (sgmcmc.checkpoint)
     checkpoint_every_s: float = _declared(real(0.0), "seconds of wall time between checkpoints (0 = never)", 300.0,
                                           resume_free=True)

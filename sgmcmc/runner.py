@@ -79,11 +79,28 @@ def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
     return int(max(1, min(8192 if compiled else 64, 2**18 // max(1, n_chains * dim))))
 
 
-def next_stop(t: int, settings: RunOptions, size: int, due_step: float, intervals: Sequence[int] = ()) -> int:
-    """The end of the block that starts after step t: the next multiple of ``size``, trace row, end of burn-in,
-    periodic checkpoint, multiple of one of ``intervals`` (the target's Gibbs steps and predictions) or the last step,
-    whichever comes first."""
-    candidates = [(t // size + 1) * size, (t // settings.eval_every + 1) * settings.eval_every, settings.n_steps]
+class BlockPace:
+    """The steps of the next block at most: one for the first, then as many as ``seconds`` of wall time hold at the
+    pace of the last block (its steps and the observers'), at least one: a stop request waits for the block in
+    progress, so it waits about ``seconds`` (``run.block_seconds``), whatever a step costs."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.limit, self.started = float(seconds), 1, time.perf_counter()
+
+    def update(self, steps: int) -> None:
+        now = time.perf_counter()
+        elapsed, self.started = now - self.started, now
+        self.limit = max(1, int(self.seconds * steps / elapsed)) if elapsed > 0 else max(1, 2 * self.limit)
+
+
+def next_stop(t: int, settings: RunOptions, size: int, due_step: float, intervals: Sequence[int] = (),
+              limit: int = 2**62) -> int:
+    """The end of the block that starts after step t: the next multiple of ``size``, step t + ``limit`` (the pace's,
+    :class:`BlockPace`), end of burn-in, periodic checkpoint, multiple of one of ``intervals`` (the target's Gibbs
+    steps and predictions) or the last step, whichever comes first. The trace's rows do not end a block: the
+    observers see it in parts (:meth:`~sgmcmc.engine.blocks.Block.parts`); measured on examples/robust_regression.py
+    at 1 chain, blocks ended at every 100th step cost 2.5 µs a step on top of 4.9."""
+    candidates = [(t // size + 1) * size, t + limit, settings.n_steps]
     candidates += [(t // every + 1) * every for every in intervals]
     if settings.burn_in > t:
         candidates.append(settings.burn_in)
@@ -232,18 +249,23 @@ def run_chains(
         progress = ProgressObserver(trace, settings.n_steps, outcome.steps_done, enabled=settings.progress)
     clean_stop = False  # stopped by stop_requested between two steps: the state is consistent, checkpoint it
     try:
+        pace = BlockPace(settings.block_seconds)
         blocks = iterate_blocks(sampler, schedule, rng, state, outcome.steps_done,
-                                lambda t: next_stop(t, settings, size, due_step, intervals), settings.n_steps, stop_requested,
-                                settings.backend)
+                                lambda t: next_stop(t, settings, size, due_step, intervals, pace.limit),
+                                settings.n_steps, stop_requested, settings.backend)
         for block in blocks:
-            for observer in (*run_observers, *observers):
-                observer.update(block)
+            parts = block.parts(settings.eval_every)  # the observers see a block per trace row
+            for part in parts:
+                for observer in (*run_observers, *observers):
+                    observer.update(part)
+            block.state = parts[-1].state  # as an observer left it (the Gibbs step drops a kept gradient)
             state, outcome.steps_done = block.state, block.stop
             if block.status is not None:
                 outcome.status, outcome.error = block.status, block.error
                 (log.warning if block.status == DIVERGED else log.error)(outcome.error)
                 break
             progress.update(block)
+            pace.update(block.stop - block.start)
             t = block.stop
             if checkpointer is not None and (t >= due_step or time.perf_counter() >= due_time):
                 if t < settings.n_steps:  # the last step's state is the run's result, written next

@@ -137,7 +137,7 @@ def test_step_trigger_saves_every_k_steps_but_not_at_the_end(tmp_path):
 
 def test_time_trigger_and_a_failed_save_do_not_stop_the_run(tmp_path, monkeypatch, caplog):
     sampler = build("sgld", "gaussian_1d")
-    settings = RunOptions(n_steps=6, n_chains=2, burn_in=0, eval_every=1, progress=False)  # one step per block
+    settings = RunOptions(n_steps=6, n_chains=2, burn_in=0, eval_every=1, progress=False, block_seconds=0.0)  # one step per block
     checkpointer = Checkpointer(tmp_path, "hash", every_s=1e-9)  # due after every block
     run_chains(sampler, Constant(0.01), settings, np.random.default_rng(0), checkpointer=checkpointer)
     assert checkpointer.saves == 5
@@ -256,7 +256,7 @@ def test_stopped_and_resumed_run_equals_the_uninterrupted_run(case, stop_at, tmp
 
 
 def test_resume_into_a_run_of_another_shape_is_a_checkpoint_error(tmp_path):
-    settings = RunOptions(n_steps=20, n_chains=3, burn_in=5, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=20, n_chains=3, burn_in=5, eval_every=10, progress=False, block_seconds=0.0)
     _run("sgld-gaussian_1d", settings, folder=tmp_path, stop_at=8)
     checkpoint, _ = load_latest(tmp_path, "hash")
     with pytest.raises(CheckpointError, match="do not fit 4 chains"):

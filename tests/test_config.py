@@ -144,7 +144,7 @@ def test_the_run_options_defaults_are_config_yamls():
 
 def test_resume_free_keys_come_from_the_declarations():
     assert resume_free_keys() == {"run.resume", "run.checkpoint_every_s", "run.checkpoint_every_steps", "run.progress",
-                                  "run.results_dir", "cache_dir", "target.cache_dir"}
+                                  "run.results_dir", "run.block_seconds", "cache_dir", "target.cache_dir"}
 
 
 def test_every_registered_group_member_declares_its_keys_with_a_meaning():

@@ -279,7 +279,7 @@ def test_a_gibbs_step_drops_the_kept_gradient_of_the_old_hyperparameters(name):
                          np.random.default_rng(3), observers=[seen])
     assert outcome.status == "completed"
     records = {stop: rest for stop, *rest in seen.values}
-    assert set(records) == {7, 8}
+    assert {7, 8} <= set(records)  # the Gibbs step (every 7) ends a block
     kept, theta7, momentum7, values = records[7]
     assert kept is None
     precision = np.repeat(np.stack([values["precision_a"], values["precision_b"]], axis=1), 2, axis=1)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sgmcmc.config import RunOptions
+from sgmcmc.evaluation import Evaluator
 from sgmcmc.runner import RunningMoments, run_chains
 from sgmcmc.results import new_run_folder
 from sgmcmc.schedules import Constant
@@ -32,12 +33,30 @@ def test_burn_in_and_thinning_keep_the_right_steps():
 def test_interruption_keeps_what_the_run_had(name):
     sampler = build(name, "double_well")
     stop = RequestStopAt(30)
-    settings = RunOptions(n_steps=100, n_chains=4, burn_in=10, eval_every=10, progress=False)
+    # a stop request waits for the block in progress: blocks of one step each (block_seconds 0) stop right at it
+    settings = RunOptions(n_steps=100, n_chains=4, burn_in=10, eval_every=10, progress=False, block_seconds=0.0)
     outcome = run_chains(sampler, Constant(0.1), settings, np.random.default_rng(0), stop_requested=lambda: stop.requested,
                          observers=[stop])
     assert outcome.status == "interrupted" and outcome.steps_done == 30
     assert outcome.samples.shape == (4, 20, 1)
     assert [row["step"] for row in outcome.trace] == [10, 20, 30]
+
+
+@pytest.mark.parametrize("name", ["sghmc", "hmc"])  # a compiled and a numpy-step sampler
+def test_blocks_cut_at_every_step_give_the_same_run(name):
+    """The observers see a long block in parts at the trace's rows (Block.parts): the same samples, trace rows and
+    moments as a run whose blocks are one step each (block_seconds 0), where every row is a block's own end."""
+    runs = []
+    for seconds in (0.0, 60.0):
+        settings = RunOptions(n_steps=95, n_chains=3, burn_in=17, thin=4, eval_every=10, progress=False,
+                              block_seconds=seconds)
+        runs.append(run_chains(build(name, "double_well"), Constant(0.1), settings, np.random.default_rng(3),
+                               evaluator=Evaluator(build(name, "double_well").target)))
+    one_step, long = runs
+    np.testing.assert_array_equal(long.samples, one_step.samples)
+    np.testing.assert_array_equal(long.moments.mean, one_step.moments.mean)
+    assert [row["step"] for row in long.trace] == [10, 20, 30, 40, 50, 60, 70, 80, 90, 95]
+    assert long.trace == one_step.trace
 
 
 def test_divergence_stops_and_keeps_finite_samples():

@@ -24,6 +24,8 @@ from sgmcmc.recipe import RecipeError
 from sgmcmc.state import SamplerState
 
 DIVERGED, FAILED = "diverged", "failed"
+# the per-step paths of a Block, (c, m, …) each
+PATHS = ("theta", "momentum", "xi", "accept_probability", "clipped", "reflected")
 # False runs every sampler on its numpy steps: for tests that put a deliberate bug into a numpy step to show that a
 # statistical test catches it (the compiled kernels are pinned to the numpy steps, so what is caught there is caught).
 COMPILED = True
@@ -61,6 +63,28 @@ class Block:
     error: Optional[str] = None
     # steps of the cyclical schedule's exploration phase (no injected noise): the observers keep no samples of them
     exploring: bool = False
+
+    def parts(self, every: int) -> list["Block"]:
+        """This block cut after each multiple of ``every`` inside it (the trace's rows), as the blocks of a run cut
+        there: each part has its own steps' paths, and every part but the last a state of θ, r and ξ at its last
+        step (the carried vector and the running noise estimate are known at the block's end only). The last part
+        has the block's state, status and error; a block with no multiple of ``every`` inside it is ``[self]``."""
+        cuts = [*range((self.start // every + 1) * every, self.stop, every), self.stop]
+        if len(cuts) == 1:
+            return [self]
+        parts, first = [], self.start
+        for cut in cuts:
+            at = slice(first - self.start, cut - self.start)
+            paths = {name: None if getattr(self, name) is None else np.ascontiguousarray(getattr(self, name)[:, at])
+                     for name in PATHS}
+            state, status, error = self.state, self.status, self.error
+            if cut < self.stop:
+                state, status, error = SamplerState(*(None if paths[name] is None else paths[name][:, -1].copy()
+                                                      for name in ("theta", "momentum", "xi"))), None, None
+            parts.append(Block(first, cut, self.step_sizes[at], state=state, status=status, error=error,
+                               exploring=self.exploring, **paths))
+            first = cut
+        return parts
 
 
 def _finite(state: SamplerState) -> bool:

@@ -242,7 +242,8 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
             numbers = np.concatenate([[float(functions["n_data"]), CONTROL_VARIATES if centred else PLAIN, running,
                                        scale], np.ravel(functions["centre"]) if centred else [],
                                       np.ravel(functions["centre_mean"]) if centred else []]).astype(float)
-        return (static(minibatch_gradient), static(functions["row_gradients"]), static(functions["prior_gradient"]),
+        return (static(minibatch_gradient), static(functions["row_gradients"], inline=False),
+                static(functions["prior_gradient"], inline=False),
                 np.ascontiguousarray(functions["data"], dtype=float), numbers, static(no_potential))
     potential = functions.get("potential")
     if "gradient" in functions:
