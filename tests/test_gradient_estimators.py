@@ -232,7 +232,7 @@ def test_a_run_records_the_estimator_and_its_cost(gradient, tmp_path):
 def test_a_stopped_svrg_run_resumes_bit_identically(path, tmp_path):
     """Stopped after step 25 (between the renewals at gradients 21 and 28) and resumed from its checkpoint with
     another generator: samples, final state and cost equal an uninterrupted run's. On the numpy steps (Normal-Gamma,
-    the known V̂) and on the engine's blocks (logistic regression, whose blocks hand each chain's θ̂, ḡ(θ̂) and count
+    the known V̂, SGLD's generic recipe step) and on the engine's blocks (logistic regression, whose blocks hand each chain's θ̂, ḡ(θ̂) and count
     back to the estimator, which the checkpoint keeps)."""
     from sgmcmc.checkpoint import Checkpointer, load_latest
     from sgmcmc.engine.blocks import kernel_of
@@ -242,10 +242,12 @@ def test_a_stopped_svrg_run_resumes_bit_identically(path, tmp_path):
 
     # the engine's blocks as Python (the compiled block is that source: tests/engine/test_estimators.py)
     settings = RunOptions(n_steps=60, n_chains=3, burn_in=10, eval_every=20, progress=False, backend="python")
-    make, noise_estimate = (normal_gamma, "known") if path == "numpy" else (logistic, "zero")
+    make, noise_estimate, integrator = (normal_gamma, "known", "generic") if path == "numpy" else (logistic, "zero",
+                                                                                                   "euler")
 
     def run(stop_at=float("inf"), folder=None, resume=None, seed=4):
-        sampler = make_sampler("sgld", make_estimator("svrg", make(), update_every=7), noise_estimate=noise_estimate)
+        sampler = make_sampler("sgld", make_estimator("svrg", make(), update_every=7), noise_estimate=noise_estimate,
+                               integrator=integrator)
         assert isinstance(kernel_of(sampler, "python"), Blocks) == (path == "engine")
         stop = RequestStopAt(stop_at)
         checkpointer = Checkpointer(folder, "hash", every_steps=5) if folder is not None else None

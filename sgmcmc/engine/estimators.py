@@ -22,7 +22,9 @@ and cached on disk.
   centre θ̂ with ḡ(θ̂) = (1/N) Σ_j g_j(θ̂) (:data:`CONTROL_VARIATES`; Baker et al. 2019). With a running noise estimate
   (``numbers[2]`` = :data:`RUNNING_FULL` or :data:`RUNNING_DIAGONAL`; Shang et al. 2015 Eq. 18-19) the chain's
   ``memory`` = (t, Î_t) is updated with this minibatch's V_t = Σ_i (h_i − h̄)(h_i − h̄)ᵀ/(n − 1) (its diagonal),
-  Î_t = Î_{t−1} + (V_t − Î_{t−1})/t, and V̂ = c·Î_t written into ``variance`` (its diagonal), c = ``numbers[3]``.
+  Î_t = Î_{t−1} + (V_t − Î_{t−1})/t, and V̂ = c·Î_t written into ``variance`` (its diagonal), c = ``numbers[3]``;
+  with the known V(θ) (``numbers[2]`` = :data:`FULL_DATA`) V̂ = c·S_h²(θ), the covariance of the h_i over all N rows
+  (:meth:`~sgmcmc.targets.data.DataTarget.noise_covariance`, a pass over the data at every gradient).
   ``numbers`` = (N, estimator, running form, c, θ̂ (d), ḡ(θ̂) (d)). SVRG (:data:`SVRG`; Dubey et al. 2016) has each
   chain's own centre: ``numbers`` = (N, estimator, running form, c, update_every), and the chain's memory after the
   running estimate's (t, Î_t) holds (the count of its minibatch gradients, θ̂ (d), ḡ(θ̂) (d)); θ̂ is renewed at the
@@ -43,7 +45,7 @@ from sgmcmc.engine.static import call1, call2, call3, static
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
 PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
-NO_RUNNING, RUNNING_FULL, RUNNING_DIAGONAL = 0, 1, 2
+NO_RUNNING, RUNNING_FULL, RUNNING_DIAGONAL, FULL_DATA = 0, 1, 2, 3
 # the rows of one call of the model's per-example gradients in an SVRG renewal (a pass over all the data)
 FULL_CHUNK = 1024
 
@@ -101,6 +103,7 @@ def minibatch_gradient(source, theta, normals, rows, memory, out, variance):
     numbers, d = source[4], theta.shape[0]
     batch = gather(source[3], rows)
     examples = call2(source[1], theta, batch)
+    centre = theta  # θ̂ where the estimator has one
     if numbers[1] != PLAIN:
         if numbers[1] == SVRG:  # the chain's (count, θ̂, ḡ(θ̂)), θ̂ renewed here before every update_every-th gradient
             state = memory[running_size(numbers[2], d):]
@@ -118,7 +121,9 @@ def minibatch_gradient(source, theta, normals, rows, memory, out, variance):
     for i in range(n):
         for j in range(d):
             out[j] += examples[i, j]
-    if numbers[2] != NO_RUNNING:
+    if numbers[2] == FULL_DATA:
+        _full_data_covariance(source, theta, numbers[1] != PLAIN, centre, numbers[3], variance)
+    elif numbers[2] != NO_RUNNING:
         _running_estimate(numbers, examples, out, memory, variance)
     scale = numbers[0] / n
     for j in range(d):
@@ -161,6 +166,31 @@ def _renew_centre(source, theta, centre, centre_mean):
                 centre_mean[j] += chunk[i, j]
     for j in range(d):
         centre_mean[j] /= data.shape[0]
+
+
+@register_jitable
+def _full_data_covariance(source, theta, centred, centre, scale, variance):
+    """V̂ = c·S_h²(θ) into ``variance`` (d, d): S_h² = Σ_i (h_i − h̄)(h_i − h̄)ᵀ/(N − 1) over all N rows, h_i = g_i(θ),
+    or g_i(θ) − g_i(θ̂) where ``centred`` (the control variates' constant ḡ(θ̂) leaves it unchanged); summed in chunks
+    of rows about the first chunk's mean, as :meth:`~sgmcmc.targets.data.DataTarget.per_example_covariance` does."""
+    data, d = source[3], theta.shape[0]
+    n = data.shape[0]
+    shift, first, second = np.zeros(d), np.zeros(d), np.zeros((d, d))
+    for start in range(0, n, FULL_CHUNK):
+        batch = gather(data, np.arange(start, min(start + FULL_CHUNK, n)))
+        chunk = call2(source[1], theta, batch)
+        if centred:
+            chunk = chunk - call2(source[1], centre, batch)
+        if start == 0:
+            for j in range(d):
+                shift[j] = np.mean(chunk[:, j])
+        chunk = chunk - shift.reshape((1, d))
+        for j in range(d):
+            first[j] += np.sum(chunk[:, j])
+        second += np.dot(chunk.T, chunk)
+    for j in range(d):
+        for k in range(d):
+            variance[j, k] = scale * (second[j, k] - first[j] * first[k] / n) / (n - 1)
 
 
 @numba.njit(cache=True, inline="always")

@@ -18,7 +18,7 @@ import numpy as np
 
 from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
-from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, source_of
+from sgmcmc.engine.estimators import FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, source_of
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
                                        THETA_FIRST, langevin, momentum_friction, thermostat)
@@ -219,10 +219,11 @@ class Sampler(ABC):
         engine does not take, or the compiler refuses the model's functions (said in one line).
 
         Noise estimates: ``zero`` (nothing subtracted), on a density model ``known`` (its constant V, by its
-        diagonal or in full), and on a data model ``running`` with an integrator that takes one gradient a step
-        (:data:`RUNNING`: the estimator updates Î_t at every gradient), each with or without ``noise_clip``
-        (:func:`sgmcmc.engine.injection.inject`). On a data model the known V(θ) is a pass over all the data at every
-        step: the numpy steps. SVRG, too, runs only with an integrator of :data:`RUNNING` (its count of gradients)."""
+        diagonal or in full), and on a data model ``running`` and ``known`` (V(θ), a pass over all the data at every
+        gradient; nothing where the target keeps it unknown) with an integrator that takes one gradient a step
+        (:data:`RUNNING`: the estimator writes V̂ at every gradient), each with or without ``noise_clip``
+        (:func:`sgmcmc.engine.injection.inject`). SVRG, too, runs only with an integrator of :data:`RUNNING` (its
+        count of gradients)."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
         if (integrator is None or metric is None or self.integrator not in ORDERS
                 or not self._kernel_declared("engine_functions")):
@@ -235,13 +236,19 @@ class Sampler(ABC):
         step, constants, momentum, xi = integrator
         if "update_every" in functions and step not in RUNNING:  # SVRG counts one minibatch gradient a step
             return None
-        running = NO_RUNNING
-        if data and self.noise_estimate == "running" and step in RUNNING:
-            running = RUNNING_FULL if self.running_form == "full" else RUNNING_DIAGONAL
-            mode = FULL_ESTIMATE if running == RUNNING_FULL else DIAGONAL_ESTIMATE
-            variance = np.zeros((self.target.dim, self.target.dim))  # the estimator writes V̂ = c·Î_t at every step
-        elif self.noise_estimate in (("zero",) if data else ("zero", "known")):
-            mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" else
+        running, scale = NO_RUNNING, 0.0
+        knows_noise = type(self.target).noise_covariance is not Target.noise_covariance
+        if data and step in RUNNING and (self.noise_estimate == "running" or
+                                         (self.noise_estimate == "known" and knows_noise)):
+            if self.noise_estimate == "known":  # the estimator writes V̂ = V(θ) at every gradient
+                running, scale = FULL_DATA, float(self.target.noise_scale)
+            else:  # ... or V̂ = c·Î_t
+                running = RUNNING_FULL if self.running_form == "full" else RUNNING_DIAGONAL
+                scale = self.running_scale()
+            mode = DIAGONAL_ESTIMATE if running == RUNNING_DIAGONAL else FULL_ESTIMATE
+            variance = np.zeros((self.target.dim, self.target.dim))
+        elif self.noise_estimate == "zero" or (self.noise_estimate == "known" and not (data and knows_noise)):
+            mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" or data else
                                                     functions["noise_covariance"])
         else:
             return None
@@ -250,14 +257,14 @@ class Sampler(ABC):
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions))
         carry, prepare = self.engine_carry() or (None, None)
         d = self.target.dim
-        blocks = Blocks(static(step), source_of(functions, running, self.running_scale() if running else 0.0),
+        blocks = Blocks(static(step), source_of(functions, running, scale),
                         parameters,
                         (ORDERS[self.integrator], mode, int(self.noise_clip), self.engine_variant()),
                         np.broadcast_to(variance, (d, d)).copy(), momentum=momentum, xi=xi,
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
                         slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare,
-                        running=running, advanced=functions.get("advanced"),
+                        running=NO_RUNNING if running == FULL_DATA else running, advanced=functions.get("advanced"),
                         estimator_state=functions.get("estimator_state"),
                         estimator_size=int(functions.get("estimator_size", 0)),
                         replacement=bool(functions.get("replacement", False)),

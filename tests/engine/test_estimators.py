@@ -207,3 +207,47 @@ def test_svrg_blocks_are_the_numpy_steps_across_blocks(name, params):
     np.testing.assert_allclose(engine_estimator.centre, numpy_estimator.centre, rtol=1e-12)
     np.testing.assert_allclose(engine_estimator.centre_mean, numpy_estimator.centre_mean, rtol=1e-10, atol=1e-13)
     assert engine_estimator.cost() == numpy_estimator.cost()
+
+
+@pytest.mark.parametrize("centred", [False, True])
+def test_the_known_noise_is_the_covariance_over_all_the_rows(centred):
+    """``known`` V(θ) on a data model (FULL_DATA): V̂ = N(N − n)/n · S_h²(θ), S_h² numpy's covariance over all N rows of
+    h_i = g_i(θ), or g_i(θ) − g_i(θ̂) with the control variates; the gradient is the minibatch's, as without it."""
+    rng = np.random.default_rng(8)
+    theta, centre, rows = rng.standard_normal(DIM), rng.standard_normal(DIM), rng.choice(N_DATA, BATCH, replace=False)
+    known = source(estimators.FULL_DATA, centre if centred else None)
+    gradient, variance = estimate(known, theta, rows, np.zeros(0))
+    h = logistic_examples(theta, data()) - (logistic_examples(centre, data()) if centred else 0.0)
+    np.testing.assert_allclose(variance, SCALE * np.cov(h, rowvar=False), rtol=1e-12, atol=1e-15)
+    plain, _ = estimate(source(centre=centre if centred else None), theta, rows, np.zeros(0))
+    np.testing.assert_array_equal(gradient, plain)
+
+
+@pytest.mark.parametrize("name, estimator", [("sgld", None), ("sghmc", None), ("sgnht", None), ("sgld", "svrg")])
+def test_known_noise_blocks_are_the_numpy_steps(name, estimator):
+    """noise_estimate=known on logistic regression (V(θ) over all the rows at every gradient, subtracted from the
+    injected noise) in the engine's blocks: the numpy steps' paths on the same draws, in two blocks of 6 steps, for
+    the three integrators that take one gradient a step, and with SVRG's centres (update_every = 4)."""
+    from sgmcmc.engine.blocks import numpy_block
+    from sgmcmc.samplers import make_sampler
+    from sgmcmc.targets.logistic_regression import LogisticRegression
+    from tests.helpers import EngineStream
+
+    rows = data()
+
+    def target():
+        base = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
+        return base if estimator is None else svrg(4)
+
+    samplers = [make_sampler(name, target(), noise_estimate="known") for _ in range(2)]
+    blocks = samplers[1].engine_blocks(PYTHON)
+    assert isinstance(blocks, Blocks) and blocks.source[4][2] == estimators.FULL_DATA
+    rng = np.random.default_rng(0)
+    state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
+    states, replay, engine_rng = [state, state], EngineStream(np.random.default_rng(1), BATCH), np.random.default_rng(1)
+    for block in range(2):
+        reference = numpy_block(samplers[0], replay, states[0], np.full(6, 0.02), 6 * block)
+        engine = blocks(engine_rng, states[1], np.full(6, 0.02), 6 * block)
+        assert reference.status is None and engine.status is None
+        np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-10, atol=1e-12)
+        states = [reference.state, engine.state]

@@ -79,6 +79,8 @@ CASES = [
                    diffusion=10.0)),
     ("ccadl", dict(integrator="theta_first", diffusion=10.0)),
     ("ccadl", dict(integrator="euler", running_form="diagonal", diffusion=10.0)),
+    ("sghmc", dict(integrator="splitting", noise_estimate="known", friction=10.0)),
+    ("sgnht", dict(integrator="euler", noise_estimate="known", noise_clip=True, diffusion=10.0)),
 ]
 
 
@@ -110,15 +112,16 @@ def test_the_compiled_block_reflects_as_its_python_source():
 
 
 def test_samplers_on_normal_gamma_run_on_the_engine_and_a_target_without_boundary_reports_no_reflections():
-    """SGLD, SGHMC, SGNHT and CCAdL with a zero or running (full or diagonal) noise estimate run on the engine on
-    Normal-Gamma (the Python backend: the same decision without compiling); the known V(θ) (a pass over all the data) stays on the numpy steps. A target on all of R^d hands
-    over no reflection: its blocks report none, as its numpy steps."""
+    """SGLD, SGHMC, SGNHT and CCAdL with a zero, running (full or diagonal) or known (V(θ), a pass over all the data)
+    noise estimate run on the engine on Normal-Gamma (the Python backend: the same decision without compiling); their
+    generic recipe step stays on the numpy steps. A target on all of R^d hands over no reflection: its blocks report
+    none, as its numpy steps."""
     target = make_target("normal_gamma")
     for name in ("sgld", "sghmc", "sgnht", "ccadl"):
         for params in (dict(noise_estimate="zero"), dict(noise_estimate="running"),
-                       dict(noise_estimate="running", running_form="diagonal")):
+                       dict(noise_estimate="running", running_form="diagonal"), dict(noise_estimate="known")):
             assert isinstance(make_sampler(name, target, **params).engine_blocks(PYTHON), Blocks), (name, params)
-        assert make_sampler(name, target, noise_estimate="known").engine_blocks(PYTHON) is None
+        assert make_sampler(name, target, integrator="generic", noise_estimate="known").engine_blocks(PYTHON) is None
     sampler = make_sampler("sghmc", make_target("double_well"), noise_estimate="zero")
     blocks = sampler.engine_blocks(PYTHON)
     assert blocks.reflect is None

@@ -492,7 +492,7 @@ def test_a_resume_with_an_edited_model_file_is_refused(tmp_path):
 
     path = tmp_path / "model.py"
     path.write_text(MODEL_FILE.format(variance=1.0))
-    settings = RunOptions(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False)
+    settings = RunOptions(n_steps=40, n_chains=3, burn_in=10, eval_every=10, progress=False, block_seconds=0.0)
 
     def run(stop_at=None, resume=None, folder=None):
         target = make_user_target(f"{path}:Gaussian")
