@@ -186,22 +186,10 @@ def test_svrg_is_the_estimators_svrg_on_the_same_rows():
 def test_svrg_blocks_are_the_numpy_steps_across_blocks(name, params):
     """Two blocks of 10 steps with update_every = 7 (renewals inside both blocks and none at the second's start): the
     engine's paths, and the estimator's centres, count and cost afterwards, are the numpy steps' on the same draws."""
-    from sgmcmc.engine.blocks import numpy_block
     from sgmcmc.samplers import make_sampler
-    from tests.helpers import EngineStream
 
     samplers = [make_sampler(name, svrg(7), **params) for _ in range(2)]
-    rng = np.random.default_rng(0)
-    state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
-    blocks = samplers[1].engine_blocks(PYTHON)
-    states, replay = [state, state], EngineStream(np.random.default_rng(1), BATCH)
-    engine_rng = np.random.default_rng(1)
-    for block in range(2):
-        reference = numpy_block(samplers[0], replay, states[0], np.full(10, 0.01), 10 * block)
-        engine = blocks(engine_rng, states[1], np.full(10, 0.01), 10 * block)
-        assert reference.status is None and engine.status is None
-        np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-10, atol=1e-12)
-        states = [reference.state, engine.state]
+    assert_blocks_are_the_numpy_steps(samplers, 10, 0.01)
     numpy_estimator, engine_estimator = samplers[0].target, samplers[1].target
     assert engine_estimator.calls == numpy_estimator.calls == 20
     np.testing.assert_allclose(engine_estimator.centre, numpy_estimator.centre, rtol=1e-12)
@@ -231,7 +219,6 @@ def test_known_noise_blocks_are_the_numpy_steps(name, estimator):
     from sgmcmc.engine.blocks import numpy_block
     from sgmcmc.samplers import make_sampler
     from sgmcmc.targets.logistic_regression import LogisticRegression
-    from tests.helpers import EngineStream
 
     rows = data()
 
@@ -240,14 +227,24 @@ def test_known_noise_blocks_are_the_numpy_steps(name, estimator):
         return base if estimator is None else svrg(4)
 
     samplers = [make_sampler(name, target(), noise_estimate="known") for _ in range(2)]
-    blocks = samplers[1].engine_blocks(PYTHON)
-    assert isinstance(blocks, Blocks) and blocks.source[4][2] == estimators.FULL_DATA
+    assert samplers[1].engine_blocks(PYTHON).source[4][2] == estimators.FULL_DATA
+    assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
+
+
+def assert_blocks_are_the_numpy_steps(samplers, steps, step_size):
+    """Two blocks of ``steps`` steps: the engine's (the second sampler's, Python source) paths are the numpy steps'
+    (the first's) on the same draws (:class:`tests.helpers.EngineStream`), from 3 chains at the target's start."""
+    from sgmcmc.engine.blocks import numpy_block
+    from tests.helpers import EngineStream
+
     rng = np.random.default_rng(0)
     state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
+    blocks = samplers[1].engine_blocks(PYTHON)
+    assert isinstance(blocks, Blocks)
     states, replay, engine_rng = [state, state], EngineStream(np.random.default_rng(1), BATCH), np.random.default_rng(1)
     for block in range(2):
-        reference = numpy_block(samplers[0], replay, states[0], np.full(6, 0.02), 6 * block)
-        engine = blocks(engine_rng, states[1], np.full(6, 0.02), 6 * block)
+        reference = numpy_block(samplers[0], replay, states[0], np.full(steps, step_size), steps * block)
+        engine = blocks(engine_rng, states[1], np.full(steps, step_size), steps * block)
         assert reference.status is None and engine.status is None
         np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-10, atol=1e-12)
         states = [reference.state, engine.state]
