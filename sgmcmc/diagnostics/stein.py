@@ -30,16 +30,16 @@ change); :func:`final_ksd_metrics` is what a run writes into metrics.json.
 
 from __future__ import annotations
 
+import math
 import time
 from typing import NamedTuple, Optional
 
+import numba
 import numpy as np
 
 __all__ = ["imq_ksd", "imq_stein_kernel", "imq_stein_kernel_diagonal", "evenly_spaced_samples", "target_ksd",
            "TargetKSD", "final_ksd_metrics", "DATA_TARGET_MAX_POINTS"]
 
-# Entries of one (rows × n) block of the pairwise matrices: memory O(chunk · n), never O(n² · d).
-BLOCK_ENTRIES = 2**20
 # A data target's full-data gradient is a pass over its N data per point: its KSD is computed once, at the end, on at
 # most this many points (SPEC-free choice; a toy target's uses run.ksd_points).
 DATA_TARGET_MAX_POINTS = 100
@@ -108,19 +108,35 @@ def imq_ksd(samples, scores, c: float = 1.0, beta: float = -0.5, weights=None) -
     Returns
     -------
     float
-        The KSD (≥ 0; a round-off negative square is read as 0). Computed in row blocks of at most
-        ``BLOCK_ENTRIES`` pair entries, in a fixed order (the same bits for the same input).
+        The KSD (≥ 0; a round-off negative square is read as 0). Summed over the pairs i ≤ j (k0 is symmetric) in a
+        fixed order (the same bits for the same input), in memory O(n·d).
     """
     x, b, w = _checked(samples, scores, weights, c, beta)
     x = x - x.mean(axis=0)  # k0 depends on differences only; centring keeps ‖x − y‖² accurate
-    n = x.shape[0]
-    rows = max(1, BLOCK_ENTRIES // n)
+    return float(np.sqrt(max(_weighted_stein_sum(x, b, w, float(c), float(beta)), 0.0)))
+
+
+@numba.njit(cache=True)
+def _weighted_stein_sum(x, b, w, c, beta):
+    """Σ_ij w_i w_j k0(x_i, x_j) of Eq. K0, one pass over the pairs i ≤ j (each off-diagonal pair twice), with none
+    of the (n × n) temporaries of :func:`imq_stein_kernel` (a run's trace computes it at every row of W1)."""
+    n, d = x.shape
     total = 0.0
-    for start in range(0, n, rows):
-        stop = min(n, start + rows)
-        block = imq_stein_kernel(x[start:stop], b[start:stop], x, b, c, beta)
-        total += float(w[start:stop] @ block @ w)
-    return float(np.sqrt(max(total, 0.0)))
+    for i in range(n):
+        row = 0.0
+        for j in range(i, n):
+            squared, scores, difference = 0.0, 0.0, 0.0
+            for k in range(d):
+                r = x[i, k] - x[j, k]
+                squared += r * r
+                scores += b[i, k] * b[j, k]
+                difference += (b[j, k] - b[i, k]) * r
+            s = c * c + squared
+            power = 1.0 / math.sqrt(s) if beta == -0.5 else s ** beta  # the default β: no pow
+            value = power * scores + 2.0 * beta * power / s * (difference - d) - 4.0 * beta * (beta - 1.0) * power / (s * s) * squared
+            row += w[j] * value * (1.0 if j == i else 2.0)
+        total += w[i] * row
+    return total
 
 
 def evenly_spaced_samples(samples, max_points: int) -> np.ndarray:

@@ -94,16 +94,10 @@ def test_imq_ksd_equals_the_double_loop(d, c, beta):
     assert imq_ksd(x, b, c, beta) == pytest.approx(reference_ksd(x, b, c, beta), rel=1e-10)
     weights = rng.random(7)
     assert imq_ksd(x, b, c, beta, weights=weights) == pytest.approx(reference_ksd(x, b, c, beta, weights), rel=1e-10)
-    # the row blocks: one row at a time gives the same value
-    import sgmcmc.diagnostics.stein as stein
-
-    saved = stein.BLOCK_ENTRIES
-    try:
-        stein.BLOCK_ENTRIES = 1
-        assert imq_ksd(x, b, c, beta) == pytest.approx(reference_ksd(x, b, c, beta), rel=1e-10)
-    finally:
-        stein.BLOCK_ENTRIES = saved
-    # the diagonal formula
+    # the (m × n) matrix form, and the diagonal formula
+    uniform = np.full(7, 1 / 7)
+    assert np.sqrt(uniform @ imq_stein_kernel(x, b, x, b, c, beta) @ uniform) == pytest.approx(
+        reference_ksd(x, b, c, beta), rel=1e-10)
     np.testing.assert_allclose(imq_stein_kernel_diagonal(b, c, beta), np.diag(imq_stein_kernel(x, b, x, b, c, beta)),
                                rtol=1e-10)
 
