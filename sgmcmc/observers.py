@@ -358,7 +358,7 @@ class ProgressObserver:
 
     def update(self, block: Block) -> None:
         rows = self.trace.rows
-        if rows and rows[-1]["step"] == block.stop:
+        if rows and block.start < rows[-1]["step"] <= block.stop:  # a row of this block (its parts': Block.parts)
             for key, label in self.HEADLINES:
                 if key in rows[-1]:
                     self.bar.set_postfix({label: f"{rows[-1][key]:.4g}"}, refresh=False)

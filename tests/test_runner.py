@@ -59,6 +59,21 @@ def test_blocks_cut_at_every_step_give_the_same_run(name):
     assert long.trace == one_step.trace
 
 
+@pytest.mark.parametrize("integrator", ["euler", "generic"])  # the engine's blocks and the numpy steps
+def test_a_failure_right_after_a_trace_row_keeps_the_row(integrator):
+    """SGLD's step after row 20 fails (ε = NaN from step 21): the row at step 20 is written whether the blocks end
+    at every step or the run's one long block does (its part up to the row is clean, the failure a part of no steps)."""
+    def schedule(t):  # step t + 1's ε
+        return 0.1 if t < 20 else float("nan")
+
+    for seconds in (0.0, 60.0):
+        settings = RunOptions(n_steps=100, n_chains=3, burn_in=5, eval_every=10, progress=False, block_seconds=seconds)
+        sampler = build("sgld", "double_well", integrator=integrator)
+        outcome = run_chains(sampler, schedule, settings, np.random.default_rng(0), evaluator=Evaluator(sampler.target))
+        assert outcome.status in ("diverged", "failed") and outcome.steps_done == 20, (seconds, outcome.status)
+        assert [row["step"] for row in outcome.trace] == [10, 20], seconds
+
+
 def test_divergence_stops_and_keeps_finite_samples():
     sampler = build("sgld", "double_well")
     settings = RunOptions(n_steps=500, n_chains=200, burn_in=0, eval_every=100, progress=False)

@@ -68,17 +68,21 @@ class Block:
         """This block cut after each multiple of ``every`` inside it (the trace's rows), as the blocks of a run cut
         there: each part has its own steps' paths, and every part but the last a state of θ, r and ξ at its last
         step (the carried vector and the running noise estimate are known at the block's end only). The last part
-        has the block's state, status and error; a block with no multiple of ``every`` inside it is ``[self]``."""
+        has the block's state, status and error; a block with no multiple of ``every`` inside it is ``[self]``. A block
+        that failed in the step after a multiple of ``every`` ends with a part of no steps that has the failure, so
+        that the row's part is a clean one (as a block ended at the row and a next one that failed at once)."""
         cuts = [*range((self.start // every + 1) * every, self.stop, every), self.stop]
+        if self.status is not None and self.start < self.stop and self.stop % every == 0:
+            cuts.append(self.stop)
         if len(cuts) == 1:
             return [self]
         parts, first = [], self.start
-        for cut in cuts:
+        for number, cut in enumerate(cuts):
             at = slice(first - self.start, cut - self.start)
             paths = {name: None if getattr(self, name) is None else np.ascontiguousarray(getattr(self, name)[:, at])
                      for name in PATHS}
             state, status, error = self.state, self.status, self.error
-            if cut < self.stop:
+            if number < len(cuts) - 1:
                 state, status, error = SamplerState(*(None if paths[name] is None else paths[name][:, -1].copy()
                                                       for name in ("theta", "momentum", "xi"))), None, None
             parts.append(Block(first, cut, self.step_sizes[at], state=state, status=status, error=error,

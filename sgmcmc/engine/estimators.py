@@ -181,12 +181,14 @@ def _full_data_covariance(source, theta, centred, centre, scale, variance):
         chunk = call2(source[1], theta, batch)
         if centred:
             chunk = chunk - call2(source[1], centre, batch)
-        if start == 0:
-            for j in range(d):
-                shift[j] = np.mean(chunk[:, j])
+        if start == 0:  # loops, not np.mean and np.sum: numba's and numpy's sum in other orders
+            for i in range(chunk.shape[0]):
+                for j in range(d):
+                    shift[j] += chunk[i, j] / chunk.shape[0]
         chunk = chunk - shift.reshape((1, d))
-        for j in range(d):
-            first[j] += np.sum(chunk[:, j])
+        for i in range(chunk.shape[0]):
+            for j in range(d):
+                first[j] += chunk[i, j]
         second += np.dot(chunk.T, chunk)
     for j in range(d):
         for k in range(d):

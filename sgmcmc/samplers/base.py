@@ -24,6 +24,7 @@ from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER
                                        THETA_FIRST, langevin, momentum_friction, thermostat)
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
+from sgmcmc.gradient_estimators import SVRG
 from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
 from sgmcmc.schema import Key, boolean, choice, metric, optional, real
@@ -237,9 +238,13 @@ class Sampler(ABC):
         if "update_every" in functions and step not in RUNNING:  # SVRG counts one minibatch gradient a step
             return None
         running, scale = NO_RUNNING, 0.0
-        knows_noise = type(self.target).noise_covariance is not Target.noise_covariance
+        # a data model's known V(θ): the per-example covariance the estimator computes (DataTarget's, or SVRG's, which
+        # has it once each chain has a centre), or none at all (Target's: nothing subtracted); another (Welling and
+        # Teh's mixture: none, and with replacement) stays on the numpy steps
+        noise_covariance = type(self.target).noise_covariance
+        per_example = noise_covariance in (DataTarget.noise_covariance, SVRG.noise_covariance)
         if data and step in RUNNING and (self.noise_estimate == "running" or
-                                         (self.noise_estimate == "known" and knows_noise)):
+                                         (self.noise_estimate == "known" and per_example)):
             if self.noise_estimate == "known":  # the estimator writes V̂ = V(θ) at every gradient
                 running, scale = FULL_DATA, float(self.target.noise_scale)
             else:  # ... or V̂ = c·Î_t
@@ -247,7 +252,8 @@ class Sampler(ABC):
                 scale = self.running_scale()
             mode = DIAGONAL_ESTIMATE if running == RUNNING_DIAGONAL else FULL_ESTIMATE
             variance = np.zeros((self.target.dim, self.target.dim))
-        elif self.noise_estimate == "zero" or (self.noise_estimate == "known" and not (data and knows_noise)):
+        elif self.noise_estimate == "zero" or (self.noise_estimate == "known" and
+                                               (not data or noise_covariance is Target.noise_covariance)):
             mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" or data else
                                                     functions["noise_covariance"])
         else:

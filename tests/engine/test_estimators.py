@@ -231,6 +231,37 @@ def test_known_noise_blocks_are_the_numpy_steps(name, estimator):
     assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
 
 
+@pytest.mark.validate  # a block compiled for this model and estimator (seconds): the long tier
+def test_the_compiled_blocks_with_the_known_noise_are_their_python_source():
+    """SGNHT with the control variates' known V(θ) (each step a pass over all the rows): the compiled block gives the
+    Python source's bits (loops, not numba's np.sum, whose order differs from numpy's)."""
+    from sgmcmc.gradient_estimators import make_estimator
+    from sgmcmc.samplers import make_sampler
+    from sgmcmc.targets.logistic_regression import LogisticRegression
+
+    rows, paths = data(), []
+    for backend in (COMPILED, PYTHON):
+        target = make_estimator("control_variates", LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH))
+        sampler = make_sampler("sgnht", target, noise_estimate="known")
+        rng = np.random.default_rng(0)
+        state = sampler.init(target.initial_position(3, rng), rng)
+        block = sampler.engine_blocks(backend)(np.random.default_rng(1), state, np.full(12, 0.02), 0)
+        assert block.status is None
+        paths.append(block.theta)
+    np.testing.assert_array_equal(*paths)
+
+
+def test_known_noise_on_a_target_with_a_covariance_of_its_own_stays_on_the_numpy_steps():
+    """Welling and Teh's mixture draws its minibatches with replacement and keeps its V unknown (its noise_covariance
+    is None): ``known`` must not become the estimator's per-example covariance there."""
+    from sgmcmc.samplers import make_sampler
+    from sgmcmc.targets import make_target
+
+    target = make_target("welling_teh_mixture")
+    assert make_sampler("sgld", target, noise_estimate="known").engine_blocks(PYTHON) is None
+    assert isinstance(make_sampler("sgld", target, noise_estimate="zero").engine_blocks(PYTHON), Blocks)
+
+
 def assert_blocks_are_the_numpy_steps(samplers, steps, step_size):
     """Two blocks of ``steps`` steps: the engine's (the second sampler's, Python source) paths are the numpy steps'
     (the first's) on the same draws (:class:`tests.helpers.EngineStream`), from 3 chains at the target's start."""

@@ -113,15 +113,13 @@ def test_the_compiled_block_reflects_as_its_python_source():
 
 def test_samplers_on_normal_gamma_run_on_the_engine_and_a_target_without_boundary_reports_no_reflections():
     """SGLD, SGHMC, SGNHT and CCAdL with a zero, running (full or diagonal) or known (V(θ), a pass over all the data)
-    noise estimate run on the engine on Normal-Gamma (the Python backend: the same decision without compiling); their
-    generic recipe step stays on the numpy steps. A target on all of R^d hands over no reflection: its blocks report
-    none, as its numpy steps."""
+    noise estimate run on the engine on Normal-Gamma (the Python backend: the same decision without compiling). A
+    target on all of R^d hands over no reflection: its blocks report none, as its numpy steps."""
     target = make_target("normal_gamma")
     for name in ("sgld", "sghmc", "sgnht", "ccadl"):
         for params in (dict(noise_estimate="zero"), dict(noise_estimate="running"),
                        dict(noise_estimate="running", running_form="diagonal"), dict(noise_estimate="known")):
             assert isinstance(make_sampler(name, target, **params).engine_blocks(PYTHON), Blocks), (name, params)
-        assert make_sampler(name, target, integrator="generic", noise_estimate="known").engine_blocks(PYTHON) is None
     sampler = make_sampler("sghmc", make_target("double_well"), noise_estimate="zero")
     blocks = sampler.engine_blocks(PYTHON)
     assert blocks.reflect is None
