@@ -26,14 +26,14 @@ __all__ = ["inject", "finite_state", "OK", "NON_FINITE", "NOT_PSD", "NO_ESTIMATE
 
 
 @numba.njit(cache=True, inline="always")
-def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, square):
-    """N(0, ε(2D − ε T V̂ T)) from the standard normals ``normals[1]`` (a step's slots (slots, d), indexed in place: a
+def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, square, slot=1):
+    """N(0, ε(2D − ε T V̂ T)) from the standard normals ``normals[slot]`` (a step's slots (slots, d), indexed in place: a
     view costs reference counts) into ``out`` (d,); ``square`` (d, d) is scratch. Returns (status, the number of
     clipped variances)."""
     d = diffusion.shape[0]
     if mode == NO_ESTIMATE:
         for j in range(d):
-            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[1, j]
+            out[j] = math.sqrt(2.0 * step_size * diffusion[j]) * normals[slot, j]
         return OK, 0
     if mode == DIAGONAL_ESTIMATE or (clip and _diagonal(variance)):
         clipped = 0
@@ -44,14 +44,14 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
                     return NOT_PSD, 0
                 value = 0.0
                 clipped += 1
-            out[j] = math.sqrt(value) * normals[1, j]
+            out[j] = math.sqrt(value) * normals[slot, j]
         return OK, clipped
-    return _full_draw(step_size, diffusion, scale, variance, clip, normals, out, square)
+    return _full_draw(step_size, diffusion, scale, variance, clip, normals[slot], out, square)
 
 
 @numba.njit(cache=True)
-def _full_draw(step_size, diffusion, scale, variance, clip, normals, out, square):
-    """:func:`inject`'s draw with the full V̂: Cholesky, or the eigendecomposition where clipped. Called, not inlined:
+def _full_draw(step_size, diffusion, scale, variance, clip, z, out, square):
+    """:func:`inject`'s draw with the full V̂ from the standard normals ``z`` (d,): Cholesky, or the eigendecomposition where clipped. Called, not inlined:
     compiled once for every block (inlined, it added seconds to each block's compilation); its O(d²) work a step
     outweighs the call."""
     d = diffusion.shape[0]
@@ -64,7 +64,7 @@ def _full_draw(step_size, diffusion, scale, variance, clip, normals, out, square
             if not clip:
                 return NOT_PSD, 0
             _covariance(step_size, diffusion, scale, variance, square)
-            return OK, CLIP_DRAW + CLIP_FALLBACK + _eigen_draw(square, normals, out)
+            return OK, CLIP_DRAW + CLIP_FALLBACK + _eigen_draw(square, z, out)
         pivot = math.sqrt(pivot)
         square[j, j] = pivot
         for i in range(j + 1, d):
@@ -75,7 +75,7 @@ def _full_draw(step_size, diffusion, scale, variance, clip, normals, out, square
     for i in range(d):
         total = 0.0
         for k in range(i + 1):
-            total += square[i, k] * normals[1, k]
+            total += square[i, k] * z[k]
         out[i] = total
     return OK, CLIP_DRAW if clip else 0
 
@@ -101,16 +101,16 @@ def _covariance(step_size, diffusion, scale, variance, out):
 
 
 @numba.njit(cache=True)
-def _eigen_draw(covariance, normals, out):
+def _eigen_draw(covariance, z, out):
     """U diag(√λ⁺) z into ``out`` from covariance = U diag(λ) Uᵀ (numba's ``np.linalg.eigh``, LAPACK's routine as
-    numpy's), λ⁺ = max(λ, 0), z = ``normals[1]``; returns the number of negative eigenvalues. A non-finite covariance
+    numpy's), λ⁺ = max(λ, 0); returns the number of negative eigenvalues. A non-finite covariance
     (an overflowed running estimate) draws NaN: the step then diverges (numba's eigh refuses it)."""
     if not np.all(np.isfinite(covariance)):
         out[:] = math.nan
         return 0
     values, vectors = np.linalg.eigh(covariance)
     negative = values < 0
-    out[:] = np.dot(np.ascontiguousarray(vectors), np.sqrt(np.where(negative, 0.0, values)) * normals[1])
+    out[:] = np.dot(np.ascontiguousarray(vectors), np.sqrt(np.where(negative, 0.0, values)) * z)
     return int(np.sum(negative))
 
 
