@@ -3,9 +3,10 @@
 1. ``normals_per_second``: numpy's standard-normal draws per second (the random-number limit);
 2. ``chain_steps``: chain-steps per second of SGLD, SGHMC and SGNHT, and of issue 21's pSGLD (its stationary
    preconditioner, with Γ), BAOAB and BADODAB, on the double well with V = 4 through :func:`sgmcmc.runner.run_chains`
-   (the run loop itself, samples kept after half the steps, no trace rows), at 1 and 1,000 chains, as a fraction of
-   the normal draws (each step draws 2 normals per chain and dimension) and as the ratio of SGLD's rate at the same
-   chains in the same run to the sampler's (``cost_vs_sgld``: the cost per chain step against plain SGLD);
+   (the run loop itself, samples kept after half the steps, no trace rows; the least of 3 runs), at 1 and 1,000
+   chains, as a fraction of the normal draws (each step draws 2 normals per chain and dimension) and as the ratio of
+   SGLD's rate at the same chains in the same run to the sampler's (``cost_vs_sgld``: the cost per chain step against
+   plain SGLD);
 3. ``linear_cost``: wall time of ``run.py`` at its default settings (trace rows every 100 steps) for 10⁴ and 10⁵
    steps, 1 and 1,000 chains, minus the start-up (a 1-step run): the ratio should be about 10 (goal ≤ 10.5);
 4. ``startup``: wall time of ``python run.py run.n_steps=100 run.burn_in=0 run.n_chains=10`` (median of 5, kernels
@@ -49,18 +50,23 @@ def normals_per_second(size: int = 2**24, repeats: int = 3) -> float:
     return size / best
 
 
-def chain_steps_per_second(name: str, n_chains: int, n_steps: int) -> dict:
-    """One timed run of ``n_steps`` after a short warm-up (compilation), through the run loop."""
+def chain_steps_per_second(name: str, n_chains: int, n_steps: int, repeats: int = 1) -> dict:
+    """The least time of ``repeats`` runs of ``n_steps`` after a short warm-up (compilation), through the run loop
+    (the least: the first of several identical runs measured up to 25% slower than the others on a quiet machine)."""
     target = make_target("double_well", noise_variance=4.0)
     sampler = make_sampler(name, target, noise_estimate="zero")
     warm = RunOptions(n_steps=100, n_chains=n_chains, burn_in=0, eval_every=10**9, progress=False)
     run_chains(sampler, Constant(STEP_SIZE), warm, np.random.default_rng(1))
     settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 2, eval_every=10**9, progress=False)
-    start = time.perf_counter()
-    outcome = run_chains(sampler, Constant(STEP_SIZE), settings, np.random.default_rng(0))
-    elapsed = time.perf_counter() - start
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        outcome = run_chains(sampler, Constant(STEP_SIZE), settings, np.random.default_rng(0))
+        times.append(time.perf_counter() - start)
+    elapsed = min(times)
     return {"sampler": name, "target": "double_well", "noise_variance": 4.0, "n_chains": n_chains, "n_steps": n_steps,
-            "status": outcome.status, "seconds": elapsed, "chain_steps_per_second": n_steps * n_chains / elapsed}
+            "status": outcome.status, "seconds": elapsed, "repeat_seconds": times,
+            "chain_steps_per_second": n_steps * n_chains / elapsed}
 
 
 def _run_py(overrides: list[str], results: Path) -> float:
@@ -103,7 +109,7 @@ def main(argv=None) -> None:
     print(f"numpy standard normals: {normals / 1e6:.1f} M/s", flush=True)
     for name in SAMPLERS:
         for n_chains, n_steps in ((1, one_chain_steps), (1000, many_chain_steps)):
-            row = chain_steps_per_second(name, n_chains, n_steps)
+            row = chain_steps_per_second(name, n_chains, n_steps, 1 if args.quick else 3)
             row["fraction_of_normal_draws"] = row["chain_steps_per_second"] * 2 / normals
             sgld = next(r for r in report["chain_steps"] + [row] if r["sampler"] == "sgld" and r["n_chains"] == n_chains)
             row["cost_vs_sgld"] = sgld["chain_steps_per_second"] / row["chain_steps_per_second"]
