@@ -84,11 +84,14 @@ def blackjax_double_well(sampler: str, n_chains: int, n_steps: int, repeats: int
     return 1.0 / cell["chain_steps_per_second"]
 
 
-# workload -> (samplers, {chains: n steps}, quick {chains: n steps}, run.py arguments, blackjax seconds per chain-step)
+# workload -> (samplers, {chains: n steps}, quick {chains: n steps}, run.py arguments, blackjax seconds per chain-step).
+# The double well's n: with 5,000 steps the difference of the two runs (about 1 s) is of the order of a process's
+# start-up noise (SGLD's cell: 1.25x in results/bench/end-to-end-20261128-035425-5fb7bc66.json, 1.07x in
+# end-to-end-20261128-174407-3824d78a.json, the same code but the step loop's fixes); 20,000 makes it about 4 s.
 WORKLOADS = {
     "user_model": (("sgld", "sghmc"), {1: 100_000, 100: 2_000}, {1: 5_000, 100: 200}, user_model_arguments,
                    blackjax_user_model),
-    "double_well": (("sgld", "sghmc", "sgnht"), {1000: 5_000}, {1000: 500}, double_well_arguments,
+    "double_well": (("sgld", "sghmc", "sgnht"), {1000: 20_000}, {1000: 500}, double_well_arguments,
                     blackjax_double_well),
 }
 
