@@ -34,10 +34,14 @@ COMPILED, PYTHON = "compiled", "python"
 BACKENDS = (COMPILED, PYTHON)
 
 
-# error_model "numpy": a float divided by 0 gives ±inf or NaN (the step then fails as non-finite), as numpy's would,
-# instead of numba's default test and ZeroDivisionError at every division. Measured on the double well (1 chain), that
-# test's path left reference counts in the step loop: pSGLD took 270 ns a step with it, 90 ns without (its divisors
-# are positive: λ > 0 is a key's bound). The Python backend still raises where a divisor is 0.
+# error_model "numpy": a float divided by 0 gives ±inf or NaN, as the Python backend's numpy scalars do (with a
+# RuntimeWarning), instead of numba's default test and ZeroDivisionError at every division; an integer divided by 0
+# gives 0. Measured on the double well (1 chain), that test's path left reference counts in the step loop: pSGLD took
+# 270 ns a step with it, 90 ns without (its divisors are positive: λ > 0 is a key's bound). What the block inlines
+# (integrators, estimators, a target's functions) runs under this model; a compiled function it calls that sets no
+# model of its own takes the model of whichever caller compiled it first (numba's inherit_if_not_set), which matters
+# only at a divisor of 0. An inf or NaN that reaches θ, r, ξ, the carried vector or the estimator's state ends the
+# step as non-finite; one in V̂ makes the full draw's Cholesky fail (not PSD).
 @numba.njit(cache=True, error_model="numpy")
 def run_block(step, source, parameters, options, variance, theta0, momentum0, xi0, carry0, memory, normals, uniforms,
               rows, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path, reflected_path,

@@ -27,9 +27,9 @@ __all__ = ["inject", "finite_state", "OK", "NON_FINITE", "NOT_PSD", "NO_ESTIMATE
 
 @numba.njit(cache=True, inline="always")
 def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, square, slot=1):
-    """N(0, ε(2D − ε T V̂ T)) from the standard normals ``normals[slot]`` (a step's slots (slots, d), indexed in place: a
-    view costs reference counts) into ``out`` (d,); ``square`` (d, d) is scratch. Returns (status, the number of
-    clipped variances)."""
+    """N(0, ε(2D − ε T V̂ T)) from the standard normals ``normals[slot]`` (a step's slots (slots, d), indexed in place
+    on the elementwise paths: a view costs reference counts; the full draw, O(d²) a step, takes the view) into ``out``
+    (d,); ``square`` (d, d) is scratch. Returns (status, the number of clipped variances)."""
     d = diffusion.shape[0]
     if mode == NO_ESTIMATE:
         for j in range(d):
@@ -51,9 +51,9 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
 
 @numba.njit(cache=True)
 def _full_draw(step_size, diffusion, scale, variance, clip, z, out, square):
-    """:func:`inject`'s draw with the full V̂ from the standard normals ``z`` (d,): Cholesky, or the eigendecomposition where clipped. Called, not inlined:
-    compiled once for every block (inlined, it added seconds to each block's compilation); its O(d²) work a step
-    outweighs the call."""
+    """:func:`inject`'s draw with the full V̂ from the standard normals ``z`` (d,): Cholesky, or the
+    eigendecomposition where clipped. Called, not inlined: compiled once for every block (inlined, it added seconds to
+    each block's compilation); its O(d²) work a step outweighs the call."""
     d = diffusion.shape[0]
     _covariance(step_size, diffusion, scale, variance, square)
     for j in range(d):

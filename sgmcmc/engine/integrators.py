@@ -3,7 +3,8 @@
 
 Every integrator has the signature ``step(source, parameters, options, variance, θ, r, ξ, carry, memory, rows, ε,
 normals, uniform, gradient, noise, diffusion, scale, at, correction, square) -> (status, clipped, reflected,
-acceptance probability)`` and updates θ (d,), r (d,), ξ (1,), ``carry`` (m,) and ``memory`` in place:
+acceptance probability)`` and updates θ (d,), r (d,), ξ (1,), ``carry`` (m,) and ``memory`` in place (and may
+overwrite ``normals``, the step's scratch copy that the driver refills at every step: ou_splitting does):
 
 - ``carry``: the vector an integrator keeps from one step to the next besides θ, r and ξ (BAOAB's last gradient,
   pSGLD's RMSProp average; empty for the others), a :class:`~sgmcmc.state.SamplerState` field the driver hands over;
@@ -12,7 +13,7 @@ acceptance probability)`` and updates θ (d,), r (d,), ξ (1,), ``carry`` (m,) a
 - ``source``, ``rows`` and ``normals`` (slots, d): the gradient estimate ∇Ũ, written into ``gradient`` by
   ``call7(source[0], source, at, normals, rows, memory, gradient, variance)`` (:mod:`sgmcmc.engine.estimators`, which
   updates the chain's estimator state ``memory`` and, where it estimates its noise, writes V̂ into ``variance``);
-  ``normals[1]`` are the injected noise's standard normals (a trajectory hands each of its gradients and injections its own slots); U, where a
+  ``normals[1]`` are the injected noise's standard normals (ou_splitting's are ``normals[0]``; a trajectory hands each of its gradients and injections its own slots); U, where a
   Metropolis–Hastings test needs it, by ``call2(source[5], source, θ)``; ``uniform`` is the test's uniform;
 - ``source[-1]``, the target's reflection into its support, ``reflect(θ, r) -> count`` (appended by the driver; see
   :class:`sgmcmc.engine.driver.Blocks`): called on θ right after each move of θ, where the numpy steps call
@@ -160,8 +161,8 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, carry
             heat += momentum[j] * momentum[j]
     for j in range(d):  # the thermostat's friction ξ, in D's array (its A is no longer needed)
         diffusion[j] = xi[0]
-    # r'ᵀr' summed in _move's loop: measured on the double well (1 chain), SGNHT took 155 ns a step with a loop of
-    # its own here, 58 ns so
+    # r'ᵀr' summed in _move's loop, before the reflection (which only negates entries of r: the same sum): measured on
+    # the double well (1 chain), SGNHT took 155 ns a step with a loop of its own here, 53-58 ns so
     kinetic = _move(options[0], theta, momentum, gradient, scale, diffusion, correction, noise, step_size, at)
     if options[0] != THETA_FIRST:
         reflected = call2(source[-1], theta, momentum)
@@ -239,7 +240,8 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
     [D ξ₁ = ξ + (h/2)(r₁ᵀr₁/d − 1)]; O r₂ = e^{−hc} r₁ + N(0, 2hD' − h²V̂) with c = C (ξ₁) and
     D' = D(1 − e^{−2hc})/(2hc), D = C (A): the exact Ornstein–Uhlenbeck variance less the recipe's ε²B̂; [D ξ' = ξ₁ + (h/2)(r₂ᵀr₂/d − 1)];
     A θ' = θ₁ + (h/2)r₂; B r' = r₂ − (h/2)∇Ũ(θ'), ∇Ũ(θ') kept in ``carry``. The O step's normals are ``normals[0]``
-    and the gradient's ``normals[1]`` (the numpy step's order)."""
+    and the gradient's ``normals[1]`` (the numpy step's order), copied into slot 0 for the estimator once the O step
+    has read it."""
     d = theta.shape[0]
     half = 0.5 * step_size
     thermostat = options[0] == BADODAB
@@ -256,7 +258,8 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
     for j in range(d):
         diffusion[j] = parameters[3][0] * _ou_fraction(rate, step_size)  # C or A times the OU fraction at c
         scale[j] = 1.0
-    status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square, 0)
+    status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square,
+                             slot=0)
     if status != OK:
         return status, 0, reflected, 1.0
     heat = 0.0
