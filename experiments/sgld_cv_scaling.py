@@ -198,8 +198,8 @@ def main(argv=None) -> None:
              f"{', '.join(map(str, seeds))}, noise_estimate=zero (Welling–Teh's update). Differences from the paper: "
              "its experiments use real data sets (covertype, …) and the KSD and log loss; here the data come from a "
              "known model and the error is against a quadrature reference. Minibatches are drawn without replacement "
-             "(SPEC §4.8) in O(n) per chain (sgmcmc.targets.logistic_regression.SyntheticLogistic). Both methods run "
-             "on the numpy steps.")
+             "(SPEC §4.8), by Floyd's algorithm in O(n) per chain (sgmcmc.engine.estimators.choose_rows). Both methods "
+             "run on the engine's compiled blocks.")
     paper.write_summary(table, "SGLD-CV against SGLD as N grows (Baker et al. 2019)", notes, body=body)
     paper.finish({"sizes": sizes, "seeds": seeds, "budget": budget, "grid": list(grid)}, argv=argv)
     print("\n".join(verdicts(best)))

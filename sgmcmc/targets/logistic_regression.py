@@ -330,7 +330,7 @@ def logistic_synthetic(n_data: int = 10_000, dim: int = 3, batch_size: int = 100
                        weights=None, n_test: int = 1000, prior_variance: float = 1.0,
                        initial_scale: float = 0.01) -> LogisticRegression:
     """Bayesian logistic regression on data drawn from a known logistic model (the SGLD-CV scaling experiment,
-    Baker et al. 2019 §5; :class:`SyntheticLogistic`): features x_i ~ N(0, I_d), labels y_i = +1 with probability σ(w*ᵀx_i), else −1, with
+    Baker et al. 2019 §5): features x_i ~ N(0, I_d), labels y_i = +1 with probability σ(w*ᵀx_i), else −1, with
     w* = ``weights`` (default (1, −1/2, 1/4, …, (−1/2)^{d−1})); ``n_test`` more points drawn alike are the test set.
     One generator seeded by ``data_seed`` draws the training points, then the test points."""
     n_data = _check_count("n_data", n_data, 2)
@@ -347,17 +347,6 @@ def logistic_synthetic(n_data: int = 10_000, dim: int = 3, batch_size: int = 100
 
     features, labels = draw(n_data)
     test_features, test_labels = draw(n_test)
-    return SyntheticLogistic(features, labels, test_features, test_labels, batch_size=batch_size,
-                             prior_variance=prior_variance, initial_scale=initial_scale, name="logistic_synthetic")
+    return LogisticRegression(features, labels, test_features, test_labels, batch_size=batch_size,
+                              prior_variance=prior_variance, initial_scale=initial_scale, name="logistic_synthetic")
 
-
-class SyntheticLogistic(LogisticRegression):
-    """:class:`LogisticRegression` whose minibatches are drawn in O(n) per chain (``rng.choice(N, n, replace=False)``,
-    numpy's set-based draw for n ≪ N) instead of :meth:`DataTarget.minibatch`'s N keys per chain: the same law
-    (a uniformly random n-subset), another stream. At N = 10⁵ the keys cost more than the gradient. It runs on the
-    samplers' numpy steps (a subclass: the engine's blocks are :class:`LogisticRegression`'s own)."""
-
-    def minibatch(self, rng, n_chains):
-        if self.batch_size == self.n_data:
-            return np.tile(np.arange(self.n_data), (int(n_chains), 1))
-        return np.stack([rng.choice(self.n_data, self.batch_size, replace=False) for _ in range(int(n_chains))])

@@ -11,8 +11,8 @@ responsibility of the second component, ∇_θ log p(x_i | θ) = ((x_i − θ₁
 Stochastic gradient (Welling–Teh; SPEC §1 "Common"): a minibatch of ``batch_size`` = n indices per
 chain, drawn uniformly **with replacement** from the ``rng`` passed in (one ``integers`` call of shape
 (n_chains, n) per evaluation), ∇Ũ = ∇(−log p(θ)) − (N/n) Σ_{minibatch} ∇ log p(x_i | θ). The gradient
-noise is not Gaussian and depends on θ; ``noise_covariance`` returns None (unknown), so samplers run
-with ``noise_estimate: zero``. :meth:`minibatch_noise_covariance` gives its exact covariance for
+noise is not Gaussian and depends on θ; ``noise_covariance`` is :class:`~sgmcmc.targets.base.Target`'s None (unknown),
+so ``noise_estimate: known`` subtracts nothing, as ``zero`` does. :meth:`minibatch_noise_covariance` gives its exact covariance for
 diagnostics. The engine's blocks take the same estimator on rows (:meth:`WellingTehMixture.engine_functions`:
 :func:`row_gradients`, :func:`prior_gradient`, minibatches with replacement).
 
@@ -157,10 +157,6 @@ class WellingTehMixture(Target):
         indices = rng.integers(0, self.n_data, size=(theta.shape[0], self.batch_size))
         scale = self.n_data / self.batch_size
         return self.prior_gradient(theta) - scale * _datum_gradients_sum(theta, self.data[indices])
-
-    def noise_covariance(self, theta):
-        """Unknown to the samplers (None): run them with ``noise_estimate: zero``."""
-        return None
 
     def engine_functions(self) -> dict:
         """What the engine's blocks take (the rows door of :func:`sgmcmc.engine.estimators.source_of`): one datum a

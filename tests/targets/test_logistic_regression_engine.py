@@ -14,7 +14,7 @@ from sgmcmc.engine.blocks import DIVERGED, FAILED, kernel_of, numpy_block
 from sgmcmc.engine.driver import PYTHON, Blocks
 from sgmcmc.noise import clip_counters
 from sgmcmc.samplers import make_sampler
-from sgmcmc.targets.logistic_regression import (LogisticRegression, SyntheticLogistic, prior_gradient_of,
+from sgmcmc.targets.logistic_regression import (LogisticRegression, logistic_synthetic, prior_gradient_of,
                                                 signed_row_gradients)
 from tests.helpers import EngineStream
 
@@ -144,4 +144,12 @@ def test_the_papers_samplers_run_on_the_compiled_engine(config):
     tests/test_ccadl_fig2.py)."""
     name, params = config
     assert isinstance(kernel_of(make_sampler(name, logistic(), **params), PYTHON), Blocks)
-    assert kernel_of(make_sampler(name, logistic(cls=SyntheticLogistic), **params), PYTHON) is None
+    assert kernel_of(make_sampler(name, logistic(cls=OwnMinibatches), **params), PYTHON) is None
+    assert isinstance(kernel_of(make_sampler(name, logistic_synthetic(n_data=100), **params), PYTHON), Blocks)
+
+
+class OwnMinibatches(LogisticRegression):
+    """A subclass that draws its own minibatches (the engine's blocks would not): it stays on the numpy steps."""
+
+    def minibatch(self, rng, n_chains):
+        return np.stack([rng.choice(self.n_data, self.batch_size, replace=False) for _ in range(int(n_chains))])
