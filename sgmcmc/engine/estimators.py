@@ -1,13 +1,14 @@
 """The gradient estimators of the engine, one chain at a time: ∇Ũ(θ) from the functions a target hands over.
 
-An estimator is called through its *source*, a tuple ``(estimate, first, second, data, numbers, energy)``:
+An estimator is called through its *source*, a tuple ``(estimate, first, second, data, numbers, energy, noise)``:
 ``estimate(source, θ, normals, rows, memory, out, variance)`` writes ∇Ũ (d,) at θ (d,) into ``out``, where
 ``normals`` are the step's standard normal slots (slots, d) and ``rows`` the step's minibatch (indices into ``data``);
 ``memory`` (m,) is the chain's estimator state, carried from step to step and block to block (the running noise
 estimate's t and Î_t), and an estimator that estimates its noise writes V̂ into ``variance`` (d, d);
 ``energy(source, θ)`` is
 the exact U(θ) where the model hands it over (a Metropolis–Hastings test's; :func:`formula_potential`,
-:func:`density_potential`), else NaN (:func:`no_potential`). The target's functions are
+:func:`density_potential`), else NaN (:func:`no_potential`); ``noise(source, θ, memory, variance)`` writes the
+estimator's V̂ at θ without a gradient (:func:`minibatch_noise`; a constant or no V̂: :func:`no_noise`). The target's functions are
 :class:`~sgmcmc.engine.static.StaticFunction` values, so the block that calls them is compiled once per function
 and cached on disk.
 
@@ -195,6 +196,31 @@ def _full_data_covariance(source, theta, centred, centre, scale, variance):
             variance[j, k] = scale * (second[j, k] - first[j] * first[k] / n) / (n - 1)
 
 
+@numba.njit(cache=True)
+def no_noise(source, theta, memory, variance):
+    """The V̂ of a source whose noise estimate is a constant or none: ``variance`` left as it is."""
+    return
+
+
+@numba.njit(cache=True)
+def minibatch_noise(source, theta, memory, variance):
+    """V̂ of :func:`minibatch_gradient`'s estimate into ``variance``, for an integrator that needs it away from a
+    gradient (BAOAB's and BADODAB's O step): with the known V(θ) (``numbers[2]`` = :data:`FULL_DATA`) c·S_h²(θ) at
+    θ, a pass over the data (centred about the control variates' θ̂ where there is one); with a running estimate
+    c·Î_t of the chain's ``memory`` (its full form, or its diagonal); with none, nothing."""
+    numbers, d = source[4], theta.shape[0]
+    if numbers[2] == FULL_DATA:
+        centred = numbers[1] == CONTROL_VARIATES
+        _full_data_covariance(source, theta, centred, numbers[4:4 + d] if centred else theta, numbers[3], variance)
+    elif numbers[2] == RUNNING_FULL:
+        for j in range(d):
+            for k in range(d):
+                variance[j, k] = numbers[3] * memory[1 + j * d + k]
+    elif numbers[2] == RUNNING_DIAGONAL:
+        for j in range(d):
+            variance[j, j] = numbers[3] * memory[1 + j]
+
+
 @numba.njit(cache=True, inline="always")
 def running_size(running, d):
     """The running noise estimate's share of a chain's memory: (t, Î_t), 1 + d² (full) or 1 + d (diagonal), or 0."""
@@ -276,17 +302,20 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
                                       np.ravel(functions["centre_mean"]) if centred else []]).astype(float)
         return (static(minibatch_gradient), static(functions["row_gradients"], inline=False),
                 static(functions["prior_gradient"], inline=False),
-                np.ascontiguousarray(functions["data"], dtype=float), numbers, static(no_potential))
+                np.ascontiguousarray(functions["data"], dtype=float), numbers, static(no_potential),
+                static(minibatch_noise))
     potential = functions.get("potential")
+    constant_noise = static(no_noise)
     if "gradient" in functions:
         gradient = static(functions["gradient"])
         numbers = np.concatenate([[float(functions["sign"])], np.ravel(functions["noise_factor"])]).astype(float)
         if potential is None:  # the slot of U is not read: any function of the right kind fills it
-            return static(density_gradient), gradient, gradient, np.zeros(1), numbers, static(no_potential)
+            return (static(density_gradient), gradient, gradient, np.zeros(1), numbers, static(no_potential),
+                    constant_noise)
         return (static(density_gradient), gradient, static(potential), np.array([float(functions["potential_sign"])]),
-                numbers, static(density_potential))
+                numbers, static(density_potential), constant_noise)
     gradient = static(functions["gradient_into"])
     numbers = np.concatenate([[1.0], np.ravel(functions["noise_factor"])]).astype(float)
     return (static(formula_gradient), gradient, gradient if potential is None else static(potential),
             np.ascontiguousarray(functions["parameters"], dtype=float), numbers,
-            static(no_potential if potential is None else formula_potential))
+            static(no_potential if potential is None else formula_potential), constant_noise)

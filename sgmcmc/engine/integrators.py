@@ -12,7 +12,8 @@ overwrite ``normals``, the step's scratch copy that the driver refills at every 
 
 - ``source``, ``rows`` and ``normals`` (slots, d): the gradient estimate ∇Ũ, written into ``gradient`` by
   ``call7(source[0], source, at, normals, rows, memory, gradient, variance)`` (:mod:`sgmcmc.engine.estimators`, which
-  updates the chain's estimator state ``memory`` and, where it estimates its noise, writes V̂ into ``variance``);
+  updates the chain's estimator state ``memory`` and, where it estimates its noise, writes V̂ into ``variance``; its
+  V̂ alone, at a point, by ``call4(source[6], source, θ, memory, variance)``);
   ``normals[1]`` are the injected noise's standard normals (ou_splitting's are ``normals[0]``; a trajectory hands each of its gradients and injections its own slots); U, where a
   Metropolis–Hastings test needs it, by ``call2(source[5], source, θ)``; ``uniform`` is the test's uniform;
 - ``source[-1]``, the target's reflection into its support, ``reflect(θ, r) -> count`` (appended by the driver; see
@@ -239,7 +240,8 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
     from the previous step (``sgmcmc/samplers/baoab.py``): B r₁ = r − (h/2)∇Ũ(θ_n); A θ₁ = θ + (h/2)r₁;
     [D ξ₁ = ξ + (h/2)(r₁ᵀr₁/d − 1)]; O r₂ = e^{−hc} r₁ + N(0, 2hD' − h²V̂) with c = C (ξ₁) and
     D' = D(1 − e^{−2hc})/(2hc), D = C (A): the exact Ornstein–Uhlenbeck variance less the recipe's ε²B̂; [D ξ' = ξ₁ + (h/2)(r₂ᵀr₂/d − 1)];
-    A θ' = θ₁ + (h/2)r₂; B r' = r₂ − (h/2)∇Ũ(θ'), ∇Ũ(θ') kept in ``carry``. The O step's normals are ``normals[0]``
+    A θ' = θ₁ + (h/2)r₂; B r' = r₂ − (h/2)∇Ũ(θ'), ∇Ũ(θ') kept in ``carry``. V̂ is the source's at θ₁ (a data
+model's V(θ₁), or the running estimate after the kept gradient's minibatch; a density model's constant V). The O step's normals are ``normals[0]``
     and the gradient's ``normals[1]`` (the numpy step's order), copied into slot 0 for the estimator once the O step
     has read it."""
     d = theta.shape[0]
@@ -258,6 +260,7 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
     for j in range(d):
         diffusion[j] = parameters[3][0] * _ou_fraction(rate, step_size)  # C or A times the OU fraction at c
         scale[j] = 1.0
+    call4(source[6], source, theta, memory, variance)  # a data model's V̂ at θ₁, or its running estimate's
     status, clipped = inject(step_size, diffusion, scale, options[1], variance, options[2], normals, noise, square,
                              slot=0)
     if status != OK:

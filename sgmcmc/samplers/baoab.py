@@ -50,11 +50,13 @@ with ``noise_clip``. With ``zero`` nothing is subtracted: BAOAB then runs hot (r
 1 + hV/(2C)), while BADODAB's thermostat absorbs the noise: ξ settles near A + h·tr V/(2d) (:meth:`BADODAB.
 predicted_thermostat`), as Leimkuhler & Shang show for adaptive Langevin.
 
-**On the engine** (:meth:`_ForceReuse.engine_integrator`): on a density model that hands the engine its functions,
-with a known or no noise estimate, :func:`sgmcmc.engine.integrators.ou_splitting` runs these steps line for line,
-carrying the kept gradient from step to step and block to block (the driver's carried vector, ``state.gradient``);
-a state without one draws F(θ₀) with :meth:`_first_gradient` before the block's normals, as the numpy step draws it
-first. Elsewhere (data targets, a bounded target, the ``generic`` integrator) the engine runs :meth:`step`.
+**On the engine** (:meth:`_ForceReuse.engine_integrator`): on a model that hands the engine its functions,
+:func:`sgmcmc.engine.integrators.ou_splitting` runs these steps line for line, carrying the kept gradient from step
+to step and block to block (the driver's carried vector, ``state.gradient``); a state without one draws F(θ₀) with
+:meth:`_first_gradient` before the block's normals, as the numpy step draws it first. On a data model the O step's
+V̂ is the estimator's (:func:`sgmcmc.engine.estimators.minibatch_noise`): V(θ₁) for ``known``, c·Î_t for
+``running``. Elsewhere (SVRG, a data model with a bounded support, the ``generic`` integrator) the engine runs
+:meth:`step`.
 """
 
 from __future__ import annotations

@@ -21,7 +21,8 @@ from sgmcmc.engine.driver import COMPILED, Blocks
 from sgmcmc.engine.estimators import FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, source_of
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
-                                       THETA_FIRST, langevin, momentum_friction, thermostat)
+                                       THETA_FIRST, langevin, momentum_friction, ou_splitting,
+                                       preconditioned, thermostat)
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.gradient_estimators import SVRG
@@ -39,8 +40,13 @@ ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST, "a
           "trajectory": ALGORITHM_2, "baoab": BAOAB, "badodab": BADODAB}
 RUNNING_FORMS = ("full", "diagonal")
 # the integrators that take one gradient a step, and so update a running noise estimate once a step, as the numpy
-# steps do (Shang et al. 2015 Eq. 18: one minibatch covariance per step)
-RUNNING = (langevin, momentum_friction, thermostat)
+# steps do (Shang et al. 2015 Eq. 18: one minibatch covariance per step); pSGLD's on a data model, where it runs with
+# the running preconditioner only (PSGLD.engine_functions: the stationary one's second, exact, gradient is a density
+# model's)
+RUNNING = (langevin, momentum_friction, thermostat, preconditioned)
+# ... and those that also take a data model's V̂, known or running: the estimator writes it at every gradient, or, for
+# the O step of BAOAB and BADODAB, at a point of its own (sgmcmc.engine.estimators.minibatch_noise)
+ESTIMATED = (*RUNNING, ou_splitting)
 
 # The config keys of every sampler section (Sampler.config_keys) and those most samplers declare (Sampler.parameters).
 STEP_SIZE = Key(real(0.0, strict=True), "ε, or ε₀ of the schedule", required=True)
@@ -222,7 +228,8 @@ class Sampler(ABC):
         Noise estimates: ``zero`` (nothing subtracted), on a density model ``known`` (its constant V, by its
         diagonal or in full), and on a data model ``running`` and ``known`` (V(θ), a pass over all the data at every
         gradient; nothing where the target keeps it unknown) with an integrator that takes one gradient a step
-        (:data:`RUNNING`: the estimator writes V̂ at every gradient), each with or without ``noise_clip``
+        (:data:`RUNNING`: the estimator writes V̂ at every gradient) or BAOAB's and BADODAB's (:data:`ESTIMATED`), each
+        with or without ``noise_clip``
         (:func:`sgmcmc.engine.injection.inject`). SVRG, too, runs only with an integrator of :data:`RUNNING` (its
         count of gradients)."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
@@ -243,7 +250,7 @@ class Sampler(ABC):
         # Teh's mixture: none, and with replacement) stays on the numpy steps
         noise_covariance = type(self.target).noise_covariance
         per_example = noise_covariance in (DataTarget.noise_covariance, SVRG.noise_covariance)
-        if data and step in RUNNING and (self.noise_estimate == "running" or
+        if data and step in ESTIMATED and (self.noise_estimate == "running" or
                                          (self.noise_estimate == "known" and per_example)):
             if self.noise_estimate == "known":  # the estimator writes V̂ = V(θ) at every gradient
                 running, scale = FULL_DATA, float(self.target.noise_scale)

@@ -49,8 +49,9 @@ Config keys: ``alpha`` (α, the running average's decay per step, Li et al.'s 0.
 On the engine (:func:`sgmcmc.engine.integrators.preconditioned`, :meth:`PSGLD.engine_integrator`): on a density
 model that hands the engine its functions, both preconditioners, with the known or no noise estimate, integrator
 ``euler``, V_t carried in ``state.preconditioner``; the stationary preconditioner needs the target's constant V
-(``SyntheticTarget``) and, with Γ, its exact ∂²U/∂θ_i² handed over as ``hessian_diagonal_into``. Elsewhere (the data
-targets, ``integrator: generic``) the engine runs the numpy :meth:`step`.
+(``SyntheticTarget``) and, with Γ, its exact ∂²U/∂θ_i² handed over as ``hessian_diagonal_into``. On a data model the
+running preconditioner, with any noise estimate. Elsewhere (a data model's stationary preconditioner,
+``integrator: generic``) the engine runs the numpy :meth:`step`.
 """
 
 from __future__ import annotations

@@ -211,11 +211,13 @@ def test_the_known_noise_is_the_covariance_over_all_the_rows(centred):
     np.testing.assert_array_equal(gradient, plain)
 
 
-@pytest.mark.parametrize("name, estimator", [("sgld", None), ("sghmc", None), ("sgnht", None), ("sgld", "svrg")])
+@pytest.mark.parametrize("name, estimator", [("sgld", None), ("sghmc", None), ("sgnht", None), ("sgld", "svrg"),
+                                             ("psgld", None), ("psgld", "running")])
 def test_known_noise_blocks_are_the_numpy_steps(name, estimator):
     """noise_estimate=known on logistic regression (V(θ) over all the rows at every gradient, subtracted from the
     injected noise) in the engine's blocks: the numpy steps' paths on the same draws, in two blocks of 6 steps, for
-    the three integrators that take one gradient a step, and with SVRG's centres (update_every = 4)."""
+    the integrators that take one gradient a step (pSGLD's with the running preconditioner), and with SVRG's centres
+    (update_every = 4); pSGLD with the running noise estimate too."""
     from sgmcmc.engine.blocks import numpy_block
     from sgmcmc.samplers import make_sampler
     from sgmcmc.targets.logistic_regression import LogisticRegression
@@ -226,40 +228,122 @@ def test_known_noise_blocks_are_the_numpy_steps(name, estimator):
         base = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
         return base if estimator is None else svrg(4)
 
-    samplers = [make_sampler(name, target(), noise_estimate="known") for _ in range(2)]
-    assert samplers[1].engine_blocks(PYTHON).source[4][2] == estimators.FULL_DATA
+    params = dict(preconditioner="running", damping=1.0) if name == "psgld" else {}  # D ≤ 1: V̂ fits
+    estimate = "running" if estimator == "running" else "known"
+    if estimator == "running":
+        estimator = None
+    samplers = [make_sampler(name, target(), noise_estimate=estimate, **params) for _ in range(2)]
+    assert samplers[1].engine_blocks(PYTHON).source[4][2] == (estimators.RUNNING_FULL if estimate == "running" else
+                                                              estimators.FULL_DATA)
     assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
 
 
-@pytest.mark.validate  # a block compiled for this model and estimator (seconds): the long tier
-def test_the_compiled_blocks_with_the_known_noise_are_their_python_source():
-    """SGNHT with the control variates' known V(θ) (each step a pass over all the rows): the compiled block gives the
-    Python source's bits (loops, not numba's np.sum, whose order differs from numpy's)."""
+@pytest.mark.validate  # a block compiled for each integrator on this model (seconds): the long tier
+@pytest.mark.parametrize("name, params, centred, step_size", [
+    ("sgnht", dict(noise_estimate="known"), True, 0.02),
+    ("badodab", dict(noise_estimate="known"), True, 0.05),
+    ("baoab", dict(noise_estimate="running", running_form="diagonal"), False, 0.05)])
+def test_the_compiled_blocks_with_a_data_models_noise_estimate_are_their_python_source(name, params, centred,
+                                                                                        step_size):
+    """SGNHT with the control variates' known V(θ) (each step a pass over all the rows), and BADODAB's and BAOAB's O
+    step with the known V(θ₁) or the running diagonal estimate (one compiled block for ou_splitting and the model: the
+    noise estimate is in the source's numbers): the compiled block gives the Python source's bits (loops, not numba's
+    np.sum, whose order differs from numpy's)."""
     from sgmcmc.gradient_estimators import make_estimator
     from sgmcmc.samplers import make_sampler
     from sgmcmc.targets.logistic_regression import LogisticRegression
 
     rows, paths = data(), []
     for backend in (COMPILED, PYTHON):
-        target = make_estimator("control_variates", LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH))
-        sampler = make_sampler("sgnht", target, noise_estimate="known")
+        target = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
+        target = make_estimator("control_variates", target) if centred else target
+        sampler = make_sampler(name, target, **params)
         rng = np.random.default_rng(0)
         state = sampler.init(target.initial_position(3, rng), rng)
-        block = sampler.engine_blocks(backend)(np.random.default_rng(1), state, np.full(12, 0.02), 0)
+        block = sampler.engine_blocks(backend)(np.random.default_rng(1), state, np.full(12, step_size), 0)
         assert block.status is None
         paths.append(block.theta)
     np.testing.assert_array_equal(*paths)
 
 
-def test_known_noise_on_a_target_with_a_covariance_of_its_own_stays_on_the_numpy_steps():
-    """Welling and Teh's mixture draws its minibatches with replacement and keeps its V unknown (its noise_covariance
-    is None): ``known`` must not become the estimator's per-example covariance there."""
+def test_known_noise_on_a_target_that_keeps_it_unknown_subtracts_nothing():
+    """Welling and Teh's mixture draws its minibatches with replacement and keeps its V unknown (Target's
+    noise_covariance, None): ``known`` must not become the estimator's per-example covariance there, but take the
+    blocks of ``zero``: no V̂ in the injected noise, no noise estimate in the estimator."""
+    from sgmcmc.engine.injection import NO_ESTIMATE
     from sgmcmc.samplers import make_sampler
     from sgmcmc.targets import make_target
 
     target = make_target("welling_teh_mixture")
-    assert make_sampler("sgld", target, noise_estimate="known").engine_blocks(PYTHON) is None
-    assert isinstance(make_sampler("sgld", target, noise_estimate="zero").engine_blocks(PYTHON), Blocks)
+    known, zero = (make_sampler("sgld", target, noise_estimate=estimate).engine_blocks(PYTHON)
+                   for estimate in ("known", "zero"))
+    assert known.options == zero.options and known.options[1] == NO_ESTIMATE
+    assert known.source[4][2] == zero.source[4][2] == estimators.NO_RUNNING
+
+
+class OuSplittingStream:
+    """A numpy Generator as BAOAB's and BADODAB's numpy steps call it on a data model, drawing what the engine's blocks
+    draw for each step (the minibatch's uniforms (c, n), then the normals (2, c, d)): the step's first call, the O
+    step's ``standard_normal((c, d))``, draws both and returns slot 0; its minibatch keys ``random((1, c, N))`` are
+    then the engine's rows (:class:`tests.helpers.EngineStream`'s keys). A ``random`` call before any step (the first
+    kept gradient of a state without one, which the blocks draw from the run's Generator too) passes through."""
+
+    def __init__(self, rng: np.random.Generator, batch_size: int):
+        self.rng, self.batch_size, self.uniforms = rng, batch_size, None
+
+    def standard_normal(self, shape):
+        self.uniforms = self.rng.random((shape[0], self.batch_size))
+        return self.rng.standard_normal((2, *shape))[0]
+
+    def random(self, shape):
+        if self.uniforms is None:
+            return self.rng.random(shape)
+        _, n_chains, n_data = shape
+        rows = np.empty((1, n_chains, self.batch_size), dtype=np.int64)
+        estimators.choose_rows(self.uniforms[None], n_data, rows, np.zeros(n_data, dtype=np.bool_))
+        keys = np.ones(shape)
+        keys[0, np.arange(n_chains)[:, None], rows[0]] = 0.0
+        self.uniforms = None
+        return keys
+
+
+@pytest.mark.parametrize("name", ["baoab", "badodab"])
+@pytest.mark.parametrize("params", [dict(noise_estimate="known"), dict(noise_estimate="known", centred=True),
+                                    dict(noise_estimate="running"),
+                                    dict(noise_estimate="running", running_form="diagonal", noise_clip=True)])
+def test_ou_splitting_blocks_with_a_data_models_noise_estimate_are_the_numpy_steps(name, params):
+    """BAOAB and BADODAB on logistic regression with the known V(θ) (at θ₁, the O step's point: a pass over all the
+    rows, plain or about the control variates' centre) or the running estimate (the kept gradient's: c·Î_t) subtracted
+    in the O step: the engine's blocks (Python source) take the numpy steps' path on the same draws, over two blocks of
+    6 steps (the first kept gradient drawn by the numpy estimator before the first block)."""
+    from sgmcmc.engine.blocks import numpy_block
+    from sgmcmc.gradient_estimators import make_estimator
+    from sgmcmc.samplers import make_sampler
+    from sgmcmc.targets.logistic_regression import LogisticRegression
+
+    params, rows = dict(params), data()
+    centred = params.pop("centred", False)
+
+    def target():
+        base = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
+        return make_estimator("control_variates", base) if centred else base
+
+    samplers = [make_sampler(name, target(), **params) for _ in range(2)]
+    blocks = samplers[1].engine_blocks(PYTHON)
+    assert isinstance(blocks, Blocks)
+    rng = np.random.default_rng(0)
+    state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
+    states, replay, engine_rng = [state, state], OuSplittingStream(np.random.default_rng(1), BATCH), np.random.default_rng(1)
+    for block in range(2):
+        reference = numpy_block(samplers[0], replay, states[0], np.full(6, 0.05), 6 * block)
+        engine = blocks(engine_rng, states[1], np.full(6, 0.05), 6 * block)
+        assert reference.status is None and engine.status is None
+        np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(engine.momentum, reference.momentum, rtol=1e-10, atol=1e-12)
+        if params["noise_estimate"] == "running":
+            assert engine.state.noise_count == reference.state.noise_count == 6 * block + 7
+            np.testing.assert_allclose(engine.state.noise, reference.state.noise, rtol=1e-10, atol=1e-12)
+        states = [reference.state, engine.state]
 
 
 def assert_blocks_are_the_numpy_steps(samplers, steps, step_size):
