@@ -55,8 +55,8 @@ predicted_thermostat`), as Leimkuhler & Shang show for adaptive Langevin.
 to step and block to block (the driver's carried vector, ``state.gradient``); a state without one draws F(θ₀) with
 :meth:`_first_gradient` before the block's normals, as the numpy step draws it first. On a data model the O step's
 V̂ is the estimator's (:func:`sgmcmc.engine.estimators.minibatch_noise`): V(θ₁) for ``known``, c·Î_t for
-``running``. Elsewhere (SVRG, a data model with a bounded support, the ``generic`` integrator) the engine runs
-:meth:`step`.
+``running``; on a bounded support (Normal-Gamma) the target's reflection after each half move. Elsewhere (SVRG, the
+``generic`` integrator) the engine runs :meth:`step`.
 """
 
 from __future__ import annotations
@@ -93,13 +93,6 @@ class _ForceReuse:
         """:func:`~sgmcmc.engine.integrators.ou_splitting` with C (BAOAB) or A and ξ (BADODAB)."""
         thermostat = isinstance(self, SGNHT)
         return integrators.ou_splitting, self.diffusion if thermostat else self.friction_coefficient, True, thermostat
-
-    def engine_functions(self):
-        """The target's functions; None for a data model with a boundary (Normal-Gamma: the numpy steps): the
-        reflection after each half move is not pinned to the numpy steps there, whose first kept gradient draws the
-        data target's own minibatch keys."""
-        functions = super().engine_functions()
-        return None if functions is None or ("row_gradients" in functions and "reflect" in functions) else functions
 
     def engine_carry(self):
         """The kept gradient ∇Ũ(θ_n), ``state.gradient``; a state without one gets it from :meth:`_first_gradient`."""

@@ -310,21 +310,30 @@ class OuSplittingStream:
 @pytest.mark.parametrize("name", ["baoab", "badodab"])
 @pytest.mark.parametrize("params", [dict(noise_estimate="known"), dict(noise_estimate="known", centred=True),
                                     dict(noise_estimate="running"),
-                                    dict(noise_estimate="running", running_form="diagonal", noise_clip=True)])
+                                    dict(noise_estimate="running", running_form="diagonal", noise_clip=True),
+                                    dict(noise_estimate="zero", normal_gamma="reflected"),
+                                    dict(noise_estimate="known", normal_gamma="inside"),
+                                    dict(noise_estimate="running", normal_gamma="inside")])
 def test_ou_splitting_blocks_with_a_data_models_noise_estimate_are_the_numpy_steps(name, params):
     """BAOAB and BADODAB on logistic regression with the known V(θ) (at θ₁, the O step's point: a pass over all the
     rows, plain or about the control variates' centre) or the running estimate (the kept gradient's: c·Î_t) subtracted
-    in the O step: the engine's blocks (Python source) take the numpy steps' path on the same draws, over two blocks of
-    6 steps (the first kept gradient drawn by the numpy estimator before the first block)."""
+    in the O step, and on Normal-Gamma (a data model on γ > 0): from a start whose first half move crosses γ = 0 in two
+    of the three chains (its reflection, V̂ none: near γ = 0 the known V leaves no PSD room at these steps), or from the
+    target's own start with V̂: the engine's blocks (Python source) take the numpy steps' path on the same draws, over
+    two blocks of 6 steps (the first kept gradient drawn by the numpy estimator before the first block), reflections
+    counted alike."""
     from sgmcmc.engine.blocks import numpy_block
     from sgmcmc.gradient_estimators import make_estimator
     from sgmcmc.samplers import make_sampler
+    from sgmcmc.targets import make_target
     from sgmcmc.targets.logistic_regression import LogisticRegression
 
     params, rows = dict(params), data()
-    centred = params.pop("centred", False)
+    centred, normal_gamma = params.pop("centred", False), params.pop("normal_gamma", None)
 
     def target():
+        if normal_gamma:
+            return make_target("normal_gamma", n_data=N_DATA, batch_size=BATCH)
         base = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
         return make_estimator("control_variates", base) if centred else base
 
@@ -333,13 +342,21 @@ def test_ou_splitting_blocks_with_a_data_models_noise_estimate_are_the_numpy_ste
     assert isinstance(blocks, Blocks)
     rng = np.random.default_rng(0)
     state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
+    if normal_gamma == "reflected":  # γ = 0.01 and r_γ = −100, −50, 1: the first half move crosses 0 in two chains
+        state = state._replace(theta=np.array([[0.0, 0.01]] * 3), momentum=np.array([[0.0, -100.0], [0.0, -50.0],
+                                                                                     [0.0, 1.0]]))
     states, replay, engine_rng = [state, state], OuSplittingStream(np.random.default_rng(1), BATCH), np.random.default_rng(1)
+    step_size = 0.01 if normal_gamma else 0.05
     for block in range(2):
-        reference = numpy_block(samplers[0], replay, states[0], np.full(6, 0.05), 6 * block)
-        engine = blocks(engine_rng, states[1], np.full(6, 0.05), 6 * block)
+        reference = numpy_block(samplers[0], replay, states[0], np.full(6, step_size), 6 * block)
+        engine = blocks(engine_rng, states[1], np.full(6, step_size), 6 * block)
         assert reference.status is None and engine.status is None
         np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(engine.momentum, reference.momentum, rtol=1e-10, atol=1e-12)
+        if normal_gamma:
+            np.testing.assert_array_equal(engine.reflected, reference.reflected)
+            if normal_gamma == "reflected" and block == 0:
+                assert engine.reflected.sum(axis=1).tolist() == [1, 1, 0]
         if params["noise_estimate"] == "running":
             assert engine.state.noise_count == reference.state.noise_count == 6 * block + 7
             np.testing.assert_allclose(engine.state.noise, reference.state.noise, rtol=1e-10, atol=1e-12)
