@@ -70,7 +70,7 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
         # per block against 22 ns made per chain, the same source otherwise)
         step_normals, gradient, noise = np.empty((slots, d)), np.empty(d), np.empty(d)
         diffusion, scale, at, correction = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
-        square = np.empty((d, d))
+        square = np.empty((variance.shape[0], d))  # (d, d) where V̂ enters (its full draw's scratch), else (1, d)
         theta, momentum, xi, carry = theta0[i].copy(), momentum0[i].copy(), xi0[i].copy(), carry0[i].copy()
         state = memory[i].copy()
         bad_step[i], bad_code[i] = n_steps, OK

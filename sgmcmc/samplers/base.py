@@ -19,10 +19,10 @@ import numpy as np
 from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
 from sgmcmc.engine.estimators import FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, source_of
-from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
-from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
-                                       THETA_FIRST, langevin, momentum_friction, ou_splitting,
-                                       preconditioned, thermostat)
+from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
+from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, COVARIANCE_FRICTION, EULER, LEAPFROG, PLAIN,
+                                       SPLITTING, THETA_FIRST, langevin, momentum_friction, ou_splitting, preconditioned,
+                                       thermostat)
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.gradient_estimators import SVRG
@@ -270,10 +270,14 @@ class Sampler(ABC):
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions))
         carry, prepare = self.engine_carry() or (None, None)
         d = self.target.dim
+        # V̂ (d, d), or a row (1, d) where nothing reads it (no estimate enters, and no CCAdL friction reads Σ̂: nothing
+        # d × d is made, as a model with d in the tens of thousands needs)
+        unread = mode == NO_ESTIMATE and not (step is thermostat and self.engine_variant() == COVARIANCE_FRICTION)
+        variance = np.zeros((1, d)) if unread else np.broadcast_to(variance, (d, d)).copy()
         blocks = Blocks(static(step), source_of(functions, running, scale),
                         parameters,
                         (ORDERS[self.integrator], mode, int(self.noise_clip), self.engine_variant()),
-                        np.broadcast_to(variance, (d, d)).copy(), momentum=momentum, xi=xi,
+                        variance, momentum=momentum, xi=xi,
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
                         slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare,

@@ -448,3 +448,48 @@ def test_a_cache_entry_of_a_model_this_process_has_not_loaded_is_written_back_as
     assert isinstance(placeholder, static_module.UnloadedStaticFunction) and placeholder.static_key == unloaded
     live = static(normal_prior)
     assert pickle.loads(pickle.dumps(static_module._rebuild(live.key))) == numba.typeof(live) != placeholder
+
+
+class WideModel:
+    """A data model with d = 5,000 (rows of N(0, I); g_i = x_i − θ), whose d × d arrays would take 200 MB each."""
+
+    n_data, dim = 40, 5_000
+
+    def __init__(self):
+        self.data = np.random.default_rng(0).standard_normal((self.n_data, self.dim))
+
+    @staticmethod
+    def row_gradients(theta, rows):
+        return rows - theta.reshape(1, -1)
+
+    @staticmethod
+    def prior_gradient(theta):
+        return -theta
+
+
+def test_blocks_without_a_noise_estimate_make_nothing_d_by_d():
+    """With ``noise_estimate=zero`` nothing reads V̂ (CCAdL's friction does: its Σ̂ stays d × d), so the blocks of a
+    wide model (d = 5,000) hold a row (1, d) for it, and SGHMC's run two steps of 2 chains (the Python source) in a
+    tenth of the memory of one d × d array."""
+    import tracemalloc
+
+    from sgmcmc.samplers import make_sampler
+    from sgmcmc.targets import make_target
+    from sgmcmc.targets.user import user_target
+
+    target = user_target(WideModel(), batch_size=10)
+    for name in ("sgld", "sgnht", "sghmc"):
+        sampler = make_sampler(name, target, noise_estimate="zero")
+        blocks = sampler.engine_blocks(PYTHON)
+        assert blocks.variance.shape == (1, WideModel.dim)
+    ccadl = make_sampler("ccadl", make_target("correlated_2d"), noise_estimate="zero").engine_blocks(PYTHON)
+    assert ccadl.variance.shape == (2, 2)
+    rng = np.random.default_rng(1)
+    state = sampler.init(np.zeros((2, WideModel.dim)), rng)
+    blocks(rng, state, np.full(1, 1e-3), 0)  # the compiled helpers it calls, compiled (a cold cache) before measuring
+    tracemalloc.start()
+    block = blocks(rng, state, np.full(2, 1e-3), 0)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert block.status is None and block.theta.shape == (2, 2, WideModel.dim)
+    assert peak < 20 * 2**20  # one d × d array is 200 MB
