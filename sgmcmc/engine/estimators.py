@@ -23,7 +23,8 @@ and cached on disk.
   centre θ̂ with ḡ(θ̂) = (1/N) Σ_j g_j(θ̂) (:data:`CONTROL_VARIATES`; Baker et al. 2019). With a running noise estimate
   (``numbers[2]`` = :data:`RUNNING_FULL` or :data:`RUNNING_DIAGONAL`; Shang et al. 2015 Eq. 18-19) the chain's
   ``memory`` = (t, Î_t) is updated with this minibatch's V_t = Σ_i (h_i − h̄)(h_i − h̄)ᵀ/(n − 1) (its diagonal),
-  Î_t = Î_{t−1} + (V_t − Î_{t−1})/t, and V̂ = c·Î_t written into ``variance`` (its diagonal), c = ``numbers[3]``;
+  Î_t = Î_{t−1} + (V_t − Î_{t−1})/t, and V̂ = c·Î_t written into ``variance`` (its diagonal, in the row (1, d) the
+  blocks hand over for it), c = ``numbers[3]``;
   with the known V(θ) (``numbers[2]`` = :data:`FULL_DATA`) V̂ = c·S_h²(θ), the covariance of the h_i over all N rows
   (:meth:`~sgmcmc.targets.data.DataTarget.noise_covariance`, a pass over the data at every gradient).
   ``numbers`` = (N, estimator, running form, c, θ̂ (d), ḡ(θ̂) (d)). SVRG (:data:`SVRG`; Dubey et al. 2016) has each
@@ -42,6 +43,7 @@ import numba
 from numba.extending import register_jitable
 import numpy as np
 
+from sgmcmc.engine.injection import set_variance_diagonal
 from sgmcmc.engine.static import call1, call2, call3, static
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
@@ -218,7 +220,7 @@ def minibatch_noise(source, theta, memory, variance):
                 variance[j, k] = numbers[3] * memory[1 + j * d + k]
     elif numbers[2] == RUNNING_DIAGONAL:
         for j in range(d):
-            variance[j, j] = numbers[3] * memory[1 + j]
+            set_variance_diagonal(variance, j, numbers[3] * memory[1 + j])
 
 
 @numba.njit(cache=True, inline="always")
@@ -260,7 +262,7 @@ def _running_estimate(numbers, examples, total, memory, variance):
             for i in range(n):
                 product += examples[i, j] * examples[i, j]
             memory[1 + j] += (product / denominator - memory[1 + j]) / count
-            variance[j, j] = numbers[3] * memory[1 + j]
+            set_variance_diagonal(variance, j, numbers[3] * memory[1 + j])
 
 
 @numba.njit(cache=True)

@@ -2,7 +2,8 @@
 correction B̂ = T V̂ T of SPEC §4.3), for the integrators of :mod:`sgmcmc.engine.integrators`.
 
 ``diffusion`` is D's diagonal, ``scale`` the diagonal T through which ∇Ũ enters the block (1 for SGLD, SGHMC and
-SGNHT), ``variance`` V̂ (d, d) and ``mode`` says how it enters: not at all, by its diagonal, or in full (a Cholesky
+SGNHT), ``variance`` V̂ (d, d), or the row (1, d) of its diagonal where it does not enter in full
+(:func:`variance_diagonal`), and ``mode`` says how it enters: not at all, by its diagonal, or in full (a Cholesky
 factor, LAPACK potrf's test: a pivot that is not > 0 has none). With ``clip`` a negative variance of the diagonal
 form is set to 0 and counted instead of refusing the step; in full, the draw is :func:`sgmcmc.noise.clipped_gaussian`'s:
 the Cholesky factor where there is one, else the eigendecomposition with the negative eigenvalues set to 0 and counted
@@ -22,7 +23,7 @@ import numpy as np
 from sgmcmc.engine.codes import (CLIP_DRAW, CLIP_FALLBACK, DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE,
                                  NOT_PSD, OK)
 
-__all__ = ["inject", "finite_state", "OK", "NON_FINITE", "NOT_PSD", "NO_ESTIMATE", "DIAGONAL_ESTIMATE", "FULL_ESTIMATE"]
+__all__ = ["inject", "finite_state", "variance_diagonal", "set_variance_diagonal", "OK", "NON_FINITE", "NOT_PSD", "NO_ESTIMATE", "DIAGONAL_ESTIMATE", "FULL_ESTIMATE"]
 
 
 @numba.njit(cache=True, inline="always")
@@ -38,7 +39,7 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
     if mode == DIAGONAL_ESTIMATE or (clip and _diagonal(variance)):
         clipped = 0
         for j in range(d):
-            value = step_size * (2.0 * diffusion[j] - step_size * (scale[j] * scale[j]) * variance[j, j])
+            value = step_size * (2.0 * diffusion[j] - step_size * (scale[j] * scale[j]) * variance_diagonal(variance, j))
             if value < 0:
                 if not clip:
                     return NOT_PSD, 0
@@ -47,6 +48,22 @@ def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, squa
             out[j] = math.sqrt(value) * normals[slot, j]
         return OK, clipped
     return _full_draw(step_size, diffusion, scale, variance, clip, normals[slot], out, square)
+
+
+@numba.njit(cache=True, inline="always")
+def variance_diagonal(variance, j):
+    """V̂_jj of V̂ held in full (d, d), or as the row (1, d) of its diagonal (where it enters by its diagonal, or not
+    at all: nothing d × d is made; at d = 1 the two are one)."""
+    return variance[0, j] if variance.shape[0] == 1 else variance[j, j]
+
+
+@numba.njit(cache=True, inline="always")
+def set_variance_diagonal(variance, j, value):
+    """V̂_jj = ``value`` in either form (:func:`variance_diagonal`)."""
+    if variance.shape[0] == 1:
+        variance[0, j] = value
+    else:
+        variance[j, j] = value
 
 
 @numba.njit(cache=True)

@@ -31,7 +31,9 @@ overwrite ``normals``, the step's scratch copy that the driver refills at every 
   sampler needs it, writes the target's ∂²U/∂θ_i² (pSGLD's stationary preconditioner);
 - ``options``: (order, how V̂ enters, clip, variant) as integer literals (:data:`SPLITTING` …,
   :mod:`sgmcmc.engine.injection`, 0/1, :data:`PLAIN` …);
-- ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3): constant, or the estimator's;
+- ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3): constant, or the estimator's; the row
+  (1, d) of its diagonal where it enters by its diagonal or not at all
+  (:func:`~sgmcmc.engine.injection.variance_diagonal`);
 - ``gradient``, ``noise``, ``diffusion``, ``scale``, ``at``, ``correction`` (d,) and ``square`` (d, d): working arrays.
 
 The recipe's (H, D, Q, Γ) of each (Ma et al. 2015) is in the sampler's file; ``tests/engine/test_driver.py`` pins each
@@ -149,8 +151,11 @@ def thermostat(source, parameters, options, variance, theta, momentum, xi, carry
     if options[3] == COVARIANCE_FRICTION:  # −(ε/2)Σ̂r of the old r, in the place of γ, with this step's Σ̂
         for j in range(d):
             total = 0.0
-            for m in range(d):
-                total += 0.5 * step_size * variance[j, m] * momentum[m]
+            if variance.shape[0] == 1:  # Σ̂ diagonal (its row), or none (zeros)
+                total = 0.5 * step_size * variance[0, j] * momentum[j]
+            else:
+                for m in range(d):
+                    total += 0.5 * step_size * variance[j, m] * momentum[m]
             correction[j] = -total
     for j in range(d):
         diffusion[j] = parameters[3][0]

@@ -19,9 +19,9 @@ import numpy as np
 from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
 from sgmcmc.engine.estimators import FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, source_of
-from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
-from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, COVARIANCE_FRICTION, EULER, LEAPFROG, PLAIN,
-                                       SPLITTING, THETA_FIRST, langevin, momentum_friction, ou_splitting, preconditioned,
+from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
+from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
+                                       THETA_FIRST, langevin, momentum_friction, ou_splitting, preconditioned,
                                        thermostat)
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
@@ -258,7 +258,7 @@ class Sampler(ABC):
                 running = RUNNING_FULL if self.running_form == "full" else RUNNING_DIAGONAL
                 scale = self.running_scale()
             mode = DIAGONAL_ESTIMATE if running == RUNNING_DIAGONAL else FULL_ESTIMATE
-            variance = np.zeros((self.target.dim, self.target.dim))
+            variance = np.zeros((1, 1))
         elif self.noise_estimate == "zero" or (self.noise_estimate == "known" and
                                                (not data or noise_covariance is Target.noise_covariance)):
             mode, _, variance = gradient_noise_mode(None if self.noise_estimate == "zero" or data else
@@ -270,10 +270,10 @@ class Sampler(ABC):
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions))
         carry, prepare = self.engine_carry() or (None, None)
         d = self.target.dim
-        # V̂ (d, d), or a row (1, d) where nothing reads it (no estimate enters, and no CCAdL friction reads Σ̂: nothing
-        # d × d is made, as a model with d in the tens of thousands needs)
-        unread = mode == NO_ESTIMATE and not (step is thermostat and self.engine_variant() == COVARIANCE_FRICTION)
-        variance = np.zeros((1, d)) if unread else np.broadcast_to(variance, (d, d)).copy()
+        # V̂ in full (d, d) where it enters in full, else the row (1, d) of its diagonal (zeros where none enters): nothing
+        # d × d is made for a model with d in the tens of thousands (sgmcmc.engine.injection.variance_diagonal)
+        variance = np.broadcast_to(variance, (d, d))
+        variance = variance.copy() if mode == FULL_ESTIMATE else np.diagonal(variance).reshape(1, d).copy()
         blocks = Blocks(static(step), source_of(functions, running, scale),
                         parameters,
                         (ORDERS[self.integrator], mode, int(self.noise_clip), self.engine_variant()),

@@ -468,9 +468,9 @@ class WideModel:
 
 
 def test_blocks_without_a_noise_estimate_make_nothing_d_by_d():
-    """With ``noise_estimate=zero`` nothing reads V̂ (CCAdL's friction does: its Σ̂ stays d × d), so the blocks of a
-    wide model (d = 5,000) hold a row (1, d) for it, and SGHMC's run two steps of 2 chains (the Python source) in a
-    tenth of the memory of one d × d array."""
+    """With ``noise_estimate=zero`` no V̂ enters, so the blocks of a wide model (d = 5,000) hold the row (1, d) of its
+    (zero) diagonal, and SGHMC's run two steps of 2 chains (the Python source) in a tenth of the memory of one d × d
+    array; a V̂ that enters in full is held in full."""
     import tracemalloc
 
     from sgmcmc.samplers import make_sampler
@@ -482,8 +482,9 @@ def test_blocks_without_a_noise_estimate_make_nothing_d_by_d():
         sampler = make_sampler(name, target, noise_estimate="zero")
         blocks = sampler.engine_blocks(PYTHON)
         assert blocks.variance.shape == (1, WideModel.dim)
-    ccadl = make_sampler("ccadl", make_target("correlated_2d"), noise_estimate="zero").engine_blocks(PYTHON)
-    assert ccadl.variance.shape == (2, 2)
+    full = make_sampler("sgld", make_target("gaussian_2d_cov", noise_variance=[[1.0, 0.3], [0.3, 0.5]]),
+                        noise_estimate="known").engine_blocks(PYTHON)
+    assert full.variance.shape == (2, 2) and full.options[1] == FULL_ESTIMATE
     rng = np.random.default_rng(1)
     state = sampler.init(np.zeros((2, WideModel.dim)), rng)
     blocks(rng, state, np.full(1, 1e-3), 0)  # the compiled helpers it calls, compiled (a cold cache) before measuring
