@@ -222,8 +222,7 @@ def main(argv=None) -> None:
         _measure_part(report, "estimators", "estimators", lambda: estimators(max(200, args.steps // 10)),
                       lambda row: f"estimators {row['label']:30s} skipped: {row['skipped']}" if "skipped" in row else
                                   f"estimators {row['label']:30s}: {row['seconds_per_step'] * 1e6:8.1f} us/step, "
-                                  f"{row['ratio_to_sgld']:.2f}x SGLD (numpy), {row['ratio_to_compiled_sgld']:.2f}x "
-                                  "compiled SGLD")
+                                  f"{row['ratio_to_sgld']:.2f}x SGLD ({'engine' if row['engine'] else 'numpy steps'})")
     report["blas_threads"] = {key: os.environ.get(key) for key in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
     path = Path(args.output) if args.output else new_report_path(Path("results/bench"))
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ from numba import types
 from sgmcmc.engine.blocks import Block, first_failure
 from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
 from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, choose_rows, running_size
-from sgmcmc.engine.injection import NO_ESTIMATE, NON_FINITE, OK, finite_state
+from sgmcmc.engine.injection import FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, OK, finite_state
 from sgmcmc.engine.static import StaticFunction, call20, static
 from sgmcmc.noise import clip_counters
 from sgmcmc.state import SamplerState
@@ -291,6 +291,12 @@ class Blocks:
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
         if self.backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {self.backend!r}")
+        # compiled code does not check its indices: a V̂ of the wrong shape would be written out of its bounds
+        shape = np.shape(self.variance)
+        full = self.options[1] == FULL_ESTIMATE or self.running == RUNNING_FULL
+        if len(shape) != 2 or shape[0] not in (1, shape[1]) or (full and shape[0] != shape[1]):
+            raise ValueError(f"variance must be (d, d) where V̂ enters in full, else (d, d) or (1, d); got shape "
+                             f"{np.shape(self.variance)} with mode {self.options[1]}")
 
     def without_noise(self) -> "Blocks":
         """These blocks without their injected noise, for an integrator whose injected noise is slot 1 of a step's
@@ -318,6 +324,8 @@ class Blocks:
         state, carry0 = self._carried(rng, state, np.size(step_sizes))
         theta0 = np.ascontiguousarray(state.theta, dtype=float)
         n_chains, dim = theta0.shape
+        if self.variance.shape[1] != dim:
+            raise ValueError(f"variance has {self.variance.shape[1]} columns for a state of dimension {dim}")
         step_sizes = np.ascontiguousarray(step_sizes, dtype=float)
         n_steps = step_sizes.size
         momentum0 = np.ascontiguousarray(state.momentum, dtype=float) if self.momentum else np.zeros((n_chains, 0))

@@ -4,7 +4,8 @@ An estimator is called through its *source*, a tuple ``(estimate, first, second,
 ``estimate(source, θ, normals, rows, memory, out, variance)`` writes ∇Ũ (d,) at θ (d,) into ``out``, where
 ``normals`` are the step's standard normal slots (slots, d) and ``rows`` the step's minibatch (indices into ``data``);
 ``memory`` (m,) is the chain's estimator state, carried from step to step and block to block (the running noise
-estimate's t and Î_t), and an estimator that estimates its noise writes V̂ into ``variance`` (d, d);
+estimate's t and Î_t), and an estimator that estimates its noise writes V̂ into ``variance`` (d, d), or its diagonal
+into the row (1, d) of the diagonal forms (:func:`sgmcmc.engine.injection.variance_diagonal`);
 ``energy(source, θ)`` is
 the exact U(θ) where the model hands it over (a Metropolis–Hastings test's; :func:`formula_potential`,
 :func:`density_potential`), else NaN (:func:`no_potential`); ``noise(source, θ, memory, variance)`` writes the
@@ -209,7 +210,9 @@ def minibatch_noise(source, theta, memory, variance):
     """V̂ of :func:`minibatch_gradient`'s estimate into ``variance``, for an integrator that needs it away from a
     gradient (BAOAB's and BADODAB's O step): with the known V(θ) (``numbers[2]`` = :data:`FULL_DATA`) c·S_h²(θ) at
     θ, a pass over the data (centred about the control variates' θ̂ where there is one); with a running estimate
-    c·Î_t of the chain's ``memory`` (its full form, or its diagonal); with none, nothing."""
+    c·Î_t of the chain's ``memory`` (its full form, or its diagonal); with none, nothing. Not for SVRG, whose centre is
+    each chain's own (in its memory, not in ``numbers``): the samplers do not hand SVRG to these integrators
+    (:meth:`sgmcmc.samplers.base.Sampler.engine_blocks`)."""
     numbers, d = source[4], theta.shape[0]
     if numbers[2] == FULL_DATA:
         centred = numbers[1] == CONTROL_VARIATES

@@ -30,7 +30,7 @@ __all__ = ["inject", "finite_state", "variance_diagonal", "set_variance_diagonal
 def inject(step_size, diffusion, scale, mode, variance, clip, normals, out, square, slot=1):
     """N(0, ε(2D − ε T V̂ T)) from the standard normals ``normals[slot]`` (a step's slots (slots, d), indexed in place
     on the elementwise paths: a view costs reference counts; the full draw, O(d²) a step, takes the view) into ``out``
-    (d,); ``square`` (d, d) is scratch. Returns (status, the number of clipped variances)."""
+    (d,); ``square`` is scratch, (d, d) where V̂ enters in full. Returns (status, the number of clipped variances)."""
     d = diffusion.shape[0]
     if mode == NO_ESTIMATE:
         for j in range(d):

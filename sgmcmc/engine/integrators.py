@@ -34,7 +34,8 @@ overwrite ``normals``, the step's scratch copy that the driver refills at every 
 - ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3): constant, or the estimator's; the row
   (1, d) of its diagonal where it enters by its diagonal or not at all
   (:func:`~sgmcmc.engine.injection.variance_diagonal`);
-- ``gradient``, ``noise``, ``diffusion``, ``scale``, ``at``, ``correction`` (d,) and ``square`` (d, d): working arrays.
+- ``gradient``, ``noise``, ``diffusion``, ``scale``, ``at``, ``correction`` (d,) and ``square`` (d, d) where V̂ enters
+  in full, else (1, d): working arrays.
 
 The recipe's (H, D, Q, Γ) of each (Ma et al. 2015) is in the sampler's file; ``tests/engine/test_driver.py`` pins each
 integrator to the generic recipe step (:func:`sgmcmc.recipe.recipe_step`) on the same random numbers.
@@ -246,9 +247,9 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
     [D ξ₁ = ξ + (h/2)(r₁ᵀr₁/d − 1)]; O r₂ = e^{−hc} r₁ + N(0, 2hD' − h²V̂) with c = C (ξ₁) and
     D' = D(1 − e^{−2hc})/(2hc), D = C (A): the exact Ornstein–Uhlenbeck variance less the recipe's ε²B̂; [D ξ' = ξ₁ + (h/2)(r₂ᵀr₂/d − 1)];
     A θ' = θ₁ + (h/2)r₂; B r' = r₂ − (h/2)∇Ũ(θ'), ∇Ũ(θ') kept in ``carry``. V̂ is the source's at θ₁ (a data
-model's V(θ₁), or the running estimate after the kept gradient's minibatch; a density model's constant V). The O step's normals are ``normals[0]``
-    and the gradient's ``normals[1]`` (the numpy step's order), copied into slot 0 for the estimator once the O step
-    has read it."""
+    model's V(θ₁), or the running estimate after the kept gradient's minibatch; a density model's constant V). The O
+    step's normals are ``normals[0]`` and the gradient's ``normals[1]`` (the numpy step's order), copied into slot 0
+    for the estimator once the O step has read it."""
     d = theta.shape[0]
     half = 0.5 * step_size
     thermostat = options[0] == BADODAB

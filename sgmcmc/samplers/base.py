@@ -246,8 +246,8 @@ class Sampler(ABC):
             return None
         running, scale = NO_RUNNING, 0.0
         # a data model's known V(θ): the per-example covariance the estimator computes (DataTarget's, or SVRG's, which
-        # has it once each chain has a centre), or none at all (Target's: nothing subtracted); another (Welling and
-        # Teh's mixture: none, and with replacement) stays on the numpy steps
+        # has it once each chain has a centre), or none at all (Target's: nothing subtracted, as on Welling and Teh's
+        # mixture); a data model with a V(θ) of its own stays on the numpy steps
         noise_covariance = type(self.target).noise_covariance
         per_example = noise_covariance in (DataTarget.noise_covariance, SVRG.noise_covariance)
         if data and step in ESTIMATED and (self.noise_estimate == "running" or

@@ -50,7 +50,8 @@ On the engine (:func:`sgmcmc.engine.integrators.preconditioned`, :meth:`PSGLD.en
 model that hands the engine its functions, both preconditioners, with the known or no noise estimate, integrator
 ``euler``, V_t carried in ``state.preconditioner``; the stationary preconditioner needs the target's constant V
 (``SyntheticTarget``) and, with Γ, its exact ∂²U/∂θ_i² handed over as ``hessian_diagonal_into``. On a data model the
-running preconditioner, with any noise estimate. Elsewhere (a data model's stationary preconditioner,
+running preconditioner, with the zero or running noise estimate, or the known one where the model's V is the
+per-example covariance (or none). Elsewhere (a data model's stationary preconditioner,
 ``integrator: generic``) the engine runs the numpy :meth:`step`.
 """
 

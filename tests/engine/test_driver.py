@@ -494,3 +494,14 @@ def test_blocks_without_a_noise_estimate_make_nothing_d_by_d():
     tracemalloc.stop()
     assert block.status is None and block.theta.shape == (2, 2, WideModel.dim)
     assert peak < 20 * 2**20  # one d × d array is 200 MB
+
+
+def test_blocks_refuse_a_variance_of_the_wrong_shape():
+    """Compiled code does not check its indices: a row (1, d) where V̂ enters in full, or columns that are not the
+    state's d, is refused before a block runs."""
+    source = density_source(np.eye(3))
+    with pytest.raises(ValueError, match="variance must be"):
+        blocks("langevin", source, 3, options=(integrators.EULER, FULL_ESTIMATE, 0), variance=np.zeros((1, 3)))
+    row = blocks("langevin", source, 3, variance=np.zeros((1, 3)), backend=PYTHON)
+    with pytest.raises(ValueError, match="columns"):
+        row(np.random.default_rng(0), SamplerState(theta=np.zeros((2, 2))), np.full(1, 0.01), 0)

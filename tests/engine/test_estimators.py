@@ -182,7 +182,9 @@ def test_svrg_is_the_estimators_svrg_on_the_same_rows():
 
 
 @pytest.mark.parametrize("name, params", [("sgld", dict(noise_estimate="zero")),
-                                          ("ccadl", dict(integrator="theta_first", noise_estimate="running"))])
+                                          ("ccadl", dict(integrator="theta_first", noise_estimate="running")),
+                                          ("psgld", dict(noise_estimate="zero", preconditioner="running",
+                                                         damping=1.0))])
 def test_svrg_blocks_are_the_numpy_steps_across_blocks(name, params):
     """Two blocks of 10 steps with update_every = 7 (renewals inside both blocks and none at the second's start): the
     engine's paths, and the estimator's centres, count and cost afterwards, are the numpy steps' on the same draws."""
@@ -211,9 +213,10 @@ def test_the_known_noise_is_the_covariance_over_all_the_rows(centred):
     np.testing.assert_array_equal(gradient, plain)
 
 
-@pytest.mark.parametrize("name, estimator", [("sgld", None), ("sghmc", None), ("sgnht", None), ("sgld", "svrg"),
-                                             ("psgld", None), ("psgld", "running")])
-def test_known_noise_blocks_are_the_numpy_steps(name, estimator):
+@pytest.mark.parametrize("name, estimator, estimate", [
+    ("sgld", None, "known"), ("sghmc", None, "known"), ("sgnht", None, "known"), ("sgld", "svrg", "known"),
+    ("psgld", None, "known"), ("psgld", None, "running")])
+def test_known_noise_blocks_are_the_numpy_steps(name, estimator, estimate):
     """noise_estimate=known on logistic regression (V(θ) over all the rows at every gradient, subtracted from the
     injected noise) in the engine's blocks: the numpy steps' paths on the same draws, in two blocks of 6 steps, for
     the integrators that take one gradient a step (pSGLD's with the running preconditioner), and with SVRG's centres
@@ -229,9 +232,6 @@ def test_known_noise_blocks_are_the_numpy_steps(name, estimator):
         return base if estimator is None else svrg(4)
 
     params = dict(preconditioner="running", damping=1.0) if name == "psgld" else {}  # D ≤ 1: V̂ fits
-    estimate = "running" if estimator == "running" else "known"
-    if estimator == "running":
-        estimator = None
     samplers = [make_sampler(name, target(), noise_estimate=estimate, **params) for _ in range(2)]
     assert samplers[1].engine_blocks(PYTHON).source[4][2] == (estimators.RUNNING_FULL if estimate == "running" else
                                                               estimators.FULL_DATA)

@@ -149,7 +149,8 @@ def test_the_papers_samplers_run_on_the_compiled_engine(config):
 
 
 class OwnMinibatches(LogisticRegression):
-    """A subclass that draws its own minibatches (the engine's blocks would not): it stays on the numpy steps."""
+    """A subclass (here one that draws its own minibatches, which the engine's blocks would not): it stays on the numpy
+    steps, as any subclass that does not declare engine_functions in its own body does (Sampler._kernel_declared)."""
 
     def minibatch(self, rng, n_chains):
         return np.stack([rng.choice(self.n_data, self.batch_size, replace=False) for _ in range(int(n_chains))])
