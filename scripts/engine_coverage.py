@@ -3,7 +3,7 @@ its integrators (the generic recipe step aside) and noise estimates, on every re
 (the data sets from ``SGMCMC_DATA``; a target that does not build is listed as such). What the runner would run
 (:func:`sgmcmc.engine.blocks.kernel_of`), asked of the engine's Python backend so that nothing is compiled.
 
-    python scripts/engine_coverage.py [--targets NAME ...] [--markdown FILE]
+    python scripts/engine_coverage.py [--targets NAME ...]
 
 Prints, per target, the count of engine / numpy-step combinations and the numpy ones; issue 33's
 "the numpy steps deleted" needs that last list empty.
