@@ -135,6 +135,24 @@ def minibatch_gradient(source, theta, normals, rows, memory, out, variance):
 
 
 @numba.njit(cache=True)
+def sums_gradient(source, theta, normals, rows, memory, out, variance):
+    """−(N/n) Σ_{i∈rows} g_i − ∇log p(θ) of a data model that hands over its rows' sums, ``first(θ, data[rows])`` →
+    (Σ_i g_i (d,), Σ_i (g_i − ḡ)² (d,)), so that no per-example (n, d) array is made (a model with d in the tens of
+    thousands); with the running diagonal estimate (``numbers[2]`` = :data:`RUNNING_DIAGONAL`) V_t's diagonal is the
+    second sum over n − 1 (Shang et al. 2015 Eq. 19). ``numbers`` = (N, :data:`PLAIN`, running form, c)."""
+    numbers, d = source[4], theta.shape[0]
+    batch = gather(source[3], rows)
+    total, scatter = call2(source[1], theta, batch)
+    prior = call1(source[2], theta)
+    n = batch.shape[0]
+    if numbers[2] == RUNNING_DIAGONAL:
+        _running_diagonal(numbers, scatter, n, memory, variance)
+    scale = numbers[0] / n
+    for j in range(d):
+        out[j] = -scale * total[j] - prior[j]
+
+
+@numba.njit(cache=True)
 def gather(data, rows):
     """``data[rows]``, the minibatch's rows of the data (a call of its own, not inlined: numba's fancy indexing is
     long to compile, once for every data array type instead of once in every block)."""
@@ -243,14 +261,21 @@ def _running_estimate(numbers, examples, total, memory, variance):
     chain-step against 5.0 ms for the loops over the entries (the data kernels' dsyrk: 0.33 ms). Called, not inlined:
     compiled once for every block (np.dot's typing took seconds in each block's compilation)."""
     n, d = examples.shape
-    full = numbers[2] == RUNNING_FULL
-    count = memory[0] + 1.0
-    memory[0] = count
-    denominator = max(n - 1, 1)
     for i in range(n):
         for j in range(d):
             examples[i, j] -= total[j] / n
-    if full:
+    if numbers[2] != RUNNING_FULL:
+        scatter = np.empty(d)
+        for j in range(d):
+            product = 0.0
+            for i in range(n):
+                product += examples[i, j] * examples[i, j]
+            scatter[j] = product
+        _running_diagonal(numbers, scatter, n, memory, variance)
+    else:
+        count = memory[0] + 1.0
+        memory[0] = count
+        denominator = max(n - 1, 1)
         product = np.dot(examples.T, examples)
         for j in range(d):
             for k in range(j, d):
@@ -259,13 +284,18 @@ def _running_estimate(numbers, examples, total, memory, variance):
                 memory[1 + k * d + j] = memory[at]
                 variance[j, k] = numbers[3] * memory[at]
                 variance[k, j] = variance[j, k]
-    else:
-        for j in range(d):
-            product = 0.0
-            for i in range(n):
-                product += examples[i, j] * examples[i, j]
-            memory[1 + j] += (product / denominator - memory[1 + j]) / count
-            set_variance_diagonal(variance, j, numbers[3] * memory[1 + j])
+
+
+@numba.njit(cache=True)
+def _running_diagonal(numbers, scatter, n, memory, variance):
+    """Î_t = Î_{t−1} + (V_t − Î_{t−1})/t in ``memory`` = (t, Î_t's diagonal), V_t's diagonal = ``scatter``/(n − 1)
+    (the minibatch's Σ_i (h_i − h̄)²), and V̂ = c·Î_t into ``variance``'s diagonal."""
+    count = memory[0] + 1.0
+    memory[0] = count
+    denominator = max(n - 1, 1)
+    for j in range(scatter.shape[0]):
+        memory[1 + j] += (scatter[j] / denominator - memory[1 + j]) / count
+        set_variance_diagonal(variance, j, numbers[3] * memory[1 + j])
 
 
 @numba.njit(cache=True)
@@ -295,7 +325,15 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
     (``gradient_into(θ, parameters, out)``, ``parameters``, ``noise_factor``; optionally ``potential(θ, parameters)``)
     :func:`formula_gradient`'s. A data model's control variates come as ``centre`` θ̂ (d,) and ``centre_mean``
     ḡ(θ̂) (d,), SVRG's as its ``update_every`` (each chain's θ̂, ḡ(θ̂) and count are in its memory); ``running`` and
-    ``scale`` are its running noise estimate and c (:func:`minibatch_gradient`)."""
+    ``scale`` are its running noise estimate and c (:func:`minibatch_gradient`). A data model that also hands over
+    ``row_gradient_sums(θ, rows)`` gets :func:`sums_gradient`'s where that serves: plain minibatches, with no noise
+    estimate or the running diagonal one."""
+    plain = "update_every" not in functions and "centre" not in functions
+    if "row_gradient_sums" in functions and plain and running in (NO_RUNNING, RUNNING_DIAGONAL):
+        return (static(sums_gradient), static(functions["row_gradient_sums"], inline=False),
+                static(functions["prior_gradient"], inline=False), np.ascontiguousarray(functions["data"], dtype=float),
+                np.array([float(functions["n_data"]), PLAIN, running, scale]), static(no_potential),
+                static(minibatch_noise))
     if "row_gradients" in functions:
         if "update_every" in functions:
             numbers = np.array([float(functions["n_data"]), SVRG, running, scale, functions["update_every"]],

@@ -40,12 +40,17 @@ on the rows of one array, with functions the compiler takes (plain numpy on arra
 - ``n_data`` and ``data``, an array (n_data, width): row i is example x_i (its inputs and its response);
 - ``row_gradients(θ, rows)`` → (m, dim), ∇log p(x_i | θ) of the rows (m, width) for one chain's θ (dim,);
 - ``prior_gradient(θ)`` → (dim,), ∇log p(θ);
-- optionally ``row_log_likelihoods(θ, rows)`` → (m,) and ``prior_log_density(θ)`` → a float.
+- optionally ``row_log_likelihoods(θ, rows)`` → (m,) and ``prior_log_density(θ)`` → a float;
+- optionally ``row_gradient_sums(θ, rows)`` → (Σ_i g_i (dim,), Σ_i (g_i − ḡ)² (dim,)), the same gradients summed
+  without the (m, dim) array, for a model with many parameters: the blocks take it where it serves (plain
+  minibatches, ``noise_estimate`` zero, or running with ``running_form=diagonal``;
+  :func:`sgmcmc.engine.estimators.sums_gradient`). It is checked against ``row_gradients`` when the model is loaded.
 
-SGLD, SGRLD, SGHMC, the SGRHMCs, SGNHT and CCAdL (with ``noise_estimate=zero``, on a data model also ``running``: the
-running average of the minibatches' covariances, :func:`sgmcmc.engine.estimators.minibatch_gradient`; on a density
-model also ``known``) then run on the engine's compiled blocks (:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in
-one line and takes the numpy steps. Everything else sees it through the contract above (:class:`RowModel`).
+The samplers that take one gradient a step (SGLD, SGRLD, SGHMC, the SGRHMCs, SGNHT, CCAdL, BAOAB, BADODAB, pSGLD with
+its running preconditioner; with ``noise_estimate`` zero, running, or known: the minibatches' covariance over all
+the rows, :func:`sgmcmc.engine.estimators.minibatch_gradient`) then run on the engine's compiled blocks
+(:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in one line and takes the numpy
+steps. Everything else sees it through the contract above (:class:`RowModel`).
 
 **The checks** (:func:`check_model`, at build time, before any run folder exists): the required methods are there,
 ``dim`` (and ``n_data``) are positive integers, θ₀ (for two chain counts) and every value at θ₀ have the promised
@@ -335,8 +340,11 @@ class UserDataTarget(_UserTarget, DataTarget):
         if not isinstance(self.model, RowModel):
             return None
         model = self.model.wrapped
-        return {"row_gradients": model.row_gradients, "prior_gradient": model.prior_gradient, "data": self.model.data,
-                "n_data": self.n_data}
+        functions = {"row_gradients": model.row_gradients, "prior_gradient": model.prior_gradient,
+                     "data": self.model.data, "n_data": self.n_data}
+        if hasattr(model, "row_gradient_sums"):
+            functions["row_gradient_sums"] = model.row_gradient_sums
+        return functions
 
 
 class RowModel:
@@ -349,6 +357,8 @@ class RowModel:
         if self.data.ndim != 2 or self.data.shape[0] != model.n_data:
             raise UserModelError(f"data must be an array (n_data, width) = ({model.n_data}, ...); got shape "
                                  f"{self.data.shape}")
+        if hasattr(model, "row_gradient_sums"):
+            self._check_sums()
         if hasattr(model, "row_log_likelihoods"):
             self.log_likelihood = self._log_likelihood
         if hasattr(model, "prior_log_density"):
@@ -356,6 +366,21 @@ class RowModel:
 
     def __getattr__(self, name):
         return getattr(self.wrapped, name)
+
+    def _check_sums(self):
+        """``row_gradient_sums`` against ``row_gradients`` at a point near 0 on the first (up to 16) rows."""
+        theta = 0.1 * np.random.default_rng(0).standard_normal(self.wrapped.dim)
+        rows = self.data[:16]
+        gradients = np.asarray(self.wrapped.row_gradients(theta, rows), dtype=float)
+        sums = self.wrapped.row_gradient_sums(theta, rows)
+        expected = (gradients.sum(axis=0), np.sum((gradients - gradients.mean(axis=0)) ** 2, axis=0))
+        for name, got, want in zip(("Σ g_i", "Σ (g_i − ḡ)²"), sums, expected):
+            got = np.asarray(got, dtype=float)
+            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-8, atol=1e-10):
+                difference = np.max(np.abs(got - want)) if got.shape == want.shape else f"shape {got.shape}"
+                raise UserModelError(f"row_gradient_sums' {name} disagrees with row_gradients' on the first "
+                                     f"{len(rows)} rows (largest difference {difference}): make the two agree, or "
+                                     "drop row_gradient_sums")
 
     def grad_log_likelihood(self, theta, index):
         return np.stack([self.wrapped.row_gradients(t, self.data[i]) for t, i in zip(theta, index)])

@@ -4,6 +4,7 @@ state a block hands from step to step and back to the sampler state; the compile
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import pytest
 
@@ -380,3 +381,109 @@ def assert_blocks_are_the_numpy_steps(samplers, steps, step_size):
         assert reference.status is None and engine.status is None
         np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-10, atol=1e-12)
         states = [reference.state, engine.state]
+
+
+class SummedLogistic:
+    """:func:`logistic_examples` on :func:`data` as a user's data model on rows, with or without ``row_gradient_sums``
+    (its sums, or a wrong second sum: ``wrong``)."""
+
+    n_data, dim = N_DATA, DIM
+    row_gradients, prior_gradient = staticmethod(logistic_examples), staticmethod(normal_prior)
+
+    def __init__(self, sums=True, wrong=False):
+        self.data = data()
+        if sums:
+            self.row_gradient_sums = self._wrong_sums if wrong else self._sums
+
+    @staticmethod
+    def _sums(theta, rows):
+        gradients = logistic_examples(theta, rows)
+        return gradients.sum(axis=0), np.sum((gradients - gradients.mean(axis=0)) ** 2, axis=0)
+
+    @staticmethod
+    def _wrong_sums(theta, rows):
+        total, scatter = SummedLogistic._sums(theta, rows)
+        return total, 2.0 * scatter
+
+
+@pytest.mark.parametrize("name, params, door", [
+    ("sgld", dict(noise_estimate="zero"), "sums_gradient"),
+    ("sgld", dict(noise_estimate="running", running_form="diagonal"), "sums_gradient"),
+    ("baoab", dict(noise_estimate="running", running_form="diagonal"), "sums_gradient"),
+    ("sgld", dict(noise_estimate="running"), "minibatch_gradient"),
+    ("sgld", dict(noise_estimate="known"), "minibatch_gradient")])
+def test_the_sums_door_is_the_rows_door(name, params, door):
+    """A model that also hands over its rows' sums (Σ g_i, Σ (g_i − ḡ)²) runs on :func:`estimators.sums_gradient`
+    where that serves (no noise estimate, or the running diagonal one, also in BAOAB's O step) and on the rows
+    elsewhere (the full running estimate, the known V); either way its paths and running estimate, over two blocks of
+    8 steps, are those of the same model without the sums on the same draws."""
+    from sgmcmc.samplers import make_sampler
+    from sgmcmc.targets.user import user_target
+
+    runs = []
+    for sums in (True, False):
+        sampler = make_sampler(name, user_target(SummedLogistic(sums), batch_size=BATCH), **params)
+        blocks = sampler.engine_blocks(PYTHON)
+        assert blocks.source[0].key.split("@")[0].endswith(door if sums else "minibatch_gradient")
+        rng = np.random.default_rng(0)
+        state = sampler.init(sampler.target.initial_position(3, rng), rng)
+        first = blocks(rng, state, np.full(8, 0.05), 0)
+        runs.append((first, blocks(rng, first.state, np.full(8, 0.05), 8)))
+    for summed, rowed in zip(*runs):
+        assert summed.status is None and rowed.status is None
+        np.testing.assert_allclose(summed.theta, rowed.theta, rtol=1e-10, atol=1e-12)
+        if summed.state.noise is not None:
+            np.testing.assert_allclose(summed.state.noise, rowed.state.noise, rtol=1e-10, atol=1e-12)
+
+
+def test_sums_that_disagree_with_the_rows_are_refused_in_one_line():
+    from sgmcmc.targets.user import UserModelError, user_target
+
+    with pytest.raises(UserModelError, match="row_gradient_sums' Σ \\(g_i − ḡ\\)² disagrees") as error:
+        user_target(SummedLogistic(wrong=True), batch_size=BATCH)
+    assert "\n" not in str(error.value)
+
+
+compiled_examples, compiled_prior = numba.njit(logistic_examples), numba.njit(normal_prior)
+
+
+@numba.njit
+def compiled_sums(theta, rows):
+    """:meth:`SummedLogistic._sums` in loops numba compiles."""
+    gradients = compiled_examples(theta, rows)
+    total, scatter = np.zeros(gradients.shape[1]), np.zeros(gradients.shape[1])
+    for i in range(gradients.shape[0]):
+        total += gradients[i]
+    for i in range(gradients.shape[0]):
+        scatter += (gradients[i] - total / gradients.shape[0]) ** 2
+    return total, scatter
+
+
+class CompiledSummedLogistic(SummedLogistic):
+    """:class:`SummedLogistic` with functions numba compiles."""
+
+    row_gradients, prior_gradient = staticmethod(compiled_examples), staticmethod(compiled_prior)
+    row_gradient_sums = staticmethod(compiled_sums)
+
+    def __init__(self):
+        self.data = data()
+
+
+@pytest.mark.validate  # a block compiled for this model (seconds): the long tier
+def test_the_compiled_sums_door_is_its_python_source():
+    """SGLD with the running diagonal estimate on the sums door: the compiled block gives the Python source's bits."""
+    from sgmcmc.samplers import make_sampler
+    from sgmcmc.targets.user import user_target
+
+    paths = []
+    for backend in (COMPILED, PYTHON):
+        sampler = make_sampler("sgld", user_target(CompiledSummedLogistic(), batch_size=BATCH),
+                               noise_estimate="running", running_form="diagonal")
+        blocks = sampler.engine_blocks(backend)
+        assert blocks.source[0].key.split("@")[0].endswith("sums_gradient")
+        rng = np.random.default_rng(0)
+        block = blocks(np.random.default_rng(1), sampler.init(sampler.target.initial_position(3, rng), rng),
+                       np.full(12, 0.05), 0)
+        assert block.status is None
+        paths.append(block.theta)
+    np.testing.assert_array_equal(*paths)
