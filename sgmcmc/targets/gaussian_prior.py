@@ -1,0 +1,29 @@
+"""∇log p(θ) of the isotropic Gaussian prior N(0, s²I) of the data models (logistic regression, SPEC T8; the DRBM,
+T9; the BNN) as a compiled function of one chain's θ alone, the ``prior_gradient`` of the engine's rows door
+(:func:`sgmcmc.engine.estimators.source_of`)."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numba
+
+
+@numba.njit(cache=True)
+def standard_normal_prior_gradient(theta):
+    """∇log N(θ | 0, I) = −θ."""
+    return -theta
+
+
+@cache
+def prior_gradient_of(variance: float):
+    """∇log N(θ | 0, s²I) = −θ/s²: :func:`standard_normal_prior_gradient` for s² = 1 (the default of SPEC §4.9 and
+    §4.10; its blocks are cached on disk), else a function of this s² (compiled in each process)."""
+    if variance == 1.0:
+        return standard_normal_prior_gradient
+
+    @numba.njit
+    def prior_gradient(theta):
+        return -theta / variance
+
+    return prior_gradient

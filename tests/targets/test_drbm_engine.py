@@ -1,0 +1,65 @@
+"""The DRBM (T9) on the engine's blocks, through its rows and sums doors (``DiscriminativeRBM.engine_functions``):
+the doors equal the numpy reference's per-example gradients (an independent vectorised computation,
+``log_likelihood_gradients_numpy``), and the blocks' samples are the numpy steps' on the same random numbers
+(:class:`tests.helpers.EngineStream`) for the samplers of Shang et al.'s Fig. 3 with the diagonal running estimate
+(SPEC §4.10). The blocks run as their Python source (the compiled block is that source: tests/engine/test_driver.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sgmcmc.engine.blocks import kernel_of
+from sgmcmc.engine.driver import PYTHON, Blocks
+from sgmcmc.samplers import make_sampler
+from tests.targets.test_drbm import SHAPES, _points, _target
+from tests.targets.test_logistic_regression_engine import assert_same_block, both_paths
+
+
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_the_rows_and_sums_doors_are_the_numpy_reference(shape):
+    target = _target(shape)
+    functions = target.engine_functions()
+    theta = _points(target, 31, n=2)
+    index = np.array([[0, 4, 9, 4, 29], [3, 1, 28, 2, 7]])
+    reference = target.log_likelihood_gradients_numpy(theta, index)
+    for t, rows, expected in zip(theta, index, reference):
+        batch = functions["data"][rows]
+        gradients = functions["row_gradients"](t, batch)
+        np.testing.assert_allclose(gradients, expected, rtol=1e-12, atol=1e-13 * np.abs(expected).max())
+        total, scatter = functions["row_gradient_sums"](t, batch)
+        np.testing.assert_allclose(total, expected.sum(axis=0), rtol=1e-11, atol=1e-12 * np.abs(expected).max())
+        squares = np.sum((expected - expected.mean(axis=0)) ** 2, axis=0)
+        np.testing.assert_allclose(scatter, squares, rtol=1e-10, atol=1e-12 * squares.max())
+    np.testing.assert_allclose(functions["prior_gradient"](theta[0]), target.log_prior_gradient(theta)[0], rtol=1e-15)
+    assert functions["n_data"] == target.n_data == functions["data"].shape[0]
+
+
+CASES = [
+    ("ccadl", dict(diffusion=2.0, noise_estimate="running", running_form="diagonal", integrator="theta_first",
+                   finite_population=False)),
+    ("sghmc", dict(friction=2.0, noise_estimate="running", running_form="diagonal", noise_clip=True,
+                   integrator="theta_first", finite_population=False)),
+    ("sgnht", dict(diffusion=2.0, noise_estimate="running", running_form="diagonal", integrator="theta_first",
+                   finite_population=False)),
+    ("sgld", dict(noise_estimate="zero")),
+]
+
+
+@pytest.mark.parametrize("name, params", CASES)
+def test_the_engine_blocks_are_the_numpy_steps(name, params):
+    """The configurations of configs/experiment/ccadl_fig3.yaml (and plain SGLD, the sums door without a noise
+    estimate) over 30 steps of a minibatch of 8 of 30 examples, 2 chains: the same θ, momentum, ξ and running
+    estimate as the numpy steps."""
+    sampler = make_sampler(name, _target("many_classes", batch_size=8), **params)
+    reference, engine, *_ = both_paths(sampler, np.linspace(0.02, 0.005, 30), n_chains=2)
+    assert reference.status is None and reference.stop == 30
+    assert_same_block(reference, engine)
+
+
+def test_the_papers_samplers_take_the_engine_and_the_numpy_reference_does_not():
+    """ccadl_fig3's samplers run on the blocks; the target with ``kernels`` off (its numpy reference) hands the engine
+    nothing and runs on the numpy steps."""
+    for name, params in CASES[:3]:
+        assert isinstance(kernel_of(make_sampler(name, _target("small", batch_size=8), **params), PYTHON), Blocks)
+        assert kernel_of(make_sampler(name, _target("small", batch_size=8, kernels=False), **params), PYTHON) is None
