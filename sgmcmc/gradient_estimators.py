@@ -374,7 +374,8 @@ class SVRG(CentredGradients):
         them at a block's start) and ``advanced``, which takes that memory back after the block and counts its cost;
         None where the base hands the engine none."""
         functions = self.base.engine_functions()
-        if functions is None or "row_gradients" not in functions:
+        # the chain's memory after the running estimate's is SVRG's own: a prior's hyperparameters have no room there
+        if functions is None or "row_gradients" not in functions or "estimator_state" in functions:
             return None
         return {**functions, "update_every": self.update_every, "estimator_state": self._engine_state,
                 "estimator_size": 1 + 2 * self.dim, "advanced": self._engine_advanced}

@@ -20,7 +20,8 @@ and cached on disk.
   ∇U, ``data`` the formula's parameters (a built-in target's formula), and ``second(θ, data)`` U(θ).
 - :func:`minibatch_gradient`: a data model's ∇Ũ(θ) = −(N/n) Σ_{i∈S̃} h_i − ∇log p(θ) (SPEC §1 "Common"):
   ``first(θ, data[rows])`` gives the per-example gradients g_i = ∇log p(x_i | θ) (n, d), ``second(θ)`` the prior's
-  (d,); h_i = g_i (``numbers[1]`` = :data:`PLAIN`) or the control variates' h_i = g_i(θ) − g_i(θ̂) + ḡ(θ̂) about a
+  (d,), or ``second(θ, hyperparameters)`` a hierarchical prior's, given the chain's hyperparameters (its memory after
+  the running estimate's share: the target's ``estimator_state``, as the BNN's Gibbs-drawn precisions); h_i = g_i (``numbers[1]`` = :data:`PLAIN`) or the control variates' h_i = g_i(θ) − g_i(θ̂) + ḡ(θ̂) about a
   centre θ̂ with ḡ(θ̂) = (1/N) Σ_j g_j(θ̂) (:data:`CONTROL_VARIATES`; Baker et al. 2019). With a running noise estimate
   (``numbers[2]`` = :data:`RUNNING_FULL` or :data:`RUNNING_DIAGONAL`; Shang et al. 2015 Eq. 18-19) the chain's
   ``memory`` = (t, Î_t) is updated with this minibatch's V_t = Σ_i (h_i − h̄)(h_i − h̄)ᵀ/(n − 1) (its diagonal),
@@ -39,13 +40,14 @@ and cached on disk.
 from __future__ import annotations
 
 import math
+from typing import Optional
 
 import numba
 from numba.extending import register_jitable
 import numpy as np
 
 from sgmcmc.engine.injection import set_variance_diagonal
-from sgmcmc.engine.static import call1, call2, call3, static
+from sgmcmc.engine.static import call1, call2, call3, lead2, lead3, static
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
 PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
@@ -118,7 +120,7 @@ def minibatch_gradient(source, theta, normals, rows, memory, out, variance):
         else:
             centre, centre_mean = numbers[4:4 + d], numbers[4 + d:4 + 2 * d]
         _control_variates(source, centre, centre_mean, batch, examples)
-    prior = call1(source[2], theta)
+    prior = lead2(source[2], theta, memory[running_size(numbers[2], d):])
     n = examples.shape[0]
     for j in range(d):
         out[j] = 0.0
@@ -139,11 +141,12 @@ def sums_gradient(source, theta, normals, rows, memory, out, variance):
     """−(N/n) Σ_{i∈rows} g_i − ∇log p(θ) of a data model that hands over its rows' sums, ``first(θ, data[rows])`` →
     (Σ_i g_i (d,), Σ_i (g_i − ḡ)² (d,)), so that no per-example (n, d) array is made (a model with d in the tens of
     thousands); with the running diagonal estimate (``numbers[2]`` = :data:`RUNNING_DIAGONAL`) V_t's diagonal is the
-    second sum over n − 1 (Shang et al. 2015 Eq. 19). ``numbers`` = (N, :data:`PLAIN`, running form, c)."""
+    second sum over n − 1 (Shang et al. 2015 Eq. 19). A ``first`` with a third parameter is told whether that second
+    sum is wanted (:func:`~sgmcmc.engine.static.lead3`: a model whose second sum costs as much as its first). ``numbers`` = (N, :data:`PLAIN`, running form, c)."""
     numbers, d = source[4], theta.shape[0]
     batch = gather(source[3], rows)
-    total, scatter = call2(source[1], theta, batch)
-    prior = call1(source[2], theta)
+    total, scatter = lead3(source[1], theta, batch, numbers[2] == RUNNING_DIAGONAL)
+    prior = lead2(source[2], theta, memory[running_size(numbers[2], d):])
     n = batch.shape[0]
     if numbers[2] == RUNNING_DIAGONAL:
         _running_diagonal(numbers, scatter, n, memory, variance)
@@ -317,7 +320,12 @@ def choose_rows(uniforms, n_data, out, chosen):
                 chosen[out[k, c, m]] = False
 
 
-def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) -> tuple:
+def on_rows(functions: dict) -> bool:
+    """Whether a target's functions are a data model's: its rows door, its sums door or both."""
+    return "row_gradients" in functions or "row_gradient_sums" in functions
+
+
+def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) -> Optional[tuple]:
     """The source of what a target hands the engine (its ``engine_functions()``): for a data model on rows
     (``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` (N, width), ``n_data``) :func:`minibatch_gradient`'s;
     for a density model with a vectorised gradient (``gradient(θ)``, its ``sign``, ``noise_factor`` L; optionally its
@@ -327,13 +335,15 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
     ḡ(θ̂) (d,), SVRG's as its ``update_every`` (each chain's θ̂, ḡ(θ̂) and count are in its memory); ``running`` and
     ``scale`` are its running noise estimate and c (:func:`minibatch_gradient`). A data model that also hands over
     ``row_gradient_sums(θ, rows)`` gets :func:`sums_gradient`'s where that serves: plain minibatches, with no noise
-    estimate or the running diagonal one."""
+    estimate or the running diagonal one; a model with the sums alone gets None for any other estimate."""
     plain = "update_every" not in functions and "centre" not in functions
     if "row_gradient_sums" in functions and plain and running in (NO_RUNNING, RUNNING_DIAGONAL):
         return (static(sums_gradient), static(functions["row_gradient_sums"], inline=False),
                 static(functions["prior_gradient"], inline=False), np.ascontiguousarray(functions["data"], dtype=float),
                 np.array([float(functions["n_data"]), PLAIN, running, scale]), static(no_potential),
                 static(minibatch_noise))
+    if "row_gradient_sums" in functions and "row_gradients" not in functions:
+        return None  # the sums alone serve no other estimate (the control variates, SVRG, the full running estimate)
     if "row_gradients" in functions:
         if "update_every" in functions:
             numbers = np.array([float(functions["n_data"]), SVRG, running, scale, functions["update_every"]],

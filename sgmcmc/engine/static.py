@@ -14,7 +14,9 @@ the number of arguments): compiled, ``f``'s source is inlined into the caller (n
 call costs what the body costs. Called as a value, ``f(…)``, a non-inlined call passes every array as a dozen words
 and counts its references: measured on the double well, about 25 ns a call against 2.6 ns inlined, and the engine's
 step is three calls deep (driver → integrator → estimator → model). Outside compiled code (the Python backend of
-:mod:`sgmcmc.engine.driver`) ``callN(f, …)`` is ``f(…)``, the plain Python function.
+:mod:`sgmcmc.engine.driver`) ``callN(f, …)`` is ``f(…)``, the plain Python function. ``leadN(f, a1, …, aN)`` (:data:`lead2`,
+:data:`lead3`) is ``f`` called with as many of the leading arguments as its source takes: a model's function with an
+optional argument (a prior's hyperparameters, whether a sums door's second sum is wanted).
 """
 
 from __future__ import annotations
@@ -192,3 +194,40 @@ def _caller(arity: int):
 
 call1, call2, call3, call4, call5 = (_caller(arity) for arity in range(1, 6))
 call7, call20 = _caller(7), _caller(20)
+
+
+def arity(function) -> int:
+    """The number of parameters of ``function``'s Python source (a plain function, a compiled one or a
+    :class:`StaticFunction`)."""
+    python = getattr(function, "python", None) or getattr(function, "py_func", None) or function
+    return len(inspect.signature(python).parameters)
+
+
+def _leading_caller(count: int):
+    """``leadN(function, a0, …)``: ``function`` called with as many of the N leading arguments as it takes, chosen when
+    the caller compiles (an optional argument of a model's function: the hyperparameters of its prior, whether its sums
+    door's second sum is wanted), its source inlined as by :func:`_caller`."""
+    names = [f"a{i}" for i in range(count)]
+    listed = ", ".join(names)
+    namespace = {"_inlined": _inlined, "arity": arity}
+    source = (f"def lead{count}(function, {listed}):\n"
+              f"    return function(*({listed},)[:arity(function)])\n"
+              f"def typing(function, {listed}):\n"
+              f"    inner = _inlined(function)\n"
+              f"    if inner is None:\n"
+              f"        return None\n"
+              f"    taken = arity(inner)\n")
+    for taken in range(1, count + 1):
+        source += (f"    if taken == {taken}:\n"
+                   f"        def implementation(function, {listed}):\n"
+                   f"            return inner({', '.join(names[:taken])})\n"
+                   f"        return implementation\n")
+    exec(source, namespace)
+    stub = namespace[f"lead{count}"]
+    stub.__module__ = __name__
+    stub.__doc__ = f"function(a0, …) with the first arity(function) of its {count} arguments, inlined where compiled"
+    overload(stub, inline="always")(namespace["typing"])
+    return stub
+
+
+lead2, lead3 = _leading_caller(2), _leading_caller(3)

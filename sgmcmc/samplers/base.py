@@ -18,7 +18,7 @@ import numpy as np
 
 from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, Blocks
-from sgmcmc.engine.estimators import FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, source_of
+from sgmcmc.engine.estimators import FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, on_rows, source_of
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
                                        THETA_FIRST, langevin, momentum_friction, ou_splitting, preconditioned,
@@ -240,7 +240,7 @@ class Sampler(ABC):
         slots, uniforms = self.engine_draws()
         if functions is None or (uniforms and "potential" not in functions):  # a Metropolis test needs the exact U
             return None
-        data = "row_gradients" in functions
+        data = on_rows(functions)
         step, constants, momentum, xi = integrator
         if "update_every" in functions and step not in RUNNING:  # SVRG counts one minibatch gradient a step
             return None
@@ -268,13 +268,16 @@ class Sampler(ABC):
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions))
+        source = source_of(functions, running, scale)
+        if source is None:  # the model's doors do not serve this estimate
+            return None
         carry, prepare = self.engine_carry() or (None, None)
         d = self.target.dim
         # V̂ in full (d, d) where it enters in full, else the row (1, d) of its diagonal (zeros where none enters): nothing
         # d × d is made for a model with d in the tens of thousands (sgmcmc.engine.injection.variance_diagonal)
         variance = np.broadcast_to(variance, (d, d))
         variance = variance.copy() if mode == FULL_ESTIMATE else np.diagonal(variance).reshape(1, d).copy()
-        blocks = Blocks(static(step), source_of(functions, running, scale),
+        blocks = Blocks(static(step), source,
                         parameters,
                         (ORDERS[self.integrator], mode, int(self.noise_clip), self.engine_variant()),
                         variance, momentum=momentum, xi=xi,

@@ -15,6 +15,7 @@ from typing import Optional
 import numpy as np
 
 from sgmcmc.engine import integrators
+from sgmcmc.engine.estimators import on_rows
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.schema import Key, boolean, integer
@@ -163,7 +164,7 @@ class NaiveSGHMC(HMC):
 def trajectory_functions(functions: Optional[dict], exact: bool) -> Optional[dict]:
     """A resampled-trajectory sampler's view of what the target hands the engine: a density model's, with the gradient
     noise's factor zero for the exact ∇U (HMC); None for a data model or none."""
-    if functions is None or "row_gradients" in functions:
+    if functions is None or on_rows(functions):
         return None
     if exact:
         functions = {**functions, "noise_factor": np.zeros_like(functions["noise_factor"])}

@@ -60,6 +60,7 @@ from __future__ import annotations
 import numpy as np
 
 from sgmcmc.engine import integrators
+from sgmcmc.engine.estimators import on_rows
 from sgmcmc.engine.static import static
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, diagonal_matrices
@@ -203,7 +204,7 @@ class PSGLD(Sampler):
         hands over its exact ∂²U/∂θ_i² (``hessian_diagonal_into(θ, parameters, out)``). None elsewhere (the numpy
         steps: a data model's stationary D is a pass over all the data)."""
         functions = super().engine_functions()
-        if functions is None or ("row_gradients" in functions and self.preconditioner != "running"):
+        if functions is None or (on_rows(functions) and self.preconditioner != "running"):
             return None
         if self.preconditioner == "stationary" and (
                 type(self.target).noise_covariance is not SyntheticTarget.noise_covariance

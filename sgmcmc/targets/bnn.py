@@ -43,9 +43,11 @@ import numpy as np
 from scipy.special import expit, log_softmax
 
 from sgmcmc.hyperparameters import GammaPrecisions
+from sgmcmc.targets import bnn_kernels
 from sgmcmc.targets.base import Target
 from sgmcmc.targets.data import DataTarget, _check_count, check_class_data, positive_number
 from sgmcmc.targets.flat_parameters import FlatParameters, FlatParameterTarget
+from sgmcmc.targets.gaussian_prior import grouped_prior_gradient
 
 # λ of every group before the first Gibbs step: the authors' weight decay wd = 2e-5 times N_train = 50,000.
 INITIAL_PRECISION = 1.0
@@ -276,6 +278,22 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
     def log_prior_gradient(self, theta):
         """∇log p(θ | λ) = −λ_g θ_g per coordinate, shape (c, d) (the current precisions)."""
         return self.precisions.prior_gradient(self._theta(theta))
+
+    def engine_functions(self) -> dict:
+        """The engine's sums door (:func:`sgmcmc.engine.estimators.sums_gradient`; no rows door: one chain's 500
+        per-example gradients are 318 MB): :func:`~sgmcmc.targets.bnn_kernels.row_gradient_sums` on the rows
+        x_i | y_i | K (N, D + 2), the prior :func:`~sgmcmc.targets.gaussian_prior.grouped_prior_gradient` given each
+        chain's precisions, read at every block's start (the Gibbs steps between blocks redraw them), N."""
+        rows = np.column_stack([self.features, self.labels, np.full(self.n_data, self.n_classes)]).astype(float)
+        return {"row_gradient_sums": bnn_kernels.row_gradient_sums, "prior_gradient": grouped_prior_gradient,
+                "data": rows, "n_data": self.n_data, "estimator_state": self._prior_state,
+                "estimator_size": 2 * len(PRECISION_NAMES) - 1}
+
+    def _prior_state(self, n_chains: int) -> np.ndarray:
+        """(c, 2G − 1): each chain's (λ_W1, λ_b1, λ_W2, λ_b2, where W1, b1 and W2 end in θ)."""
+        values = np.broadcast_to(self.precisions.values, (n_chains, len(PRECISION_NAMES)))
+        ends = np.broadcast_to(self._layout.offsets[1:-1].astype(float), (n_chains, len(PRECISION_NAMES) - 1))
+        return np.column_stack([values, ends])
 
     def initial_position(self, n_chains, rng):
         """W1 = initial_scale · ``rng.standard_normal((c, D, H))``, then W2 = initial_scale ·

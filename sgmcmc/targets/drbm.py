@@ -39,8 +39,10 @@ from typing import Optional
 import numpy as np
 from scipy.special import expit, log_softmax
 
+from sgmcmc.targets import drbm_kernels
 from sgmcmc.targets.data import DataTarget, _check_count, check_class_data, positive_number
 from sgmcmc.targets.flat_parameters import FlatParameters, FlatParameterTarget
+from sgmcmc.targets.gaussian_prior import prior_gradient_of
 
 
 def parameter_count(n_features: int, n_classes: int, n_hidden: int) -> int:
@@ -203,19 +205,15 @@ class DiscriminativeRBM(FlatParameterTarget, DataTarget):
         index = self._index(theta, index)
         if not self.kernels:
             return self.log_likelihood_gradients_numpy(theta, index)
-        from sgmcmc.targets.drbm_kernels import per_example_gradients
-
         out = np.empty(index.shape + (self.dim,))
-        return per_example_gradients(np.ascontiguousarray(theta), self.features, self.labels,
+        return drbm_kernels.per_example_gradients(np.ascontiguousarray(theta), self.features, self.labels,
                                      np.ascontiguousarray(index, dtype=np.int64), self.n_hidden, self.n_classes, out)
 
     def _kernel_sums(self, theta, rng, with_moments: bool):
         """(∇Ũ (c, dim), Σ_i (g_i − ḡ)² (c, dim)) of one minibatch draw from the compiled sums."""
-        from sgmcmc.targets.drbm_kernels import gradient_sums
-
         theta = self._theta(theta)
         index = self.minibatch(rng, theta.shape[0])
-        total, moments = gradient_sums(np.ascontiguousarray(theta), self.features, self.labels,
+        total, moments = drbm_kernels.gradient_sums(np.ascontiguousarray(theta), self.features, self.labels,
                                        np.ascontiguousarray(index, dtype=np.int64), self.n_hidden, self.n_classes,
                                        with_moments)
         return -(self.n_data / self.batch_size) * total - self.log_prior_gradient(theta), moments
@@ -262,6 +260,16 @@ class DiscriminativeRBM(FlatParameterTarget, DataTarget):
     def log_prior_gradient(self, theta):
         """∇log N(θ | 0, s²I) = −θ/s², shape (c, dim)."""
         return -self._theta(theta) / self.prior_variance
+
+    def engine_functions(self) -> Optional[dict]:
+        """The engine's rows and sums doors (:func:`sgmcmc.engine.estimators.source_of`): the compiled
+        :func:`~sgmcmc.targets.drbm_kernels.row_gradients` and :func:`~sgmcmc.targets.drbm_kernels.row_gradient_sums`
+        on the rows x_i | y_i | C (N, D + 2), the prior's −θ/s², N; None with ``kernels`` off (the numpy reference)."""
+        if not self.kernels:
+            return None
+        rows = np.column_stack([self.features, self.labels, np.full(self.n_data, self.n_classes)]).astype(float)
+        return {"row_gradients": drbm_kernels.row_gradients, "row_gradient_sums": drbm_kernels.row_gradient_sums,
+                "prior_gradient": prior_gradient_of(self.prior_variance), "data": rows, "n_data": self.n_data}
 
     def initial_position(self, n_chains, rng):
         """θ₀ = initial_scale · ``rng.standard_normal((n_chains, dim))`` (SPEC §4.10: N(0, 0.01² I))."""

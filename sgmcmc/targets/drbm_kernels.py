@@ -17,7 +17,9 @@ the kernel computes
 
 Drivers: :func:`per_example_gradients` writes the (c, b, dim) rows; :func:`gradient_sums` gives only the sums
 Σ_i g_i (c, dim) and, when asked, the centred second moments Σ_i (g_i − ḡ)² (c, dim) (Welford's update over the
-examples), never the (c, b, dim) array. Both run on one thread: on 2 cores shared with other processes (and runs
+examples), never the (c, b, dim) array; :func:`row_gradients` and :func:`row_gradient_sums` are the same for one chain
+on its minibatch's rows, the engine's rows and sums doors (:meth:`DiscriminativeRBM.engine_functions`). All run on one
+thread: on 2 cores shared with other processes (and runs
 with 2 jobs) a parallel loop over the examples was slower, not faster.
 """
 
@@ -38,27 +40,25 @@ _JIT = dict(cache=True, error_model="numpy")
 
 @numba.njit(**_JIT)
 def _tables(theta, n_hidden, n_features, n_classes):
-    """Per chain, the parameters laid out for the kernel's inner loops over the hidden units: Wᵀ (c, D, H), Uᵀ,
-    e^{Uᵀ}, e^{−Uᵀ} (c, C, H), and whether every |U_jy| <= _SAFE (c,)."""
-    n_chains = theta.shape[0]
+    """One chain's parameters θ (dim,) laid out for the kernel's inner loops over the hidden units: Wᵀ (D, H), Uᵀ,
+    e^{Uᵀ}, e^{−Uᵀ} (C, H), and whether every |U_jy| <= _SAFE."""
     H, D, C = n_hidden, n_features, n_classes
     u_start = H * D + H
-    weights_t = np.empty((n_chains, D, H))
-    u_t = np.empty((n_chains, C, H))
-    e_u = np.empty((n_chains, C, H))
-    e_u_inverse = np.empty((n_chains, C, H))
-    safe = np.ones(n_chains, dtype=np.bool_)
-    for chain in range(n_chains):
-        for j in range(H):
-            for k in range(D):
-                weights_t[chain, k, j] = theta[chain, j * D + k]
-            for y in range(C):
-                u = theta[chain, u_start + j * C + y]
-                if abs(u) > _SAFE:
-                    safe[chain] = False
-                u_t[chain, y, j] = u
-                e_u[chain, y, j] = math.exp(u)
-                e_u_inverse[chain, y, j] = math.exp(-u)
+    weights_t = np.empty((D, H))
+    u_t = np.empty((C, H))
+    e_u = np.empty((C, H))
+    e_u_inverse = np.empty((C, H))
+    safe = True
+    for j in range(H):
+        for k in range(D):
+            weights_t[k, j] = theta[j * D + k]
+        for y in range(C):
+            u = theta[u_start + j * C + y]
+            if abs(u) > _SAFE:
+                safe = False
+            u_t[y, j] = u
+            e_u[y, j] = math.exp(u)
+            e_u_inverse[y, j] = math.exp(-u)
     return weights_t, u_t, e_u, e_u_inverse, safe
 
 
@@ -166,46 +166,89 @@ def _scratch(n_hidden, n_classes):
 
 
 @numba.njit(**_JIT)
+def _chain_gradients(theta, features, labels, index, n_hidden, n_classes, out):
+    """g_i of one chain's θ (dim,) for the examples ``index`` (b,) of ``features`` (N, D) / ``labels`` (N,) into
+    ``out`` (b, dim)."""
+    weights_t, u_t, e_u, e_u_inverse, safe = _tables(theta, n_hidden, features.shape[1], n_classes)
+    pre, a, a_inverse, sig, p, residual, hidden = _scratch(n_hidden, n_classes)
+    for position in range(index.shape[0]):
+        example = index[position]
+        _example_gradient(theta, features[example], int(labels[example]), weights_t, u_t, e_u, e_u_inverse, safe,
+                          pre, a, a_inverse, sig, p, residual, hidden, out[position])
+
+
+@numba.njit(**_JIT)
+def _chain_sums(theta, features, labels, index, n_hidden, n_classes, with_moments, total, moments):
+    """Σ_i g_i into ``total`` (dim,) and, if ``with_moments``, Σ_i (g_i − ḡ)² into ``moments`` (dim,) (Welford's
+    update over the examples), one gradient row at a time, for one chain's θ (dim,) and the examples ``index`` (b,)."""
+    dim = theta.shape[0]
+    weights_t, u_t, e_u, e_u_inverse, safe = _tables(theta, n_hidden, features.shape[1], n_classes)
+    pre, a, a_inverse, sig, p, residual, hidden = _scratch(n_hidden, n_classes)
+    row = np.empty(dim)
+    mean = np.zeros(dim)
+    for position in range(index.shape[0]):
+        example = index[position]
+        _example_gradient(theta, features[example], int(labels[example]), weights_t, u_t, e_u, e_u_inverse, safe,
+                          pre, a, a_inverse, sig, p, residual, hidden, row)
+        for q in range(dim):
+            total[q] += row[q]
+        if with_moments:  # Welford: the running mean and Σ(g − mean)² after position + 1 examples
+            weight = 1.0 / (position + 1)
+            for q in range(dim):
+                delta = row[q] - mean[q]
+                mean[q] += delta * weight
+                moments[q] += delta * (row[q] - mean[q])
+
+
+@numba.njit(**_JIT)
 def per_example_gradients(theta, features, labels, index, n_hidden, n_classes, out):
     """g_i for θ (c, dim) and the examples ``index`` (c, b) of ``features`` (N, D) / ``labels`` (N,) into ``out``
     (c, b, dim)."""
-    n_chains, batch = index.shape
-    weights_t, u_t, e_u, e_u_inverse, safe = _tables(theta, n_hidden, features.shape[1], n_classes)
-    pre, a, a_inverse, sig, p, residual, hidden = _scratch(n_hidden, n_classes)
-    for chain in range(n_chains):
-        for position in range(batch):
-            example = index[chain, position]
-            _example_gradient(theta[chain], features[example], labels[example], weights_t[chain], u_t[chain],
-                              e_u[chain], e_u_inverse[chain], safe[chain], pre, a, a_inverse, sig, p, residual,
-                              hidden, out[chain, position])
+    for chain in range(theta.shape[0]):
+        _chain_gradients(theta[chain], features, labels, index[chain], n_hidden, n_classes, out[chain])
     return out
 
 
 @numba.njit(**_JIT)
 def gradient_sums(theta, features, labels, index, n_hidden, n_classes, with_moments):
-    """(Σ_i g_i (c, dim), Σ_i (g_i − ḡ)² (c, dim), zeros unless ``with_moments``) over the examples ``index`` (c, b),
-    one gradient row at a time: the (c, b, dim) per-example array is never formed."""
-    n_chains, batch = index.shape
-    dim = theta.shape[1]
-    weights_t, u_t, e_u, e_u_inverse, safe = _tables(theta, n_hidden, features.shape[1], n_classes)
-    pre, a, a_inverse, sig, p, residual, hidden = _scratch(n_hidden, n_classes)
-    row = np.empty(dim)
-    total = np.zeros((n_chains, dim))
-    moments = np.zeros((n_chains, dim))
-    mean = np.empty(dim)
-    for chain in range(n_chains):
-        mean[:] = 0.0
-        for position in range(batch):
-            example = index[chain, position]
-            _example_gradient(theta[chain], features[example], labels[example], weights_t[chain], u_t[chain],
-                              e_u[chain], e_u_inverse[chain], safe[chain], pre, a, a_inverse, sig, p, residual, hidden,
-                              row)
-            for q in range(dim):
-                total[chain, q] += row[q]
-            if with_moments:  # Welford: the running mean and Σ(g − mean)² after position + 1 examples
-                weight = 1.0 / (position + 1)
-                for q in range(dim):
-                    delta = row[q] - mean[q]
-                    mean[q] += delta * weight
-                    moments[chain, q] += delta * (row[q] - mean[q])
+    """(Σ_i g_i (c, dim), Σ_i (g_i − ḡ)² (c, dim), zeros unless ``with_moments``) over the examples ``index`` (c, b):
+    the (c, b, dim) per-example array is never formed."""
+    total = np.zeros(theta.shape)
+    moments = np.zeros(theta.shape)
+    for chain in range(theta.shape[0]):
+        _chain_sums(theta[chain], features, labels, index[chain], n_hidden, n_classes, with_moments, total[chain],
+                    moments[chain])
+    return total, moments
+
+
+# -- the engine's rows door (sgmcmc.engine.estimators): one chain's θ (dim,) and its minibatch's rows (m, D + 2),
+# each x_i | y_i | C, the number of classes carried in the rows so that these are plain module functions (cached on
+# disk with the blocks that call them) rather than closures over C. H follows from dim = H(D + C + 1) + C.
+@numba.njit(**_JIT)
+def _shape_of(theta, rows):
+    """(D, H, C) of the rows door's θ (dim,) and rows (m, D + 2)."""
+    n_features = rows.shape[1] - 2
+    n_classes = int(rows[0, n_features + 1])
+    return n_features, (theta.shape[0] - n_classes) // (n_features + n_classes + 1), n_classes
+
+
+@numba.njit(**_JIT)
+def row_gradients(theta, rows):
+    """g_i = ∇_θ log p(y_i | x_i) (m, dim) of one chain's θ (dim,) on the rows x_i | y_i | C (m, D + 2)."""
+    n_features, n_hidden, n_classes = _shape_of(theta, rows)
+    out = np.empty((rows.shape[0], theta.shape[0]))
+    _chain_gradients(theta, rows[:, :n_features], rows[:, n_features], np.arange(rows.shape[0]), n_hidden,
+                     n_classes, out)
+    return out
+
+
+@numba.njit(**_JIT)
+def row_gradient_sums(theta, rows):
+    """(Σ_i g_i (dim,), Σ_i (g_i − ḡ)² (dim,)) of one chain's θ (dim,) on the rows x_i | y_i | C (m, D + 2), without
+    the (m, dim) per-example array (d = 4,326 on letter)."""
+    n_features, n_hidden, n_classes = _shape_of(theta, rows)
+    total = np.zeros(theta.shape[0])
+    moments = np.zeros(theta.shape[0])
+    _chain_sums(theta, rows[:, :n_features], rows[:, n_features], np.arange(rows.shape[0]), n_hidden, n_classes,
+                True, total, moments)
     return total, moments

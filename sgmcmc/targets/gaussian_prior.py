@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import cache
 
 import numba
+import numpy as np
 
 
 @numba.njit(cache=True)
@@ -27,3 +28,19 @@ def prior_gradient_of(variance: float):
         return -theta / variance
 
     return prior_gradient
+
+
+@numba.njit(cache=True)
+def grouped_prior_gradient(theta, hyperparameters):
+    """∇log p(θ | λ) = −λ_g θ_g of G contiguous groups of coordinates, each θ_g ~ N(0, λ_g⁻¹ I) (the BNN's precisions,
+    :mod:`sgmcmc.hyperparameters`): ``hyperparameters`` = (λ_1, …, λ_G, the end of each group but the last) of one
+    chain, the 2G − 1 numbers of its estimator state."""
+    groups = (hyperparameters.shape[0] + 1) // 2
+    out = np.empty(theta.shape[0])
+    start = 0
+    for g in range(groups):
+        end = int(hyperparameters[groups + g]) if g < groups - 1 else theta.shape[0]
+        for j in range(start, end):
+            out[j] = -hyperparameters[g] * theta[j]
+        start = end
+    return out

@@ -34,13 +34,12 @@ import zipfile
 from pathlib import Path
 from typing import Optional
 
-from functools import cache
-
 import numba
 import numpy as np
 from scipy.special import expit
 
 from sgmcmc.targets.data import DataTarget, _check_count, check_features, positive_number
+from sgmcmc.targets.gaussian_prior import prior_gradient_of
 
 # The digits of T8 and their labels (SPEC §4.9): 7 → +1, 9 → −1.
 DIGITS = (7, 9)
@@ -214,26 +213,6 @@ def signed_row_gradients(theta, rows):
         for j in range(rows.shape[1]):
             out[i, j] = weight * rows[i, j]
     return out
-
-
-@numba.njit(cache=True)
-def standard_normal_prior_gradient(theta):
-    """∇log N(θ | 0, I) = −θ."""
-    return -theta
-
-
-@cache
-def prior_gradient_of(variance: float):
-    """∇log N(θ | 0, s²I) = −θ/s² as a compiled function of θ alone: :func:`standard_normal_prior_gradient` for
-    s² = 1 (SPEC T8; its blocks are cached on disk), else a function of this s² (compiled in each process)."""
-    if variance == 1.0:
-        return standard_normal_prior_gradient
-
-    @numba.njit
-    def prior_gradient(theta):
-        return -theta / variance
-
-    return prior_gradient
 
 
 # -- MNIST 7 vs 9 (SPEC §4.9) ------------------------------------------------------------------------------

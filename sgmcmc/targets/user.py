@@ -45,6 +45,7 @@ on the rows of one array, with functions the compiler takes (plain numpy on arra
   without the (m, dim) array, for a model with many parameters: the blocks take it where it serves (plain
   minibatches, ``noise_estimate`` zero, or running with ``running_form=diagonal``;
   :func:`sgmcmc.engine.estimators.sums_gradient`). It is checked against ``row_gradients`` when the model is loaded.
+  Written ``row_gradient_sums(θ, rows, with_scatter)``, it is told whether the second sum is wanted.
 
 The samplers that take one gradient a step (SGLD, SGRLD, SGHMC, the SGRHMCs, SGNHT, CCAdL, BAOAB, BADODAB, pSGLD with
 its running preconditioner; with ``noise_estimate`` zero, running, or known: the minibatches' covariance over all
@@ -372,7 +373,9 @@ class RowModel:
         theta = 0.1 * np.random.default_rng(0).standard_normal(self.wrapped.dim)
         rows = self.data[:16]
         gradients = np.asarray(self.wrapped.row_gradients(theta, rows), dtype=float)
-        sums = self.wrapped.row_gradient_sums(theta, rows)
+        function = self.wrapped.row_gradient_sums
+        taken = len(inspect.signature(getattr(function, "py_func", function)).parameters)
+        sums = function(*(theta, rows, True)[:taken])  # with_scatter, where it takes one
         expected = (gradients.sum(axis=0), np.sum((gradients - gradients.mean(axis=0)) ** 2, axis=0))
         for name, got, want in zip(("Σ g_i", "Σ (g_i − ḡ)²"), sums, expected):
             got = np.asarray(got, dtype=float)

@@ -1,0 +1,85 @@
+"""The BNN (T11) on the engine's blocks, through its sums door (``BayesianNeuralNetwork.engine_functions``): the sums
+and the grouped prior equal the numpy reference (the per-example gradients of ``log_likelihood_gradients``, an
+independent computation, and ``log_prior_gradient`` under distinct precisions per chain and group), and the blocks'
+samples are the numpy steps' on the same random numbers (:class:`tests.helpers.EngineStream`), with the precisions
+read at each block's start. The blocks run as their Python source (the compiled block is that source:
+tests/engine/test_driver.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sgmcmc.engine.blocks import kernel_of, numpy_block
+from sgmcmc.engine.driver import PYTHON, Blocks
+from sgmcmc.gradient_estimators import SVRG
+from sgmcmc.samplers import make_sampler
+from tests.helpers import EngineStream
+from tests.targets.test_bnn import PRECISION_NAMES, _points, _target, _with_precisions
+from tests.targets.test_logistic_regression_engine import assert_same_block
+
+
+@pytest.mark.parametrize("with_scatter", [True, False])
+def test_the_sums_door_is_the_per_example_reference(with_scatter):
+    target = _target()
+    functions = target.engine_functions()
+    theta = _points(4, n=2)
+    index = np.array([[0, 3, 3, 29, 11], [5, 6, 7, 8, 1]])
+    reference = target.log_likelihood_gradients(theta, index)
+    for t, rows, expected in zip(theta, index, reference):
+        total, scatter = functions["row_gradient_sums"](t, functions["data"][rows], with_scatter)
+        np.testing.assert_allclose(total, expected.sum(axis=0), rtol=1e-11, atol=1e-13)
+        squares = np.sum((expected - expected.mean(axis=0)) ** 2, axis=0) if with_scatter else np.zeros_like(total)
+        np.testing.assert_allclose(scatter, squares, rtol=1e-9, atol=1e-12)
+
+
+def test_the_prior_given_each_chains_state_is_the_targets():
+    target = _target()
+    _with_precisions(target)
+    functions = target.engine_functions()
+    theta = _points(5)
+    state = functions["estimator_state"](3)
+    assert state.shape == (3, functions["estimator_size"]) == (3, 2 * len(PRECISION_NAMES) - 1)
+    per_chain = np.stack([functions["prior_gradient"](t, s) for t, s in zip(theta, state)])
+    np.testing.assert_allclose(per_chain, target.log_prior_gradient(theta), rtol=1e-15)
+
+
+CASES = [
+    ("sghmc", dict(noise_estimate="zero")),
+    ("sgld", dict(noise_estimate="known")),  # unknown on the BNN: nothing subtracted
+    ("sghmc", dict(noise_estimate="running", running_form="diagonal", noise_clip=True, finite_population=False)),
+    ("sgnht", dict(noise_estimate="zero", integrator="theta_first")),
+]
+
+
+@pytest.mark.parametrize("name, params", CASES)
+def test_the_engine_blocks_are_the_numpy_steps_and_read_the_precisions_at_each_block(name, params):
+    """Two blocks of 15 steps from one Blocks object, the precisions (distinct per chain and group) redrawn between
+    them as a Gibbs step would: each block equals the numpy steps under the precisions of its start."""
+    target = _target(batch_size=7)
+    sampler = make_sampler(name, target, **params)
+    blocks = sampler.engine_blocks(PYTHON)
+    assert isinstance(blocks, Blocks)
+    rng = np.random.default_rng(3)
+    state = sampler.init(target.initial_position(3, rng), rng)
+    for block_number in range(2):
+        values = _with_precisions(target)
+        if block_number:
+            target.set_hyperparameters({key: value[::-1] * 1.5 for key, value in values.items()})
+        step_sizes = np.full(15, 0.01)
+        reference = numpy_block(sampler, EngineStream(np.random.default_rng(10 + block_number), 7), state, step_sizes,
+                                start=0)
+        engine = blocks(np.random.default_rng(10 + block_number), state, step_sizes, 0)
+        assert reference.status is None and reference.stop == 15
+        assert_same_block(reference, engine)
+        state = engine.state
+
+
+def test_estimates_the_sums_do_not_serve_stay_on_the_numpy_steps():
+    """The full running estimate (d × d), the control variates and SVRG need the per-example rows, which the BNN does
+    not hand over."""
+    target = _target()
+    full = make_sampler("sghmc", target, noise_estimate="running", running_form="full")
+    assert kernel_of(full, PYTHON) is None
+    assert kernel_of(make_sampler("sgld", SVRG(target, update_every=5)), PYTHON) is None
+    assert isinstance(kernel_of(make_sampler("sgld", target), PYTHON), Blocks)
