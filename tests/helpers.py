@@ -52,8 +52,52 @@ class EngineStream:
         keys[0, np.arange(n_chains)[:, None], rows] = 0.0
         return keys
 
+    def choice(self, n_data, size, replace=False, shuffle=False):
+        """One chain's minibatch as a model that draws one chain at a time takes it (BPMF's ``rng.choice(N, n,
+        replace=False)``, in chain order: the chains' uniforms in the engine's C order)."""
+        rows = np.empty((1, 1, size), dtype=np.int64)
+        choose_rows(self.rng.random((1, 1, size)), n_data, rows, np.zeros(n_data, dtype=np.bool_))
+        return rows[0, 0]
+
     def standard_normal(self, shape):
         return self.rng.standard_normal((2, *shape))[1]
+
+
+class OuSplittingStream:
+    """A numpy Generator as BAOAB's and BADODAB's numpy steps call it on a data model, drawing what the engine's blocks
+    draw for each step (the minibatch's uniforms (c, n), then the normals (2, c, d)): the step's first call, the O
+    step's ``standard_normal((c, d))``, draws both and returns slot 0; its minibatch keys ``random((1, c, N))`` are
+    then the engine's rows (:class:`tests.helpers.EngineStream`'s keys). A ``random`` call before any step (the first
+    kept gradient of a state without one, which the blocks draw from the run's Generator too) passes through."""
+
+    def __init__(self, rng: np.random.Generator, batch_size: int):
+        self.rng, self.batch_size, self.uniforms, self.chain = rng, batch_size, None, 0
+
+    def standard_normal(self, shape):
+        self.uniforms, self.chain = self.rng.random((shape[0], self.batch_size)), 0
+        return self.rng.standard_normal((2, *shape))[0]
+
+    def choice(self, n_data, size, replace=False, shuffle=False):
+        """One chain's minibatch as a model that draws one chain at a time takes it (BPMF's), the chains in order."""
+        if self.uniforms is None:
+            return self.rng.choice(n_data, size, replace=replace, shuffle=shuffle)
+        rows = np.empty((1, 1, size), dtype=np.int64)
+        choose_rows(self.uniforms[None, self.chain:self.chain + 1], n_data, rows, np.zeros(n_data, dtype=np.bool_))
+        self.chain += 1
+        if self.chain == self.uniforms.shape[0]:
+            self.uniforms = None
+        return rows[0, 0]
+
+    def random(self, shape):
+        if self.uniforms is None:
+            return self.rng.random(shape)
+        _, n_chains, n_data = shape
+        rows = np.empty((1, n_chains, self.batch_size), dtype=np.int64)
+        choose_rows(self.uniforms[None], n_data, rows, np.zeros(n_data, dtype=np.bool_))
+        keys = np.ones(shape)
+        keys[0, np.arange(n_chains)[:, None], rows[0]] = 0.0
+        self.uniforms = None
+        return keys
 
 
 class RequestStopAt:

@@ -249,7 +249,8 @@ class Blocks:
     ``running`` is the gradient estimator's running noise estimate (:data:`~sgmcmc.engine.estimators.RUNNING_FULL`,
     ``RUNNING_DIAGONAL`` or ``NO_RUNNING``), whose state (t, Î_t) is the :class:`~sgmcmc.state.SamplerState`'s
     ``noise_count`` and ``noise`` (c, d, d) or (c, d), handed to the blocks as each chain's estimator memory.
-    A gradient estimator with a state of its own per chain (SVRG's count, θ̂ and ḡ(θ̂)) hands over ``estimator_state``,
+    A gradient estimator with a state of its own per chain (SVRG's count, θ̂ and ḡ(θ̂)), or a target whose prior takes
+    each chain's hyperparameters (the BNN's and BPMF's Gibbs-drawn precisions), hands over ``estimator_state``,
     ``n_chains -> (c, estimator_size)``, that state at a block's start, which follows the running estimate's in each
     chain's memory. ``advanced(steps, state)``, where the target hands one over, is told the steps each block took and
     that state after them (the estimator keeps it, and counts its cost).

@@ -47,7 +47,7 @@ from numba.extending import register_jitable
 import numpy as np
 
 from sgmcmc.engine.injection import set_variance_diagonal
-from sgmcmc.engine.static import call1, call2, call3, lead2, lead3, static
+from sgmcmc.engine.static import arity, call1, call2, call3, lead2, lead4, static
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
 PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
@@ -142,11 +142,14 @@ def sums_gradient(source, theta, normals, rows, memory, out, variance):
     (Σ_i g_i (d,), Σ_i (g_i − ḡ)² (d,)), so that no per-example (n, d) array is made (a model with d in the tens of
     thousands); with the running diagonal estimate (``numbers[2]`` = :data:`RUNNING_DIAGONAL`) V_t's diagonal is the
     second sum over n − 1 (Shang et al. 2015 Eq. 19). A ``first`` with a third parameter is told whether that second
-    sum is wanted (:func:`~sgmcmc.engine.static.lead3`: a model whose second sum costs as much as its first). ``numbers`` = (N, :data:`PLAIN`, running form, c)."""
+    sum is wanted (:func:`~sgmcmc.engine.static.lead4`: a model whose second sum costs as much as its first), one with
+    a fourth is given the chain's hyperparameters, as the prior is (BPMF's τ). ``numbers`` = (N, :data:`PLAIN`, running
+    form, c)."""
     numbers, d = source[4], theta.shape[0]
     batch = gather(source[3], rows)
-    total, scatter = lead3(source[1], theta, batch, numbers[2] == RUNNING_DIAGONAL)
-    prior = lead2(source[2], theta, memory[running_size(numbers[2], d):])
+    hyperparameters = memory[running_size(numbers[2], d):]
+    total, scatter = lead4(source[1], theta, batch, numbers[2] == RUNNING_DIAGONAL, hyperparameters)
+    prior = lead2(source[2], theta, hyperparameters)
     n = batch.shape[0]
     if numbers[2] == RUNNING_DIAGONAL:
         _running_diagonal(numbers, scatter, n, memory, variance)
@@ -242,7 +245,23 @@ def minibatch_noise(source, theta, memory, variance):
         for j in range(d):
             for k in range(d):
                 variance[j, k] = numbers[3] * memory[1 + j * d + k]
-    elif numbers[2] == RUNNING_DIAGONAL:
+    else:
+        _running_diagonal_noise(source[4], theta.shape[0], memory, variance)
+
+
+@numba.njit(cache=True)
+def sums_noise(source, theta, memory, variance):
+    """V̂ of :func:`sums_gradient`'s estimate into ``variance``, away from a gradient (BAOAB's and BADODAB's O step):
+    c·Î_t's diagonal from the chain's ``memory`` with the running diagonal estimate, else nothing (the only estimates
+    the sums serve; the model's sums are not called)."""
+    _running_diagonal_noise(source[4], theta.shape[0], memory, variance)
+
+
+@register_jitable
+def _running_diagonal_noise(numbers, d, memory, variance):
+    """c·Î_t's diagonal from ``memory`` = (t, Î_t's diagonal) into ``variance`` where the running estimate is
+    diagonal (``numbers[2]``), else nothing."""
+    if numbers[2] == RUNNING_DIAGONAL:
         for j in range(d):
             set_variance_diagonal(variance, j, numbers[3] * memory[1 + j])
 
@@ -334,14 +353,18 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
     :func:`formula_gradient`'s. A data model's control variates come as ``centre`` θ̂ (d,) and ``centre_mean``
     ḡ(θ̂) (d,), SVRG's as its ``update_every`` (each chain's θ̂, ḡ(θ̂) and count are in its memory); ``running`` and
     ``scale`` are its running noise estimate and c (:func:`minibatch_gradient`). A data model that also hands over
-    ``row_gradient_sums(θ, rows)`` gets :func:`sums_gradient`'s where that serves: plain minibatches, with no noise
-    estimate or the running diagonal one; a model with the sums alone gets None for any other estimate."""
+    ``row_gradient_sums(θ, rows[, with_scatter[, hyperparameters]])`` gets :func:`sums_gradient`'s where that serves:
+    plain minibatches, with no noise estimate or the running diagonal one; a model with the sums alone gets None for
+    any other estimate. A prior ``prior_gradient(θ, hyperparameters)`` of each chain's hyperparameters comes with
+    ``estimator_state`` (``n_chains`` → (c, ``estimator_size``), read at each block's start), else None."""
+    if "prior_gradient" in functions and arity(functions["prior_gradient"]) > 1 and "estimator_state" not in functions:
+        return None  # a prior of the chain's hyperparameters, and none handed over
     plain = "update_every" not in functions and "centre" not in functions
     if "row_gradient_sums" in functions and plain and running in (NO_RUNNING, RUNNING_DIAGONAL):
         return (static(sums_gradient), static(functions["row_gradient_sums"], inline=False),
                 static(functions["prior_gradient"], inline=False), np.ascontiguousarray(functions["data"], dtype=float),
                 np.array([float(functions["n_data"]), PLAIN, running, scale]), static(no_potential),
-                static(minibatch_noise))
+                static(sums_noise))
     if "row_gradient_sums" in functions and "row_gradients" not in functions:
         return None  # the sums alone serve no other estimate (the control variates, SVRG, the full running estimate)
     if "row_gradients" in functions:

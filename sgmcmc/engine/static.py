@@ -14,9 +14,10 @@ the number of arguments): compiled, ``f``'s source is inlined into the caller (n
 call costs what the body costs. Called as a value, ``f(…)``, a non-inlined call passes every array as a dozen words
 and counts its references: measured on the double well, about 25 ns a call against 2.6 ns inlined, and the engine's
 step is three calls deep (driver → integrator → estimator → model). Outside compiled code (the Python backend of
-:mod:`sgmcmc.engine.driver`) ``callN(f, …)`` is ``f(…)``, the plain Python function. ``leadN(f, a1, …, aN)`` (:data:`lead2`,
-:data:`lead3`) is ``f`` called with as many of the leading arguments as its source takes: a model's function with an
-optional argument (a prior's hyperparameters, whether a sums door's second sum is wanted).
+:mod:`sgmcmc.engine.driver`) ``callN(f, …)`` is ``f(…)``, the plain Python function. ``leadN(f, a1, …, aN)``
+(:data:`lead2`, :data:`lead3`, :data:`lead4`) is ``f`` called with as many of the leading arguments as its source
+takes: a model's function with optional arguments (a prior's hyperparameters, whether a sums door's second sum is
+wanted).
 """
 
 from __future__ import annotations
@@ -197,10 +198,14 @@ call7, call20 = _caller(7), _caller(20)
 
 
 def arity(function) -> int:
-    """The number of parameters of ``function``'s Python source (a plain function, a compiled one or a
-    :class:`StaticFunction`)."""
+    """The number of required positional parameters of ``function``'s Python source (a plain function, a compiled one
+    or a :class:`StaticFunction`): a parameter with a default is not passed (a TypeError for ``*args`` or
+    ``**kwargs``, whose count is not known)."""
     python = getattr(function, "python", None) or getattr(function, "py_func", None) or function
-    return len(inspect.signature(python).parameters)
+    parameters = inspect.signature(python).parameters.values()
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
+        raise TypeError(f"{python.__qualname__} takes *args or **kwargs: name its parameters")
+    return sum(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
 def _leading_caller(count: int):
@@ -230,4 +235,4 @@ def _leading_caller(count: int):
     return stub
 
 
-lead2, lead3 = _leading_caller(2), _leading_caller(3)
+lead2, lead3, lead4 = _leading_caller(2), _leading_caller(3), _leading_caller(4)

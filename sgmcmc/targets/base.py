@@ -93,7 +93,10 @@ class Target(ABC):
         default) keeps it on the numpy steps. A density model gives ``gradient_into(θ, parameters, out)`` (∇U of one
         chain written into ``out``), ``parameters``, and its gradient noise's factor ``noise_factor`` L and
         covariance ``noise_covariance`` V = LLᵀ (:meth:`SyntheticTarget.density_functions`); a data model on rows
-        ``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` and ``n_data``.
+        ``row_gradients(θ, rows)`` or ``row_gradient_sums(θ, rows[, with_scatter[, hyperparameters]])`` or both,
+        ``prior_gradient(θ)``, ``data`` and ``n_data``; a model whose prior (or sums) take each chain's
+        hyperparameters, ``prior_gradient(θ, hyperparameters)`` and ``estimator_state`` / ``estimator_size`` (the BNN,
+        BPMF).
 
         A target whose support has a boundary (its own :meth:`reflect`) adds ``reflect(θ, r) -> count``, the same
         reflection on one chain (:class:`sgmcmc.engine.driver.Blocks`' ``reflect``): it maps θ (d,) back into the

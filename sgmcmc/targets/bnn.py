@@ -37,6 +37,7 @@ B̂ = 0; :meth:`~BayesianNeuralNetwork.minibatch_gradient_moments` gives its dia
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -284,10 +285,14 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
         per-example gradients are 318 MB): :func:`~sgmcmc.targets.bnn_kernels.row_gradient_sums` on the rows
         x_i | y_i | K (N, D + 2), the prior :func:`~sgmcmc.targets.gaussian_prior.grouped_prior_gradient` given each
         chain's precisions, read at every block's start (the Gibbs steps between blocks redraw them), N."""
-        rows = np.column_stack([self.features, self.labels, np.full(self.n_data, self.n_classes)]).astype(float)
         return {"row_gradient_sums": bnn_kernels.row_gradient_sums, "prior_gradient": grouped_prior_gradient,
-                "data": rows, "n_data": self.n_data, "estimator_state": self._prior_state,
+                "data": self._rows, "n_data": self.n_data, "estimator_state": self._prior_state,
                 "estimator_size": 2 * len(PRECISION_NAMES) - 1}
+
+    @cached_property
+    def _rows(self) -> np.ndarray:
+        """The engine's rows x_i | y_i | K (N, D + 2), made once (315 MB on MNIST)."""
+        return np.column_stack([self.features, self.labels, np.full(self.n_data, self.n_classes)]).astype(float)
 
     def _prior_state(self, n_chains: int) -> np.ndarray:
         """(c, 2G − 1): each chain's (λ_W1, λ_b1, λ_W2, λ_b2, where W1, b1 and W2 end in θ)."""

@@ -46,6 +46,7 @@ from typing import Optional
 import numpy as np
 
 from sgmcmc.hyperparameters import GammaPrecisions
+from sgmcmc.targets import bpmf_kernels
 from sgmcmc.targets.base import Target
 from sgmcmc.targets.data import DataTarget, _check_count, positive_number
 
@@ -212,9 +213,7 @@ class BPMF(DataTarget):
         """ŷ (c, m) of the pairs (users, items)."""
         out = np.empty((theta.shape[0], users.size))
         if self.kernels:
-            from sgmcmc.targets.bpmf_kernels import predictions
-
-            return predictions(theta, users, items, self.n_users, self.n_items, self.latent_dim, self.base, out)
+            return bpmf_kernels.predictions(theta, users, items, self.n_users, self.n_items, self.latent_dim, self.base, out)
         U, V, a, b = self.unpack(theta)
         for chain in range(theta.shape[0]):
             for start in range(0, users.size, _BLOCK):
@@ -224,21 +223,17 @@ class BPMF(DataTarget):
         return out
 
     def _table(self) -> np.ndarray:
-        """The training ratings as the kernels' records (:func:`sgmcmc.targets.bpmf_kernels.rating_table`), built on
-        first use."""
+        """The training ratings as the kernels' rows (user, item, y) (:func:`sgmcmc.targets.bpmf_kernels.rating_rows`),
+        built on first use."""
         if self._records is None:
-            from sgmcmc.targets.bpmf_kernels import rating_table
-
-            self._records = rating_table(self.users, self.items, self.y)
+            self._records = bpmf_kernels.rating_rows(self.users, self.items, self.y)
         return self._records
 
     def squared_residuals(self, theta) -> np.ndarray:
         """Σ_train (y − ŷ)² per chain, (c,) (a full pass over the training ratings)."""
         theta = self._theta(theta)
         if self.kernels:
-            from sgmcmc.targets.bpmf_kernels import squared_residuals
-
-            return squared_residuals(theta, self._table(), self.n_users, self.n_items, self.latent_dim, self.base)
+            return bpmf_kernels.squared_residuals(theta, self._table(), self.n_users, self.n_items, self.latent_dim, self.base)
         out = np.zeros(theta.shape[0])
         for start in range(0, self.n_data, _BLOCK):
             rows = slice(start, start + _BLOCK)
@@ -254,11 +249,9 @@ class BPMF(DataTarget):
         out = np.zeros(theta.shape)
         squares = np.zeros(theta.shape) if with_moments else np.zeros((n_chains, 0))
         if self.kernels:
-            from sgmcmc.targets.bpmf_kernels import gradient_sums
-
             full = index is None
             rows = np.zeros((n_chains, 0), dtype=np.int64) if full else np.ascontiguousarray(index, dtype=np.int64)
-            gradient_sums(theta, self._table(), rows, full, self.n_users, self.n_items, self.latent_dim, self.base,
+            bpmf_kernels.gradient_sums(theta, self._table(), rows, full, self.n_users, self.n_items, self.latent_dim, self.base,
                           tau, float(scale), out, squares, with_moments)
             return out, squares if with_moments else None
         U, V, a, b = self.unpack(theta)
@@ -298,6 +291,25 @@ class BPMF(DataTarget):
         """∇log p(θ | λ) = −λ_g θ_g per coordinate, shape (c, d)."""
         theta = self._theta(theta)
         return -self._add_prior_gradient(theta, np.zeros(theta.shape))
+
+    def engine_functions(self) -> Optional[dict]:
+        """The engine's sums door (:func:`sgmcmc.engine.estimators.sums_gradient`; no rows door: the per-rating
+        gradients would be (n, d) with d = 204,666): :func:`~sgmcmc.targets.bpmf_kernels.row_gradient_sums` and
+        :func:`~sgmcmc.targets.bpmf_kernels.prior_gradient` on the rating rows (N, 3), given each chain's τ, λ and the
+        layout (:data:`~sgmcmc.targets.bpmf_kernels.STATE`), read at every block's start (the Gibbs steps between blocks
+        redraw them), N; None with ``kernels`` off (the numpy reference)."""
+        if not self.kernels:
+            return None
+        return {"row_gradient_sums": bpmf_kernels.row_gradient_sums, "prior_gradient": bpmf_kernels.prior_gradient,
+                "data": self._table(), "n_data": self.n_data, "estimator_state": self._engine_state,
+                "estimator_size": len(bpmf_kernels.STATE) + 2 * len(PRECISIONS) - 1}
+
+    def _engine_state(self, n_chains: int) -> np.ndarray:
+        """(c, 12): each chain's :data:`~sgmcmc.targets.bpmf_kernels.STATE` and its grouped prior's λ and group ends."""
+        tau = self._per_chain(self.tau, n_chains, "output precisions")
+        constants = np.tile([self.base, self.n_users, self.n_items, self.latent_dim], (n_chains, 1))
+        ends = np.tile([part.stop for part in self.slices[:-1]], (n_chains, 1))
+        return np.column_stack([tau, constants, self._lambdas(n_chains), ends]).astype(float)
 
     def log_likelihood_gradients(self, theta, index):
         """g_i = ∇_θ log p(y_i | θ) = τ e_i ∂ŷ_i/∂θ for θ (c, d) and rating indices (c, b): shape (c, b, d), dense

@@ -34,6 +34,7 @@ come from fused numba kernels (:mod:`sgmcmc.targets.drbm_kernels`), one example 
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Optional
 
 import numpy as np
@@ -267,9 +268,13 @@ class DiscriminativeRBM(FlatParameterTarget, DataTarget):
         on the rows x_i | y_i | C (N, D + 2), the prior's −θ/s², N; None with ``kernels`` off (the numpy reference)."""
         if not self.kernels:
             return None
-        rows = np.column_stack([self.features, self.labels, np.full(self.n_data, self.n_classes)]).astype(float)
         return {"row_gradients": drbm_kernels.row_gradients, "row_gradient_sums": drbm_kernels.row_gradient_sums,
-                "prior_gradient": prior_gradient_of(self.prior_variance), "data": rows, "n_data": self.n_data}
+                "prior_gradient": prior_gradient_of(self.prior_variance), "data": self._rows, "n_data": self.n_data}
+
+    @cached_property
+    def _rows(self) -> np.ndarray:
+        """The engine's rows x_i | y_i | C (N, D + 2), made once."""
+        return np.column_stack([self.features, self.labels, np.full(self.n_data, self.n_classes)]).astype(float)
 
     def initial_position(self, n_chains, rng):
         """θ₀ = initial_scale · ``rng.standard_normal((n_chains, dim))`` (SPEC §4.10: N(0, 0.01² I))."""

@@ -243,12 +243,12 @@ def row_gradients(theta, rows):
 
 
 @numba.njit(**_JIT)
-def row_gradient_sums(theta, rows):
-    """(Σ_i g_i (dim,), Σ_i (g_i − ḡ)² (dim,)) of one chain's θ (dim,) on the rows x_i | y_i | C (m, D + 2), without
-    the (m, dim) per-example array (d = 4,326 on letter)."""
+def row_gradient_sums(theta, rows, with_scatter):
+    """(Σ_i g_i (dim,), Σ_i (g_i − ḡ)² (dim,), zeros unless ``with_scatter``) of one chain's θ (dim,) on the rows
+    x_i | y_i | C (m, D + 2), without the (m, dim) per-example array (d = 4,326 on letter)."""
     n_features, n_hidden, n_classes = _shape_of(theta, rows)
     total = np.zeros(theta.shape[0])
     moments = np.zeros(theta.shape[0])
     _chain_sums(theta, rows[:, :n_features], rows[:, n_features], np.arange(rows.shape[0]), n_hidden, n_classes,
-                True, total, moments)
+                with_scatter, total, moments)
     return total, moments

@@ -1,5 +1,6 @@
-"""∇log p(θ) of the isotropic Gaussian prior N(0, s²I) of the data models (logistic regression, SPEC T8; the DRBM,
-T9; the BNN) as a compiled function of one chain's θ alone, the ``prior_gradient`` of the engine's rows door
+"""∇log p(θ) of the data models' Gaussian priors, compiled, for one chain: the isotropic N(0, s²I) (logistic regression,
+SPEC T8; the DRBM, T9) as a function of θ alone, and the grouped N(0, λ_g⁻¹ I) (the BNN, T11; BPMF, T12) of θ and the
+chain's precisions; the ``prior_gradient`` of the engine's rows and sums doors
 (:func:`sgmcmc.engine.estimators.source_of`)."""
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ def grouped_prior_gradient(theta, hyperparameters):
     :mod:`sgmcmc.hyperparameters`): ``hyperparameters`` = (λ_1, …, λ_G, the end of each group but the last) of one
     chain, the 2G − 1 numbers of its estimator state."""
     groups = (hyperparameters.shape[0] + 1) // 2
+    if groups < 1:
+        raise ValueError("grouped_prior_gradient needs at least one group's precision")
     out = np.empty(theta.shape[0])
     start = 0
     for g in range(groups):

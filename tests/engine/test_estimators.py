@@ -14,6 +14,7 @@ from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.state import SamplerState
+from tests.helpers import OuSplittingStream
 
 N_DATA, DIM, BATCH = 30, 3, 8
 SCALE = N_DATA * (N_DATA - BATCH) / BATCH  # c = N(N − n)/n
@@ -50,6 +51,31 @@ def estimate(source, theta, rows, memory):
     estimators.minibatch_gradient.py_func(python_source(source), theta, np.zeros((2, DIM)), rows, memory, gradient,
                                           variance)
     return gradient, variance
+
+
+def summed_examples(theta, rows):
+    examples = logistic_examples(theta, rows)
+    return examples.sum(axis=0), np.sum((examples - examples.mean(axis=0)) ** 2, axis=0)
+
+
+def precision_prior(theta, hyperparameters):
+    return -hyperparameters[0] * theta
+
+
+def test_the_doors_refuse_what_they_cannot_serve():
+    """A model with the sums alone gets no source for the control variates, SVRG or the full running estimate (they
+    need the per-example rows), and a prior of the chain's hyperparameters none without the state that holds them."""
+    sums_only = {"row_gradient_sums": summed_examples, "prior_gradient": normal_prior, "data": data(),
+                 "n_data": N_DATA}
+    assert estimators.source_of(sums_only)[0].key.split("@")[0].endswith("sums_gradient")
+    assert estimators.source_of(sums_only, estimators.RUNNING_DIAGONAL, SCALE) is not None
+    assert estimators.source_of(sums_only, estimators.RUNNING_FULL, SCALE) is None
+    assert estimators.source_of({**sums_only, "centre": np.zeros(DIM), "centre_mean": np.zeros(DIM)}) is None
+    assert estimators.source_of({**sums_only, "update_every": 5}) is None
+    hierarchical = {**sums_only, "prior_gradient": precision_prior}
+    assert estimators.source_of(hierarchical) is None
+    assert estimators.source_of({**hierarchical, "estimator_state": lambda n: np.ones((n, 1)),
+                                 "estimator_size": 1}) is not None
 
 
 def test_the_minibatch_gradient_and_the_control_variates_are_their_formulas():
@@ -280,32 +306,6 @@ def test_known_noise_on_a_target_that_keeps_it_unknown_subtracts_nothing():
                    for estimate in ("known", "zero"))
     assert known.options == zero.options and known.options[1] == NO_ESTIMATE
     assert known.source[4][2] == zero.source[4][2] == estimators.NO_RUNNING
-
-
-class OuSplittingStream:
-    """A numpy Generator as BAOAB's and BADODAB's numpy steps call it on a data model, drawing what the engine's blocks
-    draw for each step (the minibatch's uniforms (c, n), then the normals (2, c, d)): the step's first call, the O
-    step's ``standard_normal((c, d))``, draws both and returns slot 0; its minibatch keys ``random((1, c, N))`` are
-    then the engine's rows (:class:`tests.helpers.EngineStream`'s keys). A ``random`` call before any step (the first
-    kept gradient of a state without one, which the blocks draw from the run's Generator too) passes through."""
-
-    def __init__(self, rng: np.random.Generator, batch_size: int):
-        self.rng, self.batch_size, self.uniforms = rng, batch_size, None
-
-    def standard_normal(self, shape):
-        self.uniforms = self.rng.random((shape[0], self.batch_size))
-        return self.rng.standard_normal((2, *shape))[0]
-
-    def random(self, shape):
-        if self.uniforms is None:
-            return self.rng.random(shape)
-        _, n_chains, n_data = shape
-        rows = np.empty((1, n_chains, self.batch_size), dtype=np.int64)
-        estimators.choose_rows(self.uniforms[None], n_data, rows, np.zeros(n_data, dtype=np.bool_))
-        keys = np.ones(shape)
-        keys[0, np.arange(n_chains)[:, None], rows[0]] = 0.0
-        self.uniforms = None
-        return keys
 
 
 @pytest.mark.parametrize("name", ["baoab", "badodab"])

@@ -10,13 +10,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sgmcmc.engine.blocks import kernel_of, numpy_block
-from sgmcmc.engine.driver import PYTHON, Blocks
+from sgmcmc.engine.blocks import kernel_of
+from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
 from sgmcmc.gradient_estimators import SVRG
 from sgmcmc.samplers import make_sampler
-from tests.helpers import EngineStream
+from sgmcmc.targets.gaussian_prior import grouped_prior_gradient
+from sgmcmc.targets.logistic_regression import LogisticRegression
 from tests.targets.test_bnn import PRECISION_NAMES, _points, _target, _with_precisions
-from tests.targets.test_logistic_regression_engine import assert_same_block
+from tests.targets.test_logistic_regression_engine import blocks_across_a_change, logistic
 
 
 @pytest.mark.parametrize("with_scatter", [True, False])
@@ -49,6 +50,8 @@ CASES = [
     ("sgld", dict(noise_estimate="known")),  # unknown on the BNN: nothing subtracted
     ("sghmc", dict(noise_estimate="running", running_form="diagonal", noise_clip=True, finite_population=False)),
     ("sgnht", dict(noise_estimate="zero", integrator="theta_first")),
+    ("baoab", dict(noise_estimate="zero")),
+    ("badodab", dict(noise_estimate="running", running_form="diagonal", finite_population=False)),
 ]
 
 
@@ -57,29 +60,57 @@ def test_the_engine_blocks_are_the_numpy_steps_and_read_the_precisions_at_each_b
     """Two blocks of 15 steps from one Blocks object, the precisions (distinct per chain and group) redrawn between
     them as a Gibbs step would: each block equals the numpy steps under the precisions of its start."""
     target = _target(batch_size=7)
-    sampler = make_sampler(name, target, **params)
-    blocks = sampler.engine_blocks(PYTHON)
-    assert isinstance(blocks, Blocks)
-    rng = np.random.default_rng(3)
-    state = sampler.init(target.initial_position(3, rng), rng)
-    for block_number in range(2):
+
+    def change(block_number):
         values = _with_precisions(target)
         if block_number:
             target.set_hyperparameters({key: value[::-1] * 1.5 for key, value in values.items()})
-        step_sizes = np.full(15, 0.01)
-        reference = numpy_block(sampler, EngineStream(np.random.default_rng(10 + block_number), 7), state, step_sizes,
-                                start=0)
-        engine = blocks(np.random.default_rng(10 + block_number), state, step_sizes, 0)
-        assert reference.status is None and reference.stop == 15
-        assert_same_block(reference, engine)
-        state = engine.state
+
+    blocks_across_a_change(make_sampler(name, target, **params), change, np.full(15, 0.01), n_chains=3)
 
 
 def test_estimates_the_sums_do_not_serve_stay_on_the_numpy_steps():
-    """The full running estimate (d × d), the control variates and SVRG need the per-example rows, which the BNN does
-    not hand over."""
+    """The full running estimate (d × d) needs the per-example rows, which the BNN does not hand over."""
     target = _target()
     full = make_sampler("sghmc", target, noise_estimate="running", running_form="full")
     assert kernel_of(full, PYTHON) is None
-    assert kernel_of(make_sampler("sgld", SVRG(target, update_every=5)), PYTHON) is None
     assert isinstance(kernel_of(make_sampler("sgld", target), PYTHON), Blocks)
+
+
+class WithPriorState(LogisticRegression):
+    """A rows-door model whose prior takes each chain's hyperparameters (as the BNN's does)."""
+
+    def engine_functions(self):
+        return {**super().engine_functions(), "prior_gradient": grouped_prior_gradient,
+                "estimator_state": lambda n_chains: np.tile([1.0], (n_chains, 1)), "estimator_size": 1}
+
+
+def test_svrg_refuses_a_model_whose_chains_carry_a_prior_state():
+    """The chain's memory after the running estimate's is SVRG's own: a model with a prior state stays on the numpy
+    steps with SVRG (and takes the blocks without it)."""
+    target = logistic()
+    model = WithPriorState(target.features, target.labels, batch_size=20)
+    assert SVRG(model, update_every=5).engine_functions() is None
+    assert SVRG(target, update_every=5).engine_functions() is not None
+    assert isinstance(kernel_of(make_sampler("sgld", model), PYTHON), Blocks)
+
+
+@pytest.mark.validate  # a block compiled for this model (tens of seconds): the long tier
+def test_the_compiled_blocks_are_their_python_source():
+    """BADODAB with the running diagonal estimate on the sums door, per-chain precisions (the prior's state and the
+    noise slot that reads it away from a gradient, compiled): the compiled block equals its Python source (to
+    rounding: BLAS against numpy's products)."""
+    paths = []
+    for backend in (COMPILED, PYTHON):
+        target = _target(batch_size=7)
+        _with_precisions(target, n_chains=2)
+        sampler = make_sampler("badodab", target, noise_estimate="running", running_form="diagonal",
+                               finite_population=False)
+        blocks = sampler.engine_blocks(backend)
+        assert isinstance(blocks, Blocks) and blocks.backend == backend
+        rng = np.random.default_rng(0)
+        block = blocks(np.random.default_rng(1), sampler.init(target.initial_position(2, rng), rng), np.full(10, 0.01),
+                       0)
+        assert block.status is None
+        paths.append(block.theta)
+    np.testing.assert_allclose(*paths, rtol=1e-10, atol=1e-13)

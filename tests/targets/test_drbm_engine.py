@@ -27,10 +27,11 @@ def test_the_rows_and_sums_doors_are_the_numpy_reference(shape):
         batch = functions["data"][rows]
         gradients = functions["row_gradients"](t, batch)
         np.testing.assert_allclose(gradients, expected, rtol=1e-12, atol=1e-13 * np.abs(expected).max())
-        total, scatter = functions["row_gradient_sums"](t, batch)
+        total, scatter = functions["row_gradient_sums"](t, batch, True)
         np.testing.assert_allclose(total, expected.sum(axis=0), rtol=1e-11, atol=1e-12 * np.abs(expected).max())
         squares = np.sum((expected - expected.mean(axis=0)) ** 2, axis=0)
         np.testing.assert_allclose(scatter, squares, rtol=1e-10, atol=1e-12 * squares.max())
+        np.testing.assert_array_equal(functions["row_gradient_sums"](t, batch, False)[1], 0.0)
     np.testing.assert_allclose(functions["prior_gradient"](theta[0]), target.log_prior_gradient(theta)[0], rtol=1e-15)
     assert functions["n_data"] == target.n_data == functions["data"].shape[0]
 
@@ -43,6 +44,7 @@ CASES = [
     ("sgnht", dict(diffusion=2.0, noise_estimate="running", running_form="diagonal", integrator="theta_first",
                    finite_population=False)),
     ("sgld", dict(noise_estimate="zero")),
+    ("baoab", dict(noise_estimate="running", running_form="diagonal", finite_population=False)),
 ]
 
 

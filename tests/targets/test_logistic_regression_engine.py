@@ -15,7 +15,7 @@ from sgmcmc.engine.driver import PYTHON, Blocks
 from sgmcmc.noise import clip_counters
 from sgmcmc.samplers import make_sampler
 from sgmcmc.targets.logistic_regression import LogisticRegression, logistic_synthetic, signed_row_gradients
-from tests.helpers import EngineStream
+from tests.helpers import EngineStream, OuSplittingStream
 
 
 def logistic(n_data=200, dim=6, batch_size=20, seed=0, prior_variance=1.0, cls=LogisticRegression):
@@ -26,13 +26,19 @@ def logistic(n_data=200, dim=6, batch_size=20, seed=0, prior_variance=1.0, cls=L
     return cls(features, labels, batch_size=batch_size, initial_scale=0.3, prior_variance=prior_variance)
 
 
+def replay_stream(sampler):
+    """The stream with which the sampler's numpy steps replay the engine's draws: BAOAB's and BADODAB's O step draws
+    first (:class:`tests.helpers.OuSplittingStream`), the others' as :class:`tests.helpers.EngineStream`."""
+    return OuSplittingStream if sampler.integrator in ("baoab", "badodab") else EngineStream
+
+
 def both_paths(sampler, step_sizes, n_chains=3, seed=5):
     """(numpy block, engine block, numpy clip counter change, engine clip counter change) from one state, the numpy
     steps replaying the engine block's draws."""
     target = sampler.target
     rng = np.random.default_rng(seed)
     state = sampler.init(target.initial_position(n_chains, rng), rng)
-    draws = EngineStream(np.random.default_rng(seed + 1), target.batch_size)
+    draws = replay_stream(sampler)(np.random.default_rng(seed + 1), target.batch_size)
     before = clip_counters.snapshot()
     reference = numpy_block(sampler, draws, state, step_sizes, start=0)
     middle = clip_counters.snapshot()
@@ -55,6 +61,24 @@ def assert_same_block(reference, engine):
                                    reference.state.noise if reference.state.noise is not None else 0.0, rtol=1e-10,
                                    atol=1e-12)
         assert engine.state.noise_count == reference.state.noise_count
+
+
+def blocks_across_a_change(sampler, change, step_sizes, n_chains=2, seed=3):
+    """Two blocks from one Blocks object (Python backend), ``change(block_number)`` called before each (a Gibbs step's
+    new hyperparameters): each block equals the numpy steps replaying its draws from the same state."""
+    target = sampler.target
+    blocks = sampler.engine_blocks(PYTHON)
+    assert isinstance(blocks, Blocks)
+    rng = np.random.default_rng(seed)
+    state = sampler.init(target.initial_position(n_chains, rng), rng)
+    for block_number in range(2):
+        change(block_number)
+        draws = replay_stream(sampler)(np.random.default_rng(seed + 10 + block_number), target.batch_size)
+        reference = numpy_block(sampler, draws, state, step_sizes, start=0)
+        engine = blocks(np.random.default_rng(seed + 10 + block_number), state, step_sizes, 0)
+        assert reference.status is None and reference.stop == step_sizes.size
+        assert_same_block(reference, engine)
+        state = engine.state
 
 
 CASES = [
