@@ -10,11 +10,12 @@ temperature (E θ² off by ~100% on the Gaussian), a missing Γ biases E θ² by
 import numpy as np
 import pytest
 
-import sgmcmc.samplers.base as sampler_base
-from sgmcmc.noise import injected_noise
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
+from sgmcmc.engine.blocks import kernel_of
+from sgmcmc.engine.driver import Blocks
+from tests.deliberate_bugs import double_the_injected_noise
 from tests.helpers import build, sample_and_score
 
 KL_1D, MOMENT_1D = 0.005, 0.05
@@ -85,18 +86,16 @@ def test_naive_sghmc_without_mh_is_wrong_and_mh_fixes_it(target_name):
 # --- deliberately broken variants fail the same check ---------------------------------------------
 
 
-def _doubled_noise(*args, **kwargs):
-    return np.sqrt(2.0) * injected_noise(*args, **kwargs)
-
-
 @pytest.mark.parametrize(
     "name, step_size", [("sgld", 0.02), ("sgrld", 0.02), ("sghmc", 0.05), ("sgrhmc", 0.05)],
 )
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
-@pytest.mark.usefixtures("numpy_steps")
 def test_factor_two_in_injected_noise_is_caught(monkeypatch, name, step_size, target_name):
-    monkeypatch.setattr(sampler_base, "injected_noise", _doubled_noise)
-    check = sample_and_score(build(name, target_name), step_size, 3000)
+    """The engine's blocks with twice the injected variance (tests/deliberate_bugs.py)."""
+    sampler = build(name, target_name)
+    assert isinstance(kernel_of(sampler), Blocks)
+    double_the_injected_noise(monkeypatch)
+    check = sample_and_score(sampler, step_size, 3000)
     assert not check.passes(KL_1D, MOMENT_1D), check
 
 
@@ -109,14 +108,13 @@ def _thermostat_mean(sampler, step_size=0.05, n_steps=3000, n_chains=1000, seed=
 
 
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
-@pytest.mark.usefixtures("numpy_steps")
 def test_sgnht_thermostat_absorbs_doubled_noise_but_shows_it(monkeypatch, target_name):
     """The thermostat controls the kinetic temperature, so SGNHT still samples the target with a
     factor 2 in its injected noise (Ding et al. 2014): the error shows in E ξ, which moves from A
     (correct B̂, SPEC §1 (c)) to about 2A."""
     correct = _thermostat_mean(build("sgnht", target_name, diffusion=1.0))
     assert abs(correct - 1.0) < 0.1, correct
-    monkeypatch.setattr(sampler_base, "injected_noise", _doubled_noise)
+    double_the_injected_noise(monkeypatch)
     doubled = _thermostat_mean(build("sgnht", target_name, diffusion=1.0))
     assert doubled > 1.7, doubled
 
