@@ -17,6 +17,7 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.samplers.sgrhmc import SGRHMC
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.base import Target
+from tests.deliberate_bugs import double_the_injected_noise
 from tests.helpers import build, sample_and_score
 from tests.samplers.test_sampling_accuracy import KL_1D, MOMENT_1D
 
@@ -68,10 +69,9 @@ def test_splitting_diverges_where_aboba_is_exact(target_name):
 
 
 @pytest.mark.parametrize("friction, step_size", [(1.0, 0.05), (30.0, 0.1)])
-@pytest.mark.usefixtures("numpy_steps")
 def test_a_doubled_noise_is_caught(monkeypatch, friction, step_size):
-    exact = momentum_recipe.ornstein_uhlenbeck
-    monkeypatch.setattr(momentum_recipe, "ornstein_uhlenbeck", lambda r, u, normal: exact(r, u, np.sqrt(2.0) * normal))
+    """The O step's normals times √2 (tests/deliberate_bugs.py) on the engine's blocks."""
+    double_the_injected_noise(monkeypatch)
     check = sample_and_score(_build("sghmc", "gaussian_1d", friction=friction), step_size, 3000)
     assert not check.passes(KL_1D, MOMENT_1D), check
 
