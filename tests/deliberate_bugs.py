@@ -1,14 +1,26 @@
 """Deliberate bugs on the engine's blocks, for the tests that show a statistical check catches one: each breaks what a
-block hands its compiled integrator (the step's random numbers, ...) and leaves the compiled code as it is, so no
-update is copied and no block is compiled again."""
+block hands its compiled integrator (the step's random numbers) or what a block is made of (its integrator, its
+metric function: a wrapper that calls the real one and breaks its result) and leaves the engine's code as it is, so
+no update is copied. The draws' bugs compile no block again; a wrapper's block is compiled once (numba's cache keeps
+it)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
-from sgmcmc.engine import driver
+from sgmcmc.engine import driver, integrators
+from sgmcmc.engine.static import StaticFunction, call4, call20, static
+from sgmcmc.geometry import rational_metric
+from sgmcmc.samplers.base import Sampler
 
 REAL_BLOCK_DRAWS = driver.block_draws
+REAL_ENGINE_BLOCKS = Sampler.engine_blocks
+# the real functions called as compiled functions by the wrappers below, not their source inlined into them (static's
+# CALLED): measured cold, after the sampler's real block, the wrapper's block compiled in 6 s (SGNHT, double well),
+# 12 s (CCAdL, Normal-Gamma) and 6 s (SGRLD, double well) so, 19 s, 42 s and 9 s with the source inlined
+THERMOSTAT, RATIONAL_METRIC = static(integrators.thermostat, inline=False), static(rational_metric, inline=False)
 
 
 def doubled_noise_draws(*args, **kwargs):
@@ -22,3 +34,83 @@ def doubled_noise_draws(*args, **kwargs):
 def double_the_injected_noise(monkeypatch) -> None:
     """Every block of the test draws :func:`doubled_noise_draws`."""
     monkeypatch.setattr(driver, "block_draws", doubled_noise_draws)
+
+
+def halved_ou_noise_draws(*args, **kwargs):
+    """:func:`sgmcmc.engine.driver.block_draws` with slot 0, the O step's standard normals in
+    :func:`~sgmcmc.engine.integrators.ou_splitting` (BAOAB, BADODAB), times 1/√2: the O step injects half the variance
+    of r₂ = e^{−hc} r₁ + N(0, 2hD' − h²V̂), and r cools."""
+    rows, normals, uniforms = REAL_BLOCK_DRAWS(*args, **kwargs)
+    normals[:, 0] /= np.sqrt(2.0)
+    return rows, normals, uniforms
+
+
+def halve_the_ou_noise(monkeypatch) -> None:
+    """Every block of the test draws :func:`halved_ou_noise_draws`."""
+    monkeypatch.setattr(driver, "block_draws", halved_ou_noise_draws)
+
+
+def thermostat_at_twice_the_temperature(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows,
+                                        step_size, normals, uniform, gradient, noise, diffusion, scale, at, correction,
+                                        square):
+    """:func:`sgmcmc.engine.integrators.thermostat`, then ξ' − ε: ξ' = ξ + ε(kᵀk/d − 2), Γ_ξ = −2 in the place of the
+    recipe's −1 (Ma et al. 2015 Eq. 15; Shang et al. 2015 Algorithm 1 step 6 for CCAdL), so the thermostat holds kᵀk/d
+    at 2, twice the temperature, and the chains sample exp(−U/2)."""
+    result = call20(THERMOSTAT, source, parameters, options, variance, theta, momentum, xi, carry, memory, rows,
+                    step_size, normals, uniform, gradient, noise, diffusion, scale, at, correction, square)
+    xi[0] -= step_size
+    return result
+
+
+def rational_metric_without_its_derivative(theta, parameters, root, derivative):
+    """:func:`sgmcmc.geometry.rational_metric`'s S = G^{-1/2} with ∂_i S_ii set to 0: SGRLD's Γ_i = 2 S_ii ∂_i S_ii (Ma
+    et al. 2015 Eq. 14) and gSGRHMC's γ_i = ∂_i S_ii (Algorithm 1) are 0, the correction that keeps the target
+    stationary where G depends on θ."""
+    call4(RATIONAL_METRIC, theta, parameters, root, derivative)
+    for j in range(theta.shape[0]):
+        derivative[j] = 0.0
+
+
+HOTTER_THERMOSTAT = static(thermostat_at_twice_the_temperature)
+# keyed on rational_metric's key too (its file's digest): a block cached with it is not read once sgmcmc/geometry.py
+# changes
+_WITHOUT_DERIVATIVE = static(rational_metric_without_its_derivative)
+METRIC_WITHOUT_ITS_DERIVATIVE = StaticFunction(_WITHOUT_DERIVATIVE.dispatcher,
+                                               f"{_WITHOUT_DERIVATIVE.key}({RATIONAL_METRIC.key})")
+
+
+def change_the_blocks(monkeypatch, change) -> None:
+    """Every sampler's engine blocks (:meth:`sgmcmc.samplers.base.Sampler.engine_blocks`) changed by ``change(blocks)
+    -> blocks``, patched on the class, as the instance's methods are left alone (a callable set on the instance sends
+    a sampler to its numpy steps); an AssertionError where a sampler has none (the bug would land nowhere)."""
+
+    def changed(self, backend=driver.COMPILED):
+        blocks = REAL_ENGINE_BLOCKS(self, backend)
+        assert blocks is not None, f"{self.name} on {self.target.name} has no engine blocks"
+        return change(blocks)
+
+    monkeypatch.setattr(Sampler, "engine_blocks", changed)
+
+
+def with_the_hotter_thermostat(blocks: driver.Blocks) -> driver.Blocks:
+    """Blocks of :func:`~sgmcmc.engine.integrators.thermostat` (SGNHT's, CCAdL's) with
+    :func:`thermostat_at_twice_the_temperature` as their step."""
+    assert blocks.step.dispatcher is integrators.thermostat, blocks.step
+    return replace(blocks, step=HOTTER_THERMOSTAT)
+
+
+def without_the_metric_derivative(blocks: driver.Blocks) -> driver.Blocks:
+    """Blocks on :func:`~sgmcmc.geometry.rational_metric` (SGRLD's, SGRHMC's on the 1D targets) with
+    :func:`rational_metric_without_its_derivative` as their metric."""
+    assert blocks.parameters[0].python is rational_metric, blocks.parameters[0]
+    return replace(blocks, parameters=(METRIC_WITHOUT_ITS_DERIVATIVE, *blocks.parameters[1:]))
+
+
+def aim_the_thermostat_at_twice_the_temperature(monkeypatch) -> None:
+    """Every block of the test runs :func:`thermostat_at_twice_the_temperature`."""
+    change_the_blocks(monkeypatch, with_the_hotter_thermostat)
+
+
+def drop_the_metric_derivative(monkeypatch) -> None:
+    """Every block of the test takes :func:`rational_metric_without_its_derivative`."""
+    change_the_blocks(monkeypatch, without_the_metric_derivative)

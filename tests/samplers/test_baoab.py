@@ -5,10 +5,11 @@
    numbers, over two steps (the second reuses the first's last gradient: one gradient per step).
 2. Both sample gaussian_1d, double_well and correlated_2d (KL(p‖q) on the SPEC §3 grid and E θ² against the exact
    density, the tolerances of test_sampling_accuracy.py), with the targets' gradient noise V = 4 known.
-3. Deliberately broken variants fail the same check: twice the O step's noise variance, a wrong OU decay factor,
-   and BADODAB's thermostat driving |r| instead of r² (SGMCMCJax's ``badodab`` form). The correct runs go through
-   the engine's integrator (``ou_splitting`` in sgmcmc/engine/integrators.py, pinned to the numpy steps), the broken ones through the
-   numpy steps (a method replaced on the instance, or the ``numpy_steps`` fixture).
+3. Deliberately broken variants fail the same check: twice the O step's noise variance, half of it (a wrong OU noise
+   factor), and BADODAB's thermostat driving |r| instead of r² (SGMCMCJax's ``badodab`` form). The correct runs go
+   through the engine's integrator (``ou_splitting`` in sgmcmc/engine/integrators.py, pinned to the numpy steps), and
+   so does the halved noise (its normals scaled in the engine's draws, tests/deliberate_bugs.py); the other broken
+   ones through the numpy steps (a method replaced on the instance).
 4. Unknown gradient noise (noise_estimate=zero, V = 4): BADODAB's thermostat absorbs it (ξ settles above A, near
    its prediction) and the samples stay right; BAOAB runs hot: it fails the check on gaussian_1d, and on
    double_well its KL is over ten times the known-noise run's (still under the bound at h = 0.05).
@@ -18,10 +19,13 @@ import numpy as np
 import pytest
 
 from sgmcmc.config import RunOptions
+from sgmcmc.engine.blocks import kernel_of
+from sgmcmc.engine.driver import Blocks
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
 from sgmcmc.samplers import make_sampler
+from tests.deliberate_bugs import halve_the_ou_noise
 from tests.helpers import ScriptedNormals, build, sample_and_score
 
 KL_1D, MOMENT_1D = 0.005, 0.05
@@ -157,27 +161,15 @@ def test_baoab_with_twice_the_ou_noise_is_caught(monkeypatch, target_name):
 
 
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
-def test_baoab_with_a_wrong_ou_factor_is_caught(monkeypatch, target_name, numpy_steps):
-    """e^{−2hC} for e^{−hC} (the noise kept at 1 − e^{−2hC}): r cools to about half the temperature. On the numpy
-    steps (``numpy_steps``): the bug is in the module's numpy, which the engine's integrator (pinned to these steps by
-    tests/engine/test_splitting_integrator.py) does not call."""
-    import sgmcmc.samplers.baoab as module
-
+def test_baoab_with_a_wrong_ou_factor_is_caught(monkeypatch, target_name):
+    """The O step's noise at half its variance (its normals times 1/√2 on the engine's blocks,
+    tests/deliberate_bugs.py): r cools, to about 0.6 of the temperature with the targets' V = 4 (the gradient's
+    h²V is not halved)."""
     sampler = build("baoab", target_name)
-    original = np.exp
-    monkeypatch.setattr(module, "np", _NumpyWith(exp=lambda x: original(2 * x)))
+    assert isinstance(kernel_of(sampler), Blocks)
+    halve_the_ou_noise(monkeypatch)
     check = sample_and_score(sampler, 0.1, 3000)
     assert not check.passes(KL_1D, MOMENT_1D), check
-
-
-class _NumpyWith:
-    """numpy with some functions replaced (for a deliberately broken step)."""
-
-    def __init__(self, **replaced):
-        self.replaced = replaced
-
-    def __getattr__(self, name):
-        return self.replaced.get(name, getattr(np, name))
 
 
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])

@@ -9,11 +9,13 @@ from sgmcmc.diagnostics import marginal_density_rmse
 from sgmcmc.noise import injected_noise_clipped
 from sgmcmc.recipe import check_recipe, finite_difference_correction, recipe_step
 from sgmcmc.config import RunOptions
+from sgmcmc.engine.blocks import kernel_of
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.state import SamplerState
 from sgmcmc.targets import make_target
+from tests.deliberate_bugs import HOTTER_THERMOSTAT, aim_the_thermostat_at_twice_the_temperature
 from tests.helpers import ScriptedNormals
 
 N_CHAINS = 5
@@ -212,12 +214,11 @@ def test_ccadl_samples_the_exact_normal_gamma_posterior_at_small_step():
     assert abs(outcome.thermostat_mean - 1.0) < 4 * outcome.thermostat_se + 0.02
 
 
-@pytest.mark.usefixtures("numpy_steps")  # the deliberate bug is in the numpy step (the compiled blocks are pinned to it)
 def test_a_factor_two_in_the_temperature_is_caught(monkeypatch):
-    """The same check fails when the thermostat aims at ⟨p²⟩ = 2 (twice the temperature)."""
-    from sgmcmc.samplers.sgnht import SGNHT
-
-    monkeypatch.setattr(SGNHT, "_thermostat_update", lambda self, xi, p, h: xi + h * (np.mean(p**2, axis=1) - 2.0))
+    """The same check fails when the thermostat aims at ⟨p²⟩ = 2 (twice the temperature): the engine's thermostat with
+    h taken off ξ after each step (tests/deliberate_bugs.py)."""
+    aim_the_thermostat_at_twice_the_temperature(monkeypatch)
+    assert kernel_of(make_sampler("ccadl", make_target("normal_gamma", data_seed=0))).step is HOTTER_THERMOSTAT
     target, outcome = _run("ccadl", 0.001, seed=0, n_steps=60000)
     assert not _matches_posterior(target, outcome.samples.reshape(-1, 2))
 

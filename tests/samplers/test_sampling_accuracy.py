@@ -15,7 +15,9 @@ from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
 from sgmcmc.engine.blocks import kernel_of
 from sgmcmc.engine.driver import Blocks
-from tests.deliberate_bugs import double_the_injected_noise
+from tests.deliberate_bugs import (HOTTER_THERMOSTAT, METRIC_WITHOUT_ITS_DERIVATIVE,
+                                   aim_the_thermostat_at_twice_the_temperature, double_the_injected_noise,
+                                   drop_the_metric_derivative)
 from tests.helpers import build, sample_and_score
 
 KL_1D, MOMENT_1D = 0.005, 0.05
@@ -120,22 +122,23 @@ def test_sgnht_thermostat_absorbs_doubled_noise_but_shows_it(monkeypatch, target
 
 
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
-@pytest.mark.usefixtures("numpy_steps")
 def test_sgnht_with_wrong_thermostat_correction_is_caught(monkeypatch, target_name):
-    """Γ_ξ = −1 sets the kinetic temperature; with −2 instead the chains sample exp(−U/2)."""
+    """Γ_ξ = −1 sets the kinetic temperature; with −2 instead the chains sample exp(−U/2). The engine's thermostat
+    with ε taken off ξ' after each step (tests/deliberate_bugs.py)."""
     sampler = build("sgnht", target_name)
-    monkeypatch.setattr(sampler, "_thermostat_update", lambda xi, r, eps: xi + eps * (np.mean(r**2, axis=1) - 2.0))
+    aim_the_thermostat_at_twice_the_temperature(monkeypatch)
+    assert kernel_of(sampler).step is HOTTER_THERMOSTAT
     check = sample_and_score(sampler, 0.05, 3000)
     assert not check.passes(KL_1D, MOMENT_1D), check
 
 
 @pytest.mark.parametrize("name", ["sgrld", "sgrhmc"])
 @pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
-@pytest.mark.usefixtures("numpy_steps")
 def test_missing_gamma_is_caught(monkeypatch, name, target_name):
+    """The engine's blocks with the metric's ∂S set to 0 after the metric function (tests/deliberate_bugs.py)."""
     sampler = build(name, target_name)
-    monkeypatch.setattr(sampler.metric, "inverse_derivative", lambda theta: np.zeros_like(theta))
-    monkeypatch.setattr(sampler.metric, "inverse_sqrt_derivative", lambda theta: np.zeros_like(theta))
+    drop_the_metric_derivative(monkeypatch)
+    assert kernel_of(sampler).parameters[0] is METRIC_WITHOUT_ITS_DERIVATIVE
     check = sample_and_score(sampler, 0.02 if name == "sgrld" else 0.05, 3000)
     assert not check.passes(KL_1D, MOMENT_1D), check
 
