@@ -7,7 +7,8 @@ fourth-order Runge–Kutta step). All methods take θ of shape (n_chains, dim) a
 
 A metric the engine's compiled blocks can take hands them functions of one chain (:meth:`DiagonalMetric.
 engine_function`), like a target's gradient: ``metric(θ, parameters, root, derivative)`` writing S = diag G^{-1/2} and
-∂_i S_ii, and ``flow(θ, r, t, parameters, out)`` writing Φ_t(θ, r) (:meth:`DiagonalMetric.position_flow`); plain Python
+∂_i S_ii, and ``flow(θ, r, t, parameters, out)`` writing Φ_t(θ, r) (:meth:`DiagonalMetric.position_flow`; it flips
+r where the flow crossed the support's boundary and returns how many did); plain Python
 the compiler accepts, the same expressions as the methods here.
 """
 
@@ -34,7 +35,7 @@ class DiagonalMetric(ABC):
         """∂_{θ_i}(G^{-1/2})_ii: the gSGRHMC correction γ (Ma et al. 2015, Algorithm 1)."""
 
     def engine_function(self, dim: int) -> Optional[tuple]:
-        """(``metric(θ, parameters, root, derivative)``, ``flow(θ, r, t, parameters, out)``, their parameters) for the
+        """(``metric(θ, parameters, root, derivative)``, ``flow(θ, r, t, parameters, out) -> crossed``, their parameters) for the
         engine's blocks in ``dim`` coordinates, or None (the default): the metric runs on the numpy steps."""
         return None
 
@@ -131,6 +132,10 @@ class ExpandedMeanMetric(DiagonalMetric):
     def inverse_derivative(self, theta):
         return np.full_like(theta, self.scale, dtype=float)
 
+    def engine_function(self, dim):
+        """:func:`expanded_mean_metric` and :func:`expanded_mean_flow` with parameters (c,)."""
+        return expanded_mean_metric, expanded_mean_flow, np.array([self.scale])
+
     def position_flow(self, theta, momentum, time):
         """Exact: √θ moves at the constant speed √c·r/2, so θ(t) = (√θ + √c·r·t/2)². Where √θ + √c·r·t/2 < 0
         the flow has reached θ = 0 and comes back as its mirror image (the reflection θ ← |θ| of SPEC T10 in
@@ -148,9 +153,10 @@ def identity_metric(theta, parameters, root, derivative):
 
 
 def identity_flow(theta, momentum, time, parameters, out):
-    """:meth:`IdentityMetric.position_flow` for one chain: θ + t r, exact."""
+    """:meth:`IdentityMetric.position_flow` for one chain: θ + t r, exact; no coordinate crosses a boundary (0)."""
     for j in range(theta.shape[0]):
         out[j] = theta[j] + time * momentum[j]
+    return 0
 
 
 def rational_metric(theta, parameters, root, derivative):
@@ -177,3 +183,25 @@ def rational_flow(theta, momentum, time, parameters, out):
         y = x + time * k3
         k4 = scale / math.sqrt(1.0 + softening * (y * y)) * speed
         out[j] = x + (time / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+    return 0
+
+
+def expanded_mean_metric(theta, parameters, root, derivative):
+    """:class:`ExpandedMeanMetric` for one chain θ (d,), ``parameters`` = (c,): S_jj = √(cθ_j) and
+    ∂_j S_jj = ½√c/√θ_j."""
+    for j in range(theta.shape[0]):
+        root[j] = math.sqrt(parameters[0] * theta[j])
+        derivative[j] = 0.5 * math.sqrt(parameters[0]) / math.sqrt(theta[j])
+
+
+def expanded_mean_flow(theta, momentum, time, parameters, out):
+    """:meth:`ExpandedMeanMetric.position_flow` for one chain: θ(t) = (√θ + √c·r·t/2)², r flipped in place where
+    √θ + √c·r·t/2 < 0 (the flow reached 0 and came back mirrored); returns how many such coordinates."""
+    crossed = 0
+    for j in range(theta.shape[0]):
+        root = math.sqrt(theta[j]) + 0.5 * math.sqrt(parameters[0]) * time * momentum[j]
+        out[j] = root * root
+        if root < 0.0:
+            momentum[j] = -momentum[j]
+            crossed += 1
+    return crossed

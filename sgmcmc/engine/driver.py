@@ -255,6 +255,11 @@ class Blocks:
     chain's memory. ``advanced(steps, state)``, where the target hands one over, is told the steps each block took and
     that state after them (the estimator keeps it, and counts its cost).
 
+    ``batches``, for a model that packs its own minibatches (online LDA's document stream:
+    :func:`~sgmcmc.engine.estimators.batch_estimate`), ``batches(n_steps, n_chains)`` → rows (n_steps, c, n) int64,
+    the model's next minibatches, taken at a block's start (the stream is advanced by steps, not by the Generator);
+    None: a data model's minibatches are drawn (``n_data``, ``batch_size``), a density model has none.
+
     ``silent`` blocks (:meth:`without_noise`) inject no noise: the cyclical schedule's exploration steps.
 
     ``reflect`` is the target's reflection into its support (its ``engine_functions()["reflect"]``, SPEC §4.8), a
@@ -287,6 +292,7 @@ class Blocks:
     silent: bool = False
     replacement: bool = False
     reflect: Optional[StaticFunction] = None
+    batches: Optional[Callable] = None
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
@@ -334,6 +340,8 @@ class Blocks:
         memory = self._memory(state, n_chains, dim, n_steps)
         rows, normals, uniforms = block_draws(rng, n_steps, n_chains, dim, self.slots, self.uniforms, self.n_data,
                                               self.batch_size, self.replacement)
+        if self.batches is not None:  # a block of no steps (compile_error's) takes no minibatch from the stream
+            rows = self.batches(n_steps, n_chains) if n_steps else np.zeros((1, 1, 1), dtype=np.int64)
         if self.silent:
             normals[:, 1] = 0.0
         theta_path = np.empty((n_chains, n_steps, dim))

@@ -33,6 +33,11 @@ and cached on disk.
   chain's own centre: ``numbers`` = (N, estimator, running form, c, update_every), and the chain's memory after the
   running estimate's (t, Î_t) holds (the count of its minibatch gradients, θ̂ (d), ḡ(θ̂) (d)); θ̂ is renewed at the
   point of the gradient, with ḡ over all the rows, before every update_every-th gradient (the first included).
+- :func:`batch_estimate`: a model that estimates ∇Ũ from the step's minibatch by itself, with random numbers of its
+  own (online LDA's Gibbs sweeps): ``first(θ, rows, seed, data)`` returns ∇Ũ (d,), ``rows`` the step's minibatch as
+  the model packed it (its ``batches``, :class:`~sgmcmc.engine.driver.Blocks`), ``data`` its parameters, ``seed`` the
+  bits of the step's first gradient-noise normal, ``normals[0, 0]`` (a uint64: drawn with the step's other numbers,
+  so that a run cut into other blocks draws the same).
 
 :func:`choose_rows` draws the minibatches of a block, uniform subsets of size n without replacement.
 """
@@ -47,7 +52,7 @@ from numba.extending import register_jitable
 import numpy as np
 
 from sgmcmc.engine.injection import set_variance_diagonal
-from sgmcmc.engine.static import arity, call1, call2, call3, lead2, lead4, static
+from sgmcmc.engine.static import arity, call1, call2, call3, call4, lead2, lead4, static
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
 PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
@@ -156,6 +161,15 @@ def sums_gradient(source, theta, normals, rows, memory, out, variance):
     scale = numbers[0] / n
     for j in range(d):
         out[j] = -scale * total[j] - prior[j]
+
+
+@numba.njit(cache=True)
+def batch_estimate(source, theta, normals, rows, memory, out, variance):
+    """∇Ũ(θ) of a model that estimates it by itself from the step's minibatch ``rows``, with the seed of the bits of
+    ``normals[0, 0]`` (see the module docstring)."""
+    value = call4(source[1], theta, rows, normals[0, :1].view(np.uint64)[0], source[3])
+    for j in range(theta.shape[0]):
+        out[j] = value[j]
 
 
 @numba.njit(cache=True)
@@ -356,7 +370,13 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
     ``row_gradient_sums(θ, rows[, with_scatter[, hyperparameters]])`` gets :func:`sums_gradient`'s where that serves:
     plain minibatches, with no noise estimate or the running diagonal one; a model with the sums alone gets None for
     any other estimate. A prior ``prior_gradient(θ, hyperparameters)`` of each chain's hyperparameters comes with
-    ``estimator_state`` (``n_chains`` → (c, ``estimator_size``), read at each block's start), else None."""
+    ``estimator_state`` (``n_chains`` → (c, ``estimator_size``), read at each block's start), else None. A model
+    that estimates ∇Ũ by itself (``batch_gradient(θ, rows, seed, parameters)``, ``parameters``) gets
+    :func:`batch_estimate`'s."""
+    if "batch_gradient" in functions:
+        gradient = static(functions["batch_gradient"], inline=False)
+        return (static(batch_estimate), gradient, gradient, np.ascontiguousarray(functions["parameters"], dtype=float),
+                np.zeros(1), static(no_potential), static(no_noise))
     if "prior_gradient" in functions and arity(functions["prior_gradient"]) > 1 and "estimator_state" not in functions:
         return None  # a prior of the chain's hyperparameters, and none handed over
     plain = "update_every" not in functions and "centre" not in functions

@@ -25,7 +25,8 @@ overwrite ``normals``, the step's scratch copy that the driver refills at every 
   bounded target);
 - ``parameters``: ``(metric, flow, the metric's parameters, constants[, curvature, its parameters])``.
   ``metric(θ, its parameters, root, derivative)`` writes the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2), ``flow(θ, r, t, its parameters, out)``
-  the position flow Φ_t of θ̇ = S(θ)r: the Riemannian samplers' G handed over as functions
+  the position flow Φ_t of θ̇ = S(θ)r (returning the coordinates whose flow crossed the support's boundary and came
+  back, their r flipped in place: counted with the reflections): the Riemannian samplers' G handed over as functions
   (:meth:`sgmcmc.geometry.DiagonalMetric.engine_function`), the identity's for the others; the constants are the
   sampler's (SGHMC's friction C, the thermostat's diffusion A); ``curvature(θ, its parameters, out)``, where a
   sampler needs it, writes the target's ∂²U/∂θ_i² (pSGLD's stationary preconditioner);
@@ -117,8 +118,8 @@ def aboba(source, parameters, options, variance, theta, momentum, xi, carry, mem
     θ_h = Φ_{ε/2}(θ, r); f = −S∇Ũ(θ_h) + γ with S, F, γ at θ_h; r₁ = r + (ε/2)f; the friction and noise solved
     exactly, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) ξ; r' = r₂ + (ε/2)f; θ' = Φ_{ε/2}(θ_h, r'). No V̂ correction."""
     half = 0.5 * step_size
-    call5(parameters[1], theta, momentum, half, parameters[2], at)
-    reflected = call2(source[-1], at, momentum)
+    reflected = call5(parameters[1], theta, momentum, half, parameters[2], at)
+    reflected += call2(source[-1], at, momentum)
     call7(source[0], source, at, normals, rows, memory, gradient, variance)
     call4(parameters[0], at, parameters[2], scale, correction)
     for j in range(theta.shape[0]):
@@ -129,7 +130,7 @@ def aboba(source, parameters, options, variance, theta, momentum, xi, carry, mem
         decay = step_size * (parameters[3][0] * scale[j] * scale[j])
         value = math.exp(-decay) * value + math.sqrt(-math.expm1(-2.0 * decay)) * normals[1, j]
         momentum[j] = value + half * force
-    call5(parameters[1], at, momentum, half, parameters[2], theta)
+    reflected += call5(parameters[1], at, momentum, half, parameters[2], theta)
     reflected += call2(source[-1], theta, momentum)
     return OK, 0, reflected, 1.0
 

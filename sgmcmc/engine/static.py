@@ -78,9 +78,22 @@ class StaticFunction:
         return f"StaticFunction({self.key})"
 
 
+def source_files(python: Callable, seen: frozenset = frozenset()) -> set[str]:
+    """The source file of the plain function ``python`` and of every compiled function it calls by a global name,
+    and theirs in turn: what a block that calls it compiles in (numba's own cache looks at the caller's file alone,
+    so a block calling a function whose helper changed in another file would be read back stale)."""
+    files = {inspect.getsourcefile(python)}
+    for name in python.__code__.co_names:
+        value = python.__globals__.get(name)
+        if isinstance(value, CPUDispatcher) and value.py_func not in seen:
+            files |= source_files(value.py_func, seen | {python})
+    return files
+
+
 def static(function: Callable, cacheable: bool = True, inline: bool = True) -> StaticFunction:
     """``function`` (plain Python the compiler takes, or already ``numba.njit``) as a :class:`StaticFunction`. Its key
-    is its module and qualified name, the digest of its source file and the engine's (:func:`engine_digest`); a
+    is its module and qualified name, the digest of its source files (:func:`source_files`) and the engine's
+    (:func:`engine_digest`); a
     function without a source file (typed at a prompt), a closure, a lambda, or one with ``cacheable`` false gets a key
     of this process only. ``inline`` false: compiled code calls it as a compiled function (:data:`CALLED`), not its
     source inlined."""
@@ -88,7 +101,7 @@ def static(function: Callable, cacheable: bool = True, inline: bool = True) -> S
     # a closure or a lambda is not named by its module and name: two of them may share both
     cacheable = cacheable and "<" not in python.__qualname__ and not python.__closure__
     try:
-        where = source_digest(inspect.getsourcefile(python))
+        where = "+".join(source_digest(path) for path in sorted(source_files(python)))
     except (TypeError, OSError):
         cacheable = False
     if not cacheable:

@@ -66,15 +66,20 @@ def pack(documents: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     return word_ids.astype(np.int32, copy=False), offsets
 
 
-def document_seeds(seed: int, n_docs: int) -> np.ndarray:
-    """Per-document 32-bit seeds derived from (``seed``, document index) by the splitmix64 mixer (vectorised)."""
-    with np.errstate(over="ignore"):
-        base = _splitmix64(np.array([seed], dtype=np.uint64))
-        x = base + (np.arange(1, n_docs + 1, dtype=np.uint64) * _GOLDEN)
-        return (_splitmix64(x) >> np.uint64(32)).astype(np.int64)
+@njit(cache=True)
+def document_seeds(seed, n_docs):
+    """Per-document 32-bit seeds (n_docs,) derived from (``seed``, document index) by the splitmix64 mixer: seed d is
+    the top 32 bits of splitmix64(splitmix64(seed) + (d + 1)·γ), γ the golden-ratio constant (integers wrap mod 2⁶⁴)."""
+    base = _splitmix64(np.uint64(seed))
+    out = np.empty(n_docs, dtype=np.int64)
+    for d in range(n_docs):
+        out[d] = np.int64(_splitmix64(base + np.uint64(d + 1) * _GOLDEN) >> np.uint64(32))
+    return out
 
 
-def _splitmix64(x: np.ndarray) -> np.ndarray:
+@njit(cache=True)
+def _splitmix64(x):
+    """Steele, Lea & Flood's splitmix64 output function of the uint64 ``x``."""
     x = x + _GOLDEN
     x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
@@ -83,7 +88,8 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 def topic_counts(word_ids: np.ndarray, offsets: np.ndarray, phi: np.ndarray, alpha: float, n_sweeps: int,
                  seed: int, n_vocab: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Averaged topic counts of collapsed Gibbs sampling with φ fixed (SPEC T10; module docstring).
+    """Averaged topic counts of collapsed Gibbs sampling with φ fixed (SPEC T10; module docstring), with its
+    arguments checked: :func:`averaged_counts`.
 
     Parameters
     ----------
@@ -110,17 +116,27 @@ def topic_counts(word_ids: np.ndarray, offsets: np.ndarray, phi: np.ndarray, alp
     """
     word_ids, offsets, phi, alpha, n_sweeps, seed = _validate(word_ids, offsets, phi, alpha, n_sweeps, seed,
                                                               n_vocab)
+    return averaged_counts(word_ids, offsets, phi, alpha, n_sweeps, np.uint64(seed), numba.get_num_threads())
+
+
+@njit(cache=True)
+def averaged_counts(word_ids, offsets, phi, alpha, n_sweeps, seed, n_threads):
+    """:func:`topic_counts` of arguments already checked (``seed`` a uint64), callable from compiled code (a target's
+    gradient on the engine's blocks): the documents split by token count into ``n_threads`` parts (numba's threads:
+    asked for by the caller, as a compiled function that asks for them cannot be cached), the Gibbs kernel, and the
+    integer sums averaged over the last n_sweeps − n_sweeps // 2 sweeps. No output depends on ``n_threads``."""
     n_topics, n_words = phi.shape
-    n_docs = offsets.size - 1
+    n_docs = offsets.shape[0] - 1
     burn_in = n_sweeps // 2
     n_averaged = n_sweeps - burn_in
-    if n_docs == 0 or word_ids.size == 0:
+    if n_docs == 0 or word_ids.shape[0] == 0:
         return np.zeros((n_topics, n_words)), np.zeros((n_docs, n_topics))
-    n_parts = max(1, min(numba.get_num_threads(), n_docs))
+    n_parts = max(1, min(n_threads, n_docs))
     # Part boundaries (document indices) splitting the tokens as evenly as document boundaries allow.
-    parts = np.searchsorted(offsets, np.linspace(0, word_ids.size, n_parts + 1)).astype(np.int64)
+    parts = np.searchsorted(offsets, np.linspace(0, word_ids.shape[0], n_parts + 1)).astype(np.int64)
     parts[0], parts[-1] = 0, n_docs
-    parts = np.maximum.accumulate(parts)
+    for part in range(1, n_parts + 1):
+        parts[part] = max(parts[part], parts[part - 1])
     phi_t = np.zeros((n_words, -(-n_topics // _GROUP) * _GROUP))
     phi_t[:, :n_topics] = phi.T
     word_sums, doc_sums = _gibbs_kernel(word_ids, offsets, phi_t, n_topics, alpha, n_sweeps, burn_in,

@@ -288,7 +288,8 @@ class Sampler(ABC):
                         estimator_state=functions.get("estimator_state"),
                         estimator_size=int(functions.get("estimator_size", 0)),
                         replacement=bool(functions.get("replacement", False)),
-                        reflect=static(functions["reflect"]) if "reflect" in functions else None)
+                        reflect=static(functions["reflect"]) if "reflect" in functions else None,
+                        batches=functions.get("batches"))
         error = blocks.compile_error(d)
         if error is not None:
             log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,
@@ -308,7 +309,8 @@ class Sampler(ABC):
         if not type(self).__dict__.get("exact_kernel", False) or hook not in type(target).__dict__:
             return False
         # a method replaced on the instance (e.g. a test's deliberate bug): the numpy steps
-        return not any(callable(value) for value in (*vars(self).values(), *vars(target).values()))
+        return not any(callable(value) and hasattr(type(owner), name)
+                       for owner in (self, target) for name, value in vars(owner).items())
 
     # -- the recipe ---------------------------------------------------------------------------------
     def predicted_thermostat(self, theta: np.ndarray, step_size: float) -> Optional[float]:

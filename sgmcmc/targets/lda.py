@@ -3,12 +3,12 @@ Fig. 3; SPEC §2 T10, §3 E3, §4.11), streamed over documents.
 
 θ ∈ R₊^{K×W} (flattened row-major to ``dim = K·W``) with θ_kw ~ Gamma(β, 1) and topics φ_kw = θ_kw / θ_k·.
 Each step takes the next minibatch D_t of the document stream; collapsed Gibbs sampling of the topic
-indicators with φ fixed (:func:`sgmcmc.lda.gibbs.topic_counts`, compiled with numba) gives the averaged
+indicators with φ fixed (:func:`sgmcmc.lda.gibbs.averaged_counts`, compiled with numba) gives the averaged
 topic–word counts B̄, and
 
     ∇Ũ(θ) = −[(β − 1)/θ_kw − 1 + (D/|D_t|) Σ_{d∈D_t} E(n_dkw/θ_kw − n_dk·/θ_k·)]      (SPEC T10)
 
-(:func:`sgmcmc.lda.gradient.log_posterior_gradient`, negated). The Riemannian samplers use G(θ) = diag(θ)⁻¹
+(:func:`batch_gradient`, one chain on one packed minibatch: the function the target hands the engine). The Riemannian samplers use G(θ) = diag(θ)⁻¹
 (:class:`sgmcmc.geometry.ExpandedMeanMetric`: G⁻¹ = diag(θ), Γ = 1), which turns SGRLD's step into
 Patterson & Teh's θ ← |θ + ε(β − θ + (D/|D_t|)(B̄ − B̄_k·φ)) + √(2εθ) ξ|. After every step θ ← |θ| (the
 boundary reflection of [R]). The exact potential and gradient need the whole corpus's marginal likelihood,
@@ -18,7 +18,9 @@ Metric (SPEC §3 "Perplexity (E3)"): every evaluation, each chain's current φ s
 (the first ``n_held_out`` of the shuffled stream, never trained on) with :class:`HeldOutPerplexity`, whose
 predictive is averaged over the evaluations. At the end ``topics.txt`` lists each topic's top words.
 
-Every chain sees the same minibatch; Gibbs seeds come from the run's generator, so a seed fixes the run.
+Every chain sees the same minibatch; Gibbs seeds come from the run's generator (on the engine's blocks, the
+bits of the step's first gradient-noise normal: :func:`sgmcmc.engine.estimators.batch_estimate`), so a seed fixes
+the run.
 When the stream runs out it starts again: a new pass over the same shuffled stream, so the held-out
 documents stay out of training.
 """
@@ -26,15 +28,14 @@ documents stay out of training.
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 from typing import Callable, Optional
 
+import numba
 import numpy as np
 
 from sgmcmc.geometry import ExpandedMeanMetric
-from sgmcmc.lda.gibbs import pack, topic_counts
-from sgmcmc.lda.gradient import log_posterior_gradient
+from sgmcmc.lda.gibbs import averaged_counts
 from sgmcmc.lda.perplexity import HeldOutPerplexity
 from sgmcmc.results import write_text
 from sgmcmc.targets.base import Target
@@ -50,6 +51,57 @@ def _positive(name: str, value, integer: bool = False):
     if not value > 0:
         raise ValueError(f"{name} must be > 0; got {value!r}")
     return int(value) if integer else float(value)
+
+
+def packed_batch(documents: list) -> np.ndarray:
+    """One minibatch as the int64 row :func:`batch_gradient` takes: (n_docs, the offsets (n_docs + 1) of
+    :func:`sgmcmc.lda.gibbs.pack`, the word ids)."""
+    lengths = [np.size(document) for document in documents]
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    words = np.concatenate([np.asarray(document, dtype=np.int64) for document in documents]) if documents else []
+    return np.concatenate([[len(documents)], offsets, words]).astype(np.int64)
+
+
+@numba.njit(cache=True)
+def batch_gradient(theta, batch, seed, parameters):
+    """∇Ũ(θ) (K·W,) of one chain θ (K·W,) on one :func:`packed_batch` (SPEC T10, module docstring):
+    −[(β − 1)/θ_kw − 1 + (D/|D_t|)(B̄_kw/θ_kw − B̄_k·/θ_k·)], B̄ the averaged counts of the Gibbs sweeps seeded by
+    ``seed`` (uint64; :func:`sgmcmc.lda.gibbs.averaged_counts`); ``parameters`` = (K, W, α, β, D, sweeps, threads).
+    A row may be padded after its words."""
+    n_topics, n_vocab, n_sweeps = int(parameters[0]), int(parameters[1]), int(parameters[5])
+    beta, n_docs = parameters[3], batch[0]
+    offsets = batch[1:n_docs + 2]
+    topics = theta.reshape((n_topics, n_vocab))
+    mass, phi = np.empty(n_topics), np.empty((n_topics, n_vocab))
+    for k in range(n_topics):
+        mass[k] = np.sum(topics[k])
+        for w in range(n_vocab):
+            phi[k, w] = topics[k, w] / mass[k]
+    topic_word, _ = averaged_counts(batch[n_docs + 2:n_docs + 2 + offsets[n_docs]], offsets, phi, parameters[2],
+                                    n_sweeps, seed, int(parameters[6]))
+    scale = parameters[4] / n_docs
+    out = np.empty(n_topics * n_vocab)
+    for k in range(n_topics):
+        row_counts = np.sum(topic_word[k])
+        for w in range(n_vocab):
+            value = topics[k, w]
+            out[k * n_vocab + w] = -((beta - 1.0) / value - 1.0
+                                     + scale * (topic_word[k, w] / value - row_counts / mass[k]))
+    return out
+
+
+@numba.njit(cache=True)
+def reflect_positive(theta, momentum):
+    """θ ← |θ| ([R]'s boundary reflection, :meth:`OnlineLDA.reflect`) for one chain θ (d,) in place, r's entries of
+    the reflected coordinates flipped (r empty without momentum); returns how many it reflected."""
+    count = 0
+    for j in range(theta.shape[0]):
+        if theta[j] < 0.0:
+            theta[j] = -theta[j]
+            if momentum.shape[0] > 0:
+                momentum[j] = -momentum[j]
+            count += 1
+    return count
 
 
 class OnlineLDA(Target):
@@ -96,7 +148,6 @@ class OnlineLDA(Target):
         self._batches = iter(stream.batches(self.batch_size))
         self._scorers: Optional[list] = None
         self.documents_seen = 0
-        self.gibbs_seconds = 0.0
 
     # --- shapes -------------------------------------------------------------------------------------
     def topics(self, theta: np.ndarray) -> np.ndarray:
@@ -134,19 +185,31 @@ class OnlineLDA(Target):
 
     def stochastic_gradient(self, theta, rng):
         """∇Ũ(θ) on the next minibatch (SPEC T10), one Gibbs run per chain, shape (n, K·W)."""
-        word_ids, offsets = pack(self.next_minibatch())
-        n_docs = offsets.size - 1
-        topics = self.topics(theta)
-        phi = topics / topics.sum(axis=2, keepdims=True)
-        out = np.empty((topics.shape[0], self.dim))
-        for chain in range(topics.shape[0]):  # chains are few (1 by default); each runs its own Gibbs sampler
-            start = time.perf_counter()
-            topic_word, _ = topic_counts(word_ids, offsets, phi[chain], self.alpha, self.n_sweeps,
-                                         int(rng.integers(SEED_BOUND)), n_vocab=self.n_vocab)
-            self.gibbs_seconds += time.perf_counter() - start
-            gradient = log_posterior_gradient(topics[chain], topic_word, self.beta, self.corpus_size, n_docs)
-            out[chain] = -gradient.reshape(-1)
-        return out
+        batch = packed_batch(self.next_minibatch())
+        parameters = self._parameters()
+        return np.stack([batch_gradient(np.ascontiguousarray(chain), batch, np.uint64(rng.integers(SEED_BOUND)),
+                                        parameters) for chain in np.asarray(theta, dtype=float)])
+
+    def _parameters(self) -> np.ndarray:
+        """:func:`batch_gradient`'s parameters: (K, W, α, β, D, sweeps, numba's threads)."""
+        return np.array([self.n_topics, self.n_vocab, self.alpha, self.beta, self.corpus_size, self.n_sweeps,
+                         numba.get_num_threads()], dtype=float)
+
+    def engine_functions(self) -> dict:
+        """What the engine's blocks take (:func:`sgmcmc.engine.estimators.source_of`): the gradient of one chain on
+        one packed minibatch (:func:`batch_gradient`) with its parameters, the stream's next minibatches
+        (:meth:`engine_batches`), the reflection θ ← |θ| (:func:`reflect_positive`); no known gradient noise."""
+        return {"batch_gradient": batch_gradient, "parameters": self._parameters(), "batches": self.engine_batches,
+                "reflect": reflect_positive, "noise_covariance": None}
+
+    def engine_batches(self, n_steps: int, n_chains: int) -> np.ndarray:
+        """The stream's next ``n_steps`` minibatches as rows (n_steps, n_chains, n) of :func:`packed_batch`, padded
+        with zeros to the longest; every chain has the same."""
+        packed = [packed_batch(self.next_minibatch()) for _ in range(n_steps)]
+        rows = np.zeros((n_steps, n_chains, max(row.size for row in packed)), dtype=np.int64)
+        for step, row in enumerate(packed):
+            rows[step, :, :row.size] = row
+        return rows
 
     def initial_position(self, n_chains, rng):
         """θ₀ ~ Gamma(1, 1) entrywise (SPEC T10)."""
@@ -179,7 +242,7 @@ class OnlineLDA(Target):
     def checkpoint_state(self) -> dict:
         """The stream position (documents seen, pass, documents of this pass) and each chain's held-out scorer
         (running sum of the predictive, number of evaluations), for :meth:`restore_state`."""
-        state = {"documents_seen": self.documents_seen, "pass": self._pass, "gibbs_seconds": self.gibbs_seconds,
+        state = {"documents_seen": self.documents_seen, "pass": self._pass,
                  "pass_documents": self.documents_seen - self._pass_start}
         if self._scorers is not None:
             saved = [scorer.state() for scorer in self._scorers]
@@ -195,7 +258,6 @@ class OnlineLDA(Target):
         self._batches = iter(stream.batches(self.batch_size))
         self._pass, self.documents_seen = int(state["pass"]), int(state["documents_seen"])
         self._pass_start = self.documents_seen - int(state["pass_documents"])
-        self.gibbs_seconds = float(state["gibbs_seconds"])
         self._scorers = None
         if "scorer_sums" in state:
             sums = np.asarray(state["scorer_sums"])

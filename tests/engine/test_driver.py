@@ -27,7 +27,7 @@ from sgmcmc.engine.blocks import DIVERGED, FAILED
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, block_draws, draw_steps
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
 from sgmcmc.engine.static import static
-from sgmcmc.geometry import IdentityMetric, RationalMetric
+from sgmcmc.geometry import ExpandedMeanMetric, IdentityMetric, RationalMetric
 from sgmcmc.recipe import Recipe, recipe_step
 from sgmcmc.state import SamplerState
 from tests.helpers import ScriptedNormals
@@ -104,15 +104,22 @@ def rational(dim):
 
 
 # the cases of the metric and the variant: G = I, the rational metric with its correction, without it (naive SGRHMC),
-# G = I with CCAdL's covariance-controlled friction (the thermostat)
-NO_METRIC, METRIC, NAIVE, CCADL = "identity", "rational", "naive", "ccadl"
+# G = I with CCAdL's covariance-controlled friction (the thermostat), the expanded mean's G⁻¹ = cθ (SPEC T10, on θ > 0)
+NO_METRIC, METRIC, NAIVE, CCADL, EXPANDED = "identity", "rational", "naive", "ccadl", "expanded_mean"
+
+
+def geometry_of(metric, dim):
+    """The metric of a case: None for G = I."""
+    if metric == EXPANDED:
+        return ExpandedMeanMetric(0.8)
+    return rational(dim) if metric in (METRIC, NAIVE) else None
 
 
 def blocks(name, source, dim, options=(integrators.EULER, NO_ESTIMATE, 0), variance=None, n_data=0, batch_size=0,
            backend=COMPILED, parameter=0.7, metric=NO_METRIC):
     """The blocks of integrator ``name`` with the ``metric`` case (the friction C = ``parameter`` is 1 on a metric)."""
     momentum, xi = {**INTEGRATORS, **SPLITTINGS}[name]
-    function, flow, numbers = (IdentityMetric() if metric in (NO_METRIC, CCADL) else rational(dim)).engine_function(dim)
+    function, flow, numbers = (geometry_of(metric, dim) or IdentityMetric()).engine_function(dim)
     constant = parameter if metric in (NO_METRIC, CCADL) or name not in ("momentum_friction", "aboba") else 1.0
     variant = {NAIVE: integrators.WITHOUT_CORRECTION, CCADL: integrators.COVARIANCE_FRICTION}.get(metric,
                                                                                                  integrators.PLAIN)
@@ -201,7 +208,7 @@ def _recipe(name, dim, gradient, variance, parameter, metric, step_size):
     B̂ = T V̂ T in the block ∇Ũ enters through T (S² for SGRLD, S for gSGRHMC). Γ by the recipe's finite differences,
     except naive SGRHMC's Γ = 0 (Eq. 16)."""
     size = {"langevin": dim, "momentum_friction": 2 * dim, "thermostat": 2 * dim + 1}[name]
-    geometry = rational(dim) if metric in (METRIC, NAIVE) else None
+    geometry = geometry_of(metric, dim)
 
     def root(z):
         return np.ones((z.shape[0], dim)) if geometry is None else geometry.inverse_sqrt(z[:, :dim])
@@ -246,9 +253,9 @@ def _recipe(name, dim, gradient, variance, parameter, metric, step_size):
     return Recipe(energy_gradient, diffusion, curl, correction=correction, noise_covariance=noise)
 
 
-RECIPE_CASES = [("langevin", NO_METRIC), ("langevin", METRIC), ("momentum_friction", NO_METRIC),
-                ("momentum_friction", METRIC), ("momentum_friction", NAIVE), ("thermostat", NO_METRIC),
-                ("thermostat", CCADL)]
+RECIPE_CASES = [("langevin", NO_METRIC), ("langevin", METRIC), ("langevin", EXPANDED), ("momentum_friction", NO_METRIC),
+                ("momentum_friction", METRIC), ("momentum_friction", EXPANDED), ("momentum_friction", NAIVE),
+                ("thermostat", NO_METRIC), ("thermostat", CCADL)]
 
 
 @pytest.mark.parametrize("name, metric", RECIPE_CASES)
@@ -265,6 +272,8 @@ def test_an_euler_step_is_the_generic_recipe_step(name, metric, model, mode):
         factor = np.array([[1.0, 0.0], [0.5, 0.8]])
         source, n_data, batch = density_source(factor, into=model == "density_into"), 0, 0
     start = state(n_chains, dim)
+    if metric == EXPANDED:  # on the metric's support, θ > 0, far enough from 0 that no step leaves it
+        start = start._replace(theta=1.0 + np.abs(start.theta))
     # the integrator's source run as Python: the compiled block is that source (test above)
     block = blocks(name, source, dim, (integrators.EULER, mode, 0), variance, n_data, batch, PYTHON,
                    parameter=parameter, metric=metric)(np.random.default_rng(3), start, np.array([step_size]), 0)

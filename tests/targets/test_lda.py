@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 
 from sgmcmc.data.documents import DocumentStream
+from sgmcmc.engine.driver import BACKENDS
 from sgmcmc.experiment import run_experiment
 from sgmcmc.lda.gibbs import pack, topic_counts
 from sgmcmc.lda.gradient import log_posterior_gradient
@@ -75,27 +76,32 @@ def test_stochastic_gradient_is_the_negated_gibbs_gradient_of_the_next_minibatch
     assert target.documents_seen == 10
 
 
-def test_sgrld_step_is_patterson_and_teh_code_form():
-    """SGRLD with the target's G(θ) = diag(θ)⁻¹ (Γ = 1) gives θ ← |θ + ε(β − θ + (D/|D_t|)(B̄ − B̄_k·φ)) + √(2εθ) ξ|
-    (SPEC T10), the update of Patterson & Teh's code."""
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sgrld_step_is_patterson_and_teh_code_form(backend):
+    """SGRLD with the target's G(θ) = diag(θ)⁻¹ (Γ = 1), one step of the engine's blocks, gives
+    θ ← |θ + ε(β − θ + (D/|D_t|)(B̄ − B̄_k·φ)) + √(2εθ) ξ| (SPEC T10), the update of Patterson & Teh's code, with B̄
+    from the stream's next minibatch and the Gibbs seed of the bits of the step's first gradient-noise normal."""
     target, replay = _target(), _target()
     sampler = make_sampler("sgrld", target, noise_estimate="zero")
     theta = target.initial_position(1, np.random.default_rng(2))
     step = 0.01
-    state = sampler.init(theta, np.random.default_rng(0))
-    new_state, _ = sampler.step(np.random.default_rng(3), state, step)
+    blocks = sampler.engine_blocks(backend)
+    block = blocks(np.random.default_rng(3), sampler.init(theta, np.random.default_rng(0)), np.array([step]), 0)
 
-    rng = np.random.default_rng(3)
+    normals = np.random.default_rng(3).standard_normal((2, target.dim))  # the step's slots: gradient noise, injected
     batch = replay.next_minibatch()
     word_ids, offsets = pack(batch)
     topics = theta.reshape(N_TOPICS, len(WORDS))
     phi = topics / topics.sum(axis=1, keepdims=True)
-    counts, _ = topic_counts(word_ids, offsets, phi, target.alpha, target.n_sweeps, int(rng.integers(SEED_BOUND)), n_vocab=len(WORDS))
+    seed = int(normals[0, :1].view(np.uint64)[0])
+    counts, _ = topic_counts(word_ids, offsets, phi, target.alpha, target.n_sweeps, seed, n_vocab=len(WORDS))
     scale = target.corpus_size / len(batch)
     drift = target.beta - topics + scale * (counts - counts.sum(axis=1, keepdims=True) * phi)
-    noise = rng.standard_normal(topics.shape)
-    expected = np.abs(topics + step * drift + np.sqrt(2 * step * topics) * noise)
-    np.testing.assert_allclose(new_state.theta.reshape(N_TOPICS, len(WORDS)), expected, rtol=1e-9, atol=1e-12)
+    expected = np.abs(topics + step * drift + np.sqrt(2 * step * topics) * normals[1].reshape(topics.shape))
+    np.testing.assert_allclose(block.state.theta.reshape(N_TOPICS, len(WORDS)), expected, rtol=1e-9, atol=1e-12)
+    assert target.documents_seen == replay.documents_seen == 10
+    assert block.reflected.sum() == np.count_nonzero(topics + step * drift + np.sqrt(2 * step * topics)
+                                                     * normals[1].reshape(topics.shape) < 0)
 
 
 def test_stream_restarts_without_training_on_held_out_documents():
