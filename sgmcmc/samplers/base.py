@@ -12,12 +12,13 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import NamedTuple, Optional
 
 import numpy as np
 
 from sgmcmc.engine.blocks import gradient_noise_mode
-from sgmcmc.engine.driver import COMPILED, Blocks
+from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
 from sgmcmc.engine.estimators import FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, on_rows, source_of
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
@@ -222,8 +223,9 @@ class Sampler(ABC):
     def engine_blocks(self, backend: str = COMPILED) -> Optional[Blocks]:
         """The engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) of this sampler on a target that hands the
         engine its functions (:meth:`~sgmcmc.targets.base.Target.engine_functions`, with its reflection where its
-        support has a boundary), or None: the integrator or the metric is not there yet, the noise estimate is one the
-        engine does not take, or the compiler refuses the model's functions (said in one line).
+        support has a boundary), or None: the integrator or the metric is not there yet, or the noise estimate is one
+        the engine does not take. Where the compiler refuses the model's functions, the same blocks on the Python
+        backend (said in one line).
 
         Noise estimates: ``zero`` (nothing subtracted), on a density model ``known`` (its constant V, by its
         diagonal or in full), and on a data model ``running`` and ``known`` (V(θ), a pass over all the data at every
@@ -292,9 +294,9 @@ class Sampler(ABC):
                         batches=functions.get("batches"))
         error = blocks.compile_error(d)
         if error is not None:
-            log.warning("%s on %s runs on the numpy steps: the compiler refuses the model (%s)", self.name,
-                        getattr(self.target, "spec", self.target.name), error)
-            return None
+            log.warning("%s on %s runs on the Python path (the engine's blocks uncompiled, much slower): the compiler "
+                        "refuses the model (%s)", self.name, getattr(self.target, "spec", self.target.name), error)
+            return replace(blocks, backend=PYTHON)
         return blocks
 
     # True in the body of each class whose numpy steps a compiled kernel reproduces; a subclass (which may override

@@ -50,8 +50,8 @@ on the rows of one array, with functions the compiler takes (plain numpy on arra
 The samplers that take one gradient a step (SGLD, SGRLD, SGHMC, the SGRHMCs, SGNHT, CCAdL, BAOAB, BADODAB, pSGLD with
 its running preconditioner; with ``noise_estimate`` zero, running, or known: the minibatches' covariance over all
 the rows, :func:`sgmcmc.engine.estimators.minibatch_gradient`) then run on the engine's compiled blocks
-(:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in one line and takes the numpy
-steps. Everything else sees it through the contract above (:class:`RowModel`).
+(:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in one line and runs the same
+blocks uncompiled (the engine's Python path: the same samples, much slower). Everything else sees it through the contract above (:class:`RowModel`).
 
 **The checks** (:func:`check_model`, at build time, before any run folder exists): the required methods are there,
 ``dim`` (and ``n_data``) are positive integers, θ₀ (for two chain counts) and every value at θ₀ have the promised

@@ -1,6 +1,6 @@
 """A user's data model on rows (``sgmcmc/targets/user.py``, "A data model on rows"), and a density model whose gradient
 is a staticmethod, run on the engine's compiled blocks with no formula to name and sample their exact distribution; a
-model the compiler refuses runs on the numpy steps with a one-line warning."""
+model the compiler refuses runs on the engine's Python path with a one-line warning."""
 
 from __future__ import annotations
 
@@ -111,13 +111,22 @@ def test_psglds_running_preconditioner_on_a_row_model_has_the_numpy_steps_varian
     np.testing.assert_allclose(engine / reference, 1.0, atol=0.35)  # 3.5 standard errors of the ratio
 
 
-def test_a_model_the_compiler_refuses_runs_on_the_numpy_steps_and_says_so(caplog):
+def test_a_model_the_compiler_refuses_runs_on_the_python_path_and_says_so(caplog):
+    """The engine's blocks of a model numba cannot compile run uncompiled, the same source, and give the samples of the
+    same model compiled (GaussianMean's gradient, written without the Python object) on the same draws."""
     model = Uncompilable()
-    target = user_target(model, "Uncompilable", batch_size=10)
-    sampler = make_sampler("sgld", target, noise_estimate="zero")
+    sampler = make_sampler("sgld", user_target(model, "Uncompilable", batch_size=10), noise_estimate="zero")
     with caplog.at_level(logging.WARNING):
-        assert sampler.engine_blocks() is None
-    assert any("runs on the numpy steps" in record.getMessage() for record in caplog.records)
+        fallback = sampler.engine_blocks()
+    assert fallback.backend == PYTHON
+    assert any("runs on the Python path" in record.getMessage() and "refuses the model" in record.getMessage()
+               for record in caplog.records)
+    compiled = make_sampler("sgld", user_target(GaussianMean(), "GaussianMean", batch_size=10),
+                            noise_estimate="zero").engine_blocks()
+    start = sampler.init(np.random.default_rng(0).standard_normal((3, model.dim)), np.random.default_rng(0))
+    runs = [blocks(np.random.default_rng(1), start, np.full(20, 0.01), 0) for blocks in (fallback, compiled)]
+    assert runs[0].stop == runs[1].stop == 20
+    np.testing.assert_allclose(runs[0].theta, runs[1].theta, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("estimate, running_form", [("running", "full"), ("running", "diagonal"), ("known", "full")])
