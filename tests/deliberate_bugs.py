@@ -36,18 +36,27 @@ def double_the_injected_noise(monkeypatch) -> None:
     monkeypatch.setattr(driver, "block_draws", doubled_noise_draws)
 
 
-def halved_ou_noise_draws(*args, **kwargs):
+def ou_noise_draws(factor: float):
     """:func:`sgmcmc.engine.driver.block_draws` with slot 0, the O step's standard normals in
-    :func:`~sgmcmc.engine.integrators.ou_splitting` (BAOAB, BADODAB), times 1/√2: the O step injects half the variance
-    of r₂ = e^{−hc} r₁ + N(0, 2hD' − h²V̂), and r cools."""
-    rows, normals, uniforms = REAL_BLOCK_DRAWS(*args, **kwargs)
-    normals[:, 0] /= np.sqrt(2.0)
-    return rows, normals, uniforms
+    :func:`~sgmcmc.engine.integrators.ou_splitting` (BAOAB, BADODAB), times ``factor``: the O step injects ``factor``²
+    times the variance of r₂ = e^{−hc} r₁ + N(0, 2hD' − h²V̂), and r cools (below 1) or heats (above)."""
+
+    def draws(*args, **kwargs):
+        rows, normals, uniforms = REAL_BLOCK_DRAWS(*args, **kwargs)
+        normals[:, 0] *= factor
+        return rows, normals, uniforms
+
+    return draws
 
 
 def halve_the_ou_noise(monkeypatch) -> None:
-    """Every block of the test draws :func:`halved_ou_noise_draws`."""
-    monkeypatch.setattr(driver, "block_draws", halved_ou_noise_draws)
+    """Every block of the test draws the O step's noise at half its variance (:func:`ou_noise_draws`)."""
+    monkeypatch.setattr(driver, "block_draws", ou_noise_draws(1.0 / np.sqrt(2.0)))
+
+
+def double_the_ou_noise(monkeypatch) -> None:
+    """Every block of the test draws the O step's noise at twice its variance (:func:`ou_noise_draws`)."""
+    monkeypatch.setattr(driver, "block_draws", ou_noise_draws(np.sqrt(2.0)))
 
 
 def thermostat_at_twice_the_temperature(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows,
