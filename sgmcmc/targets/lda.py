@@ -70,15 +70,17 @@ def batch_gradient(theta, batch, seed, parameters):
     A row may be padded after its words."""
     n_topics, n_vocab, n_sweeps = int(parameters[0]), int(parameters[1]), int(parameters[5])
     beta, n_docs = parameters[3], batch[0]
-    offsets = batch[1:n_docs + 2]
+    # contiguous copies, the word ids as int32: the types topic_counts compiles the Gibbs kernel for, so that one
+    # compilation of it (seconds: it is parallel) serves both
+    offsets = batch[1:n_docs + 2].copy()
+    word_ids = batch[n_docs + 2:n_docs + 2 + offsets[n_docs]].astype(np.int32)
     topics = theta.reshape((n_topics, n_vocab))
     mass, phi = np.empty(n_topics), np.empty((n_topics, n_vocab))
     for k in range(n_topics):
         mass[k] = np.sum(topics[k])
         for w in range(n_vocab):
             phi[k, w] = topics[k, w] / mass[k]
-    topic_word, _ = averaged_counts(batch[n_docs + 2:n_docs + 2 + offsets[n_docs]], offsets, phi, parameters[2],
-                                    n_sweeps, seed, int(parameters[6]))
+    topic_word, _ = averaged_counts(word_ids, offsets, phi, parameters[2], n_sweeps, seed, int(parameters[6]))
     scale = parameters[4] / n_docs
     out = np.empty(n_topics * n_vocab)
     for k in range(n_topics):

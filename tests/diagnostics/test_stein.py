@@ -306,7 +306,8 @@ def test_lda_gets_no_ksd():
     target = tiny_lda()
     assert not target.has_exact_gradient
     sampler = make_sampler("sgrld", target, noise_estimate="zero")
-    settings = RunOptions(n_steps=6, n_chains=1, burn_in=2, eval_every=3, progress=False)
+    # the engine's Python path: nothing to compile for the small corpus's d = 54
+    settings = RunOptions(n_steps=6, n_chains=1, burn_in=2, eval_every=3, progress=False, backend="python")
     outcome = run_chains(sampler, Constant(0.01), settings, np.random.default_rng(0), ksd_points=100)
     assert outcome.status == "completed" and outcome.samples.shape[1] == 4
     assert all("ksd" not in row for row in outcome.trace)
