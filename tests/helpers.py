@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
+import numba
 import numpy as np
+from numba.core.registry import CPUDispatcher
 
 from sgmcmc.engine.estimators import choose_rows
 from sgmcmc.evaluation import Evaluator
@@ -162,6 +164,21 @@ def numerical_gradient(potential, theta: np.ndarray, step: float = 1e-6) -> np.n
         shift[j] = step
         out[:, j] = (potential(theta + shift) - potential(theta - shift)) / (2 * step)
     return out
+
+
+def door_potentials(functions: dict, theta: np.ndarray, states=None) -> tuple[np.ndarray, np.ndarray]:
+    """U(θ) = −Σ_i ``row_log_likelihoods``(θ, data)_i − ``prior_log_density``(θ) of each chain of θ (c, d) from a data
+    target's ``engine_functions()`` (the prior given each chain's row of ``states`` (c, m) where it takes them), with
+    the door's functions called as plain Python and compiled (``numba.njit`` of a plain function; a dispatcher and its
+    ``py_func``): (python (c,), compiled (c,))."""
+    def versions(function):
+        return (function.py_func, function) if isinstance(function, CPUDispatcher) else (function, numba.njit(function))
+
+    data, out = functions["data"], []
+    extra = [()] * len(theta) if states is None else [(s,) for s in states]  # the prior's arguments after θ
+    for likelihoods, prior in zip(versions(functions["row_log_likelihoods"]), versions(functions["prior_log_density"])):
+        out.append(np.array([-likelihoods(t, data).sum() - prior(t, *more) for t, more in zip(theta, extra)]))
+    return out[0], out[1]
 
 
 def fake_mnist_source(seed=0, n_train=40, n_test=16):

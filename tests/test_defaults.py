@@ -41,6 +41,8 @@ EXAMPLE_MODEL = "examples/breast_cancer_logistic.py:BreastCancerLogistic"
 # a block per integrator and target (seconds each) took the fast suite past its budget
 WALK_STEPS = ["run.n_steps=10", "run.burn_in=0", "run.thin=1", "run.progress=false", "run.figures=false",
               "run.backend=python"]
+# The samplers whose step is a resampled trajectory, m gradients on the engine's Python path
+TRAJECTORIES = ("hmc", "naive_sghmc", "sghmc_mh")
 # The samplers that are wrong on purpose (SPEC §0): they must run at their defaults, not pass the check.
 INCORRECT = ("naive_sghmc", "naive_sgrhmc", "psgld_no_gamma")
 # tests/samplers/test_sampling_accuracy.py's KL(p‖q) bound by dimension
@@ -109,6 +111,8 @@ def test_every_pair_at_its_defaults_completes_or_refuses_in_one_line(target, sam
     data = [f"target.ratings_file={synthetic_ratings}"] if target == "bpmf_movielens" else []
     if target == "lda":  # d = 385,100 on the engine's Python path: about 1.5 s a step; two show that it runs
         data.append("run.n_steps=2")
+    if sampler in TRAJECTORIES:  # a step is a trajectory of m gradients (51 for naive SGHMC): one shows that it runs
+        data.append("run.n_steps=1")
     config = composed(f"target={target}", f"sampler={sampler}", *WALK_STEPS, *data, f"run.results_dir={tmp_path}")
     refused = readme_refusals().get((target, sampler))
     try:

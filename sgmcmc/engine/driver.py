@@ -189,23 +189,26 @@ def _compiled_entry(step: StaticFunction, source: tuple, arguments: tuple):
 
 
 def python_source(source: tuple) -> tuple:
-    """A source with its functions' plain Python versions (the reference backend)."""
-    return tuple(part.python if isinstance(part, StaticFunction) else part for part in source)
+    """A source with its functions' plain Python versions (the reference backend), in nested tuples too."""
+    return tuple(part.python if isinstance(part, StaticFunction) else python_source(part) if isinstance(part, tuple)
+                 else part for part in source)
 
 
 def block_draws(rng: np.random.Generator, n_steps: int, n_chains: int, dim: int, slots: int = 2,
-                uniforms: bool = False, n_data: int = 0, batch_size: int = 0, replacement: bool = False) -> tuple:
+                uniforms: bool = False, n_data: int = 0, batch_size: int = 0, replacement: bool = False,
+                passes: int = 1) -> tuple:
     """A block's random numbers from the run's Generator, step after step, so that a run cut into other blocks (a
-    checkpoint's, a resumed run's) draws the same numbers: per step a data model's minibatch (the uniforms (c, n) of
-    :func:`~sgmcmc.engine.estimators.choose_rows`, or with ``replacement`` the indices ⌊uN⌋ of its uniforms; none
-    when n = N without replacement, or for a density model), the normals (slots, c, d)
-    in the numpy steps' order (all chains' gradient noise, then their injected noise), and a Metropolis–Hastings
-    test's uniforms (c,). Returns (rows (K, c, n), or (1, 1, N) for n = N, (1, 1, 0) for no data; normals (K, slots,
-    c, d); uniforms (K, c), or (0, 0) without a test)."""
+    checkpoint's, a resumed run's) draws the same numbers: per step a data model's ``passes`` minibatches, one for
+    each gradient of the step (the uniforms (c, passes·n) of :func:`~sgmcmc.engine.estimators.choose_rows`, each n a
+    subset of its own, or with ``replacement`` the indices ⌊uN⌋ of its uniforms; none when n = N without
+    replacement, or for a density model), the normals (slots, c, d) in the numpy steps' order (all chains' gradient
+    noise, then their injected noise), and a Metropolis–Hastings test's uniforms (c,). Returns (rows (K, c,
+    passes·n), or (1, 1, passes·N) for n = N (every row at every gradient), (1, 1, 0) for no data; normals (K,
+    slots, c, d); uniforms (K, c), or (0, 0) without a test)."""
     shape = (slots, n_chains, dim)
     accept = np.empty((n_steps, n_chains)) if uniforms else np.zeros((0, 0))
     minibatch = 0 < batch_size and (batch_size < n_data or replacement)
-    keys = np.empty((n_steps, n_chains, batch_size if minibatch else 0))
+    keys = np.empty((n_steps, n_chains, passes * batch_size if minibatch else 0))
     if minibatch or uniforms:
         normals = np.empty((n_steps, *shape))
         draw_steps(rng, keys, normals, accept)
@@ -213,11 +216,12 @@ def block_draws(rng: np.random.Generator, n_steps: int, n_chains: int, dim: int,
         normals = rng.standard_normal((n_steps, *shape))
     if minibatch and replacement:  # n indices, each ⌊uN⌋ of its uniform
         rows = np.minimum((keys * n_data).astype(np.int64), n_data - 1)
-    elif minibatch:
-        rows = np.empty(keys.shape, dtype=np.int64)
-        choose_rows(keys, n_data, rows, np.zeros(n_data, dtype=np.bool_))
+    elif minibatch:  # each pass's n uniforms a subset of their own
+        rows = np.empty((n_steps, n_chains * passes, batch_size), dtype=np.int64)
+        choose_rows(keys.reshape(rows.shape), n_data, rows, np.zeros(n_data, dtype=np.bool_))
+        rows = rows.reshape(keys.shape)
     else:
-        rows = np.arange(n_data).reshape(1, 1, n_data)
+        rows = np.tile(np.arange(n_data), passes).reshape(1, 1, passes * n_data)
     return rows, normals, accept
 
 
@@ -260,6 +264,9 @@ class Blocks:
     the model's next minibatches, taken at a block's start (the stream is advanced by steps, not by the Generator);
     None: a data model's minibatches are drawn (``n_data``, ``batch_size``), a density model has none.
 
+    ``passes``: the gradients of a step with a minibatch of their own (a trajectory's, :func:`block_draws`); the
+    integrator takes each its equal share of the step's rows.
+
     ``silent`` blocks (:meth:`without_noise`) inject no noise: the cyclical schedule's exploration steps.
 
     ``reflect`` is the target's reflection into its support (its ``engine_functions()["reflect"]``, SPEC §4.8), a
@@ -293,6 +300,7 @@ class Blocks:
     replacement: bool = False
     reflect: Optional[StaticFunction] = None
     batches: Optional[Callable] = None
+    passes: int = 1
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
@@ -339,7 +347,7 @@ class Blocks:
         xi0 = np.ascontiguousarray(state.xi, dtype=float).reshape(n_chains, 1) if self.xi else np.zeros((n_chains, 0))
         memory = self._memory(state, n_chains, dim, n_steps)
         rows, normals, uniforms = block_draws(rng, n_steps, n_chains, dim, self.slots, self.uniforms, self.n_data,
-                                              self.batch_size, self.replacement)
+                                              self.batch_size, self.replacement, self.passes)
         if self.batches is not None:  # a block of no steps (compile_error's) takes no minibatch from the stream
             rows = self.batches(n_steps, n_chains) if n_steps else np.zeros((1, 1, 1), dtype=np.int64)
         if self.silent:

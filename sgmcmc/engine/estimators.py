@@ -1,14 +1,16 @@
 """The gradient estimators of the engine, one chain at a time: ∇Ũ(θ) from the functions a target hands over.
 
-An estimator is called through its *source*, a tuple ``(estimate, first, second, data, numbers, energy, noise)``:
+An estimator is called through its *source*, a tuple ``(estimate, first, second, data, numbers, energy, noise,
+density)``:
 ``estimate(source, θ, normals, rows, memory, out, variance)`` writes ∇Ũ (d,) at θ (d,) into ``out``, where
 ``normals`` are the step's standard normal slots (slots, d) and ``rows`` the step's minibatch (indices into ``data``);
 ``memory`` (m,) is the chain's estimator state, carried from step to step and block to block (the running noise
 estimate's t and Î_t), and an estimator that estimates its noise writes V̂ into ``variance`` (d, d), or its diagonal
 into the row (1, d) of the diagonal forms (:func:`sgmcmc.engine.injection.variance_diagonal`);
-``energy(source, θ)`` is
+``energy(source, θ, memory)`` is
 the exact U(θ) where the model hands it over (a Metropolis–Hastings test's; :func:`formula_potential`,
-:func:`density_potential`), else NaN (:func:`no_potential`); ``noise(source, θ, memory, variance)`` writes the
+:func:`density_potential`, and a data model's over all its rows, :func:`rows_potential`, with the functions of
+``density``), else NaN (:func:`no_potential`); ``noise(source, θ, memory, variance)`` writes the
 estimator's V̂ at θ without a gradient (:func:`minibatch_noise`; a constant or no V̂: :func:`no_noise`). The target's functions are
 :class:`~sgmcmc.engine.static.StaticFunction` values, so the block that calls them is compiled once per function
 and cached on disk.
@@ -80,21 +82,35 @@ def formula_gradient(source, theta, normals, rows, memory, out, variance):
 
 
 @numba.njit(cache=True)
-def formula_potential(source, theta):
+def formula_potential(source, theta, memory):
     """U(θ) of a model that hands over ``second(θ, parameters)`` (:func:`formula_gradient`'s)."""
     return call2(source[2], theta, source[3])
 
 
 @numba.njit(cache=True)
-def density_potential(source, theta):
+def density_potential(source, theta, memory):
     """U(θ) of a model whose vectorised ``second(θ)`` (1, d) → (1,) is U (``data[0]`` = 1) or log π (−1)."""
     return source[3][0] * call1(source[2], theta.reshape((1, theta.shape[0])))[0]
 
 
 @numba.njit(cache=True)
-def no_potential(source, theta):
+def no_potential(source, theta, memory):
     """A model that hands over no U: NaN (the samplers that need U refuse it before a block runs)."""
     return math.nan
+
+
+@numba.njit(cache=True)
+def rows_potential(source, theta, memory):
+    """U(θ) = −Σ_i log p(x_i | θ) − log p(θ) of a data model over all its N rows, in chunks of rows: ``density`` =
+    (``row_log_likelihoods(θ, rows)`` → (n,), ``prior_log_density(θ)``, or ``(θ, hyperparameters)`` of a hierarchical
+    prior, given the chain's hyperparameters as its prior gradient is)."""
+    data, numbers = source[3], source[4]
+    total = 0.0
+    for start in range(0, data.shape[0], FULL_CHUNK):
+        values = call2(source[7][0], theta, gather(data, np.arange(start, min(start + FULL_CHUNK, data.shape[0]))))
+        for i in range(values.shape[0]):
+            total += values[i]
+    return -total - lead2(source[7][1], theta, memory[running_size(numbers[2], theta.shape[0]):])
 
 
 @numba.njit(cache=True, inline="always")
@@ -358,6 +374,12 @@ def on_rows(functions: dict) -> bool:
     return "row_gradients" in functions or "row_gradient_sums" in functions
 
 
+def has_potential(functions: dict) -> bool:
+    """Whether a target's functions give the exact U(θ) (a Metropolis–Hastings test's): a density model's
+    ``potential``, a data model's ``row_log_likelihoods`` and ``prior_log_density``."""
+    return "potential" in functions or ("row_log_likelihoods" in functions and "prior_log_density" in functions)
+
+
 def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) -> Optional[tuple]:
     """The source of what a target hands the engine (its ``engine_functions()``): for a data model on rows
     (``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` (N, width), ``n_data``) :func:`minibatch_gradient`'s;
@@ -372,19 +394,25 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
     any other estimate. A prior ``prior_gradient(θ, hyperparameters)`` of each chain's hyperparameters comes with
     ``estimator_state`` (``n_chains`` → (c, ``estimator_size``), read at each block's start), else None. A model
     that estimates ∇Ũ by itself (``batch_gradient(θ, rows, seed, parameters)``, ``parameters``) gets
-    :func:`batch_estimate`'s."""
+    :func:`batch_estimate`'s. A data model on rows that hands over ``row_log_likelihoods(θ, rows)`` and
+    ``prior_log_density(θ[, hyperparameters])`` has its exact U, :func:`rows_potential`."""
     if "batch_gradient" in functions:
         gradient = static(functions["batch_gradient"], inline=False)
         return (static(batch_estimate), gradient, gradient, np.ascontiguousarray(functions["parameters"], dtype=float),
-                np.zeros(1), static(no_potential), static(no_noise))
+                np.zeros(1), static(no_potential), static(no_noise), ())
+    if "row_log_likelihoods" in functions and "prior_log_density" in functions:
+        density = (static(functions["row_log_likelihoods"], inline=False),
+                   static(functions["prior_log_density"], inline=False))
+        energy = static(rows_potential)
+    else:
+        density, energy = (), static(no_potential)
     if "prior_gradient" in functions and arity(functions["prior_gradient"]) > 1 and "estimator_state" not in functions:
         return None  # a prior of the chain's hyperparameters, and none handed over
     plain = "update_every" not in functions and "centre" not in functions
     if "row_gradient_sums" in functions and plain and running in (NO_RUNNING, RUNNING_DIAGONAL):
         return (static(sums_gradient), static(functions["row_gradient_sums"], inline=False),
                 static(functions["prior_gradient"], inline=False), np.ascontiguousarray(functions["data"], dtype=float),
-                np.array([float(functions["n_data"]), PLAIN, running, scale]), static(no_potential),
-                static(sums_noise))
+                np.array([float(functions["n_data"]), PLAIN, running, scale]), energy, static(sums_noise), density)
     if "row_gradient_sums" in functions and "row_gradients" not in functions:
         return None  # the sums alone serve no other estimate (the control variates, SVRG, the full running estimate)
     if "row_gradients" in functions:
@@ -398,8 +426,7 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
                                       np.ravel(functions["centre_mean"]) if centred else []]).astype(float)
         return (static(minibatch_gradient), static(functions["row_gradients"], inline=False),
                 static(functions["prior_gradient"], inline=False),
-                np.ascontiguousarray(functions["data"], dtype=float), numbers, static(no_potential),
-                static(minibatch_noise))
+                np.ascontiguousarray(functions["data"], dtype=float), numbers, energy, static(minibatch_noise), density)
     potential = functions.get("potential")
     constant_noise = static(no_noise)
     if "gradient" in functions:
@@ -407,11 +434,11 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0) ->
         numbers = np.concatenate([[float(functions["sign"])], np.ravel(functions["noise_factor"])]).astype(float)
         if potential is None:  # the slot of U is not read: any function of the right kind fills it
             return (static(density_gradient), gradient, gradient, np.zeros(1), numbers, static(no_potential),
-                    constant_noise)
+                    constant_noise, ())
         return (static(density_gradient), gradient, static(potential), np.array([float(functions["potential_sign"])]),
-                numbers, static(density_potential), constant_noise)
+                numbers, static(density_potential), constant_noise, ())
     gradient = static(functions["gradient_into"])
     numbers = np.concatenate([[1.0], np.ravel(functions["noise_factor"])]).astype(float)
     return (static(formula_gradient), gradient, gradient if potential is None else static(potential),
             np.ascontiguousarray(functions["parameters"], dtype=float), numbers,
-            static(no_potential if potential is None else formula_potential), constant_noise)
+            static(no_potential if potential is None else formula_potential), constant_noise, ())

@@ -15,7 +15,7 @@ overwrite ``normals``, the step's scratch copy that the driver refills at every 
   updates the chain's estimator state ``memory`` and, where it estimates its noise, writes V̂ into ``variance``; its
   V̂ alone, at a point, by ``call4(source[6], source, θ, memory, variance)``);
   ``normals[1]`` are the injected noise's standard normals (ou_splitting's are ``normals[0]``; a trajectory hands each of its gradients and injections its own slots); U, where a
-  Metropolis–Hastings test needs it, by ``call2(source[5], source, θ)``; ``uniform`` is the test's uniform;
+  Metropolis–Hastings test needs it, by ``call3(source[5], source, θ, memory)``; ``uniform`` is the test's uniform;
 - ``source[-1]``, the target's reflection into its support, ``reflect(θ, r) -> count`` (appended by the driver; see
   :class:`sgmcmc.engine.driver.Blocks`): called on θ right after each move of θ, where the numpy steps call
   ``Sampler.reflect`` (after the move, before anything is evaluated at the new θ: theta_first reflects θ + εSr and
@@ -188,11 +188,14 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, carry
     r ~ N(0, I) from ``normals[0]``, a trajectory of m = ``constants[1]`` steps, each gradient and injection reading
     its own normal slots (leapfrog: half kick, m × (drift, kick), the last kick a half; Algorithm 2: m × (θ += εr,
     r += −ε∇Ũ − εCr + N(0, ε(2C − εV̂)))), then, with the variant :data:`METROPOLIS`, the Metropolis–Hastings test on
-    the exact H = U + ½rᵀr with ``uniform`` (SPEC §0 K4). HMC's exact gradient is a source with no gradient noise
-    (L = 0) and steps of one normal slot: its gradients read slot 0, times 0."""
+    the exact H = U + ½rᵀr with ``uniform`` (SPEC §0 K4). Each gradient takes its equal share of the step's ``rows``
+    (a data model's minibatch of its own; all N rows for HMC's exact ∇U). Steps of one normal slot have gradients
+    that read no noise of their own: HMC's exact one (a density model's source with no gradient noise, L = 0: slot
+    0, times 0) and a data model's minibatch gradients."""
     d = theta.shape[0]
     steps = int(parameters[3][1])
-    leapfrog, exact = options[0] == LEAPFROG, normals.shape[0] == 1
+    leapfrog, shared = options[0] == LEAPFROG, normals.shape[0] == 1
+    share = rows.shape[0] // (steps + 1 if leapfrog else steps)
     for j in range(d):  # (θ₀, r₀) kept in ``at`` and ``correction`` for the test
         at[j] = theta[j]
         momentum[j] = normals[0, j]
@@ -206,8 +209,8 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, carry
         if inner > 0 or not leapfrog:
             for j in range(d):
                 theta[j] = theta[j] + step_size * momentum[j]
-        slots = normals[(0 if exact else 1 + inner) if leapfrog else 1 + 2 * inner:]
-        call7(source[0], source, theta, slots, rows, memory, gradient, variance)
+        slots = normals[(0 if shared else 1 + inner) if leapfrog else 1 + 2 * inner:]
+        call7(source[0], source, theta, slots, rows[inner * share:(inner + 1) * share], memory, gradient, variance)
         if leapfrog:
             kick = 0.5 if inner == 0 or inner == steps else 1.0
             for j in range(d):
@@ -226,7 +229,7 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, carry
             total = 0.0
             for j in range(d):
                 total += kinetic[j] * kinetic[j]
-            energy = call2(source[5], source, point) + 0.5 * total
+            energy = call3(source[5], source, point, memory) + 0.5 * total
             if side == 0:
                 old = energy
             else:

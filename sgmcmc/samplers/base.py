@@ -19,11 +19,12 @@ import numpy as np
 
 from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
-from sgmcmc.engine.estimators import FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, on_rows, source_of
+from sgmcmc.engine.estimators import (FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, has_potential, on_rows,
+                                      source_of)
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
                                        THETA_FIRST, langevin, momentum_friction, ou_splitting, preconditioned,
-                                       thermostat)
+                                       thermostat, trajectory)
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.gradient_estimators import SVRG
@@ -46,8 +47,9 @@ RUNNING_FORMS = ("full", "diagonal")
 # model's)
 RUNNING = (langevin, momentum_friction, thermostat, preconditioned)
 # ... and those that also take a data model's V̂, known or running: the estimator writes it at every gradient, or, for
-# the O step of BAOAB and BADODAB, at a point of its own (sgmcmc.engine.estimators.minibatch_noise)
-ESTIMATED = (*RUNNING, ou_splitting)
+# the O step of BAOAB and BADODAB, at a point of its own (sgmcmc.engine.estimators.minibatch_noise); a trajectory's
+# known V(θ) (SGHMC + MH: its samplers take no running estimate)
+ESTIMATED = (*RUNNING, ou_splitting, trajectory)
 
 # The config keys of every sampler section (Sampler.config_keys) and those most samplers declare (Sampler.parameters).
 STEP_SIZE = Key(real(0.0, strict=True), "ε, or ε₀ of the schedule", required=True)
@@ -192,11 +194,19 @@ class Sampler(ABC):
         uses it (HMC's exact gradient drops the gradient noise)."""
         return self.target.engine_functions()
 
-    def engine_draws(self) -> tuple[int, bool]:
-        """(the standard normal arrays a step draws, whether it then draws a uniform per chain): two (the gradient
-        noise, the injected noise) and no uniform by default; a trajectory's more, and a Metropolis–Hastings test's
-        uniform."""
+    def engine_draws(self, data: bool) -> tuple[int, bool]:
+        """(the standard normal arrays a step draws, whether it then draws a uniform per chain), on a data model or
+        not: two (the gradient noise, the injected noise) and no uniform by default; a trajectory's more, and a
+        Metropolis–Hastings test's uniform."""
         return 2, False
+
+    # False: the exact ∇U, no gradient noise (HMC); on a data model every gradient takes all N rows
+    uses_stochastic_gradient = True
+
+    def engine_passes(self) -> int:
+        """The gradients of a step, each with a minibatch of its own (:class:`sgmcmc.engine.driver.Blocks`'
+        ``passes``): one by default, a trajectory's m or m + 1."""
+        return 1
 
     def engine_metric(self) -> Optional[tuple]:
         """(the metric's function, its flow, their parameters) the integrator takes
@@ -239,10 +249,12 @@ class Sampler(ABC):
                 or not self._kernel_declared("engine_functions")):
             return None
         functions = self.engine_functions()
-        slots, uniforms = self.engine_draws()
-        if functions is None or (uniforms and "potential" not in functions):  # a Metropolis test needs the exact U
+        if functions is None:
             return None
         data = on_rows(functions)
+        slots, uniforms = self.engine_draws(data)
+        if uniforms and not has_potential(functions):  # a Metropolis test needs the exact U
+            return None
         step, constants, momentum, xi = integrator
         if "update_every" in functions and step not in RUNNING:  # SVRG counts one minibatch gradient a step
             return None
@@ -284,14 +296,15 @@ class Sampler(ABC):
                         (ORDERS[self.integrator], mode, int(self.noise_clip), self.engine_variant()),
                         variance, momentum=momentum, xi=xi,
                         n_data=int(functions["n_data"]) if data else 0,
-                        batch_size=int(self.target.batch_size) if data else 0, clip=bool(self.noise_clip),
+                        batch_size=(int(self.target.batch_size) if self.uses_stochastic_gradient else
+                                    int(functions["n_data"])) if data else 0, clip=bool(self.noise_clip),
                         slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare,
                         running=NO_RUNNING if running == FULL_DATA else running, advanced=functions.get("advanced"),
                         estimator_state=functions.get("estimator_state"),
                         estimator_size=int(functions.get("estimator_size", 0)),
                         replacement=bool(functions.get("replacement", False)),
                         reflect=static(functions["reflect"]) if "reflect" in functions else None,
-                        batches=functions.get("batches"))
+                        batches=functions.get("batches"), passes=self.engine_passes())
         error = blocks.compile_error(d)
         if error is not None:
             log.warning("%s on %s runs on the Python path (the engine's blocks uncompiled, much slower): the compiler "

@@ -83,6 +83,7 @@ class HMC(Sampler):
     exact_kernel = True
 
     def __init__(self, target, n_leapfrog: int = 10, metropolis: bool = True, **kwargs):
+        kwargs.setdefault("noise_estimate", "zero")  # a leapfrog injects no noise: no V̂ to subtract
         super().__init__(target, **kwargs)
         self.n_leapfrog = self.checked("n_leapfrog", n_leapfrog)
         self.metropolis = bool(metropolis)
@@ -112,13 +113,17 @@ class HMC(Sampler):
     def engine_variant(self):
         return integrators.METROPOLIS if self.metropolis else integrators.PLAIN
 
-    def engine_draws(self):
-        """r, then ∇Ũ's m + 1 gradient noises (none for the exact ∇U), then the test's uniform."""
-        return 1 + (self.n_leapfrog + 1 if self.uses_stochastic_gradient else 0), self.metropolis
+    def engine_draws(self, data):
+        """r, then ∇Ũ's m + 1 gradient noises (none for the exact ∇U, nor on a data model, whose minibatches are its
+        noise), then the test's uniform."""
+        return 1 + (self.n_leapfrog + 1 if self.uses_stochastic_gradient and not data else 0), self.metropolis
+
+    def engine_passes(self):
+        """m + 1 gradients a trajectory, each with a minibatch of its own (all N rows for the exact ∇U)."""
+        return self.n_leapfrog + 1
 
     def engine_functions(self):
-        """The target's density functions, without gradient noise for the exact ∇U; None on a data model (the
-        trajectories' minibatch per gradient is not in the engine's estimators)."""
+        """The target's functions, a density model's without gradient noise for the exact ∇U."""
         return trajectory_functions(self.target.engine_functions(), exact=not self.uses_stochastic_gradient)
 
     def unpack(self, z):
@@ -162,10 +167,12 @@ class NaiveSGHMC(HMC):
 
 
 def trajectory_functions(functions: Optional[dict], exact: bool) -> Optional[dict]:
-    """A resampled-trajectory sampler's view of what the target hands the engine: a density model's, with the gradient
-    noise's factor zero for the exact ∇U (HMC); None for a data model or none."""
-    if functions is None or on_rows(functions):
+    """A resampled-trajectory sampler's view of what the target hands the engine: a density model's with the gradient
+    noise's factor zero for the exact ∇U (HMC); a data model's as it is (its blocks take all N rows for the exact
+    ∇U: :attr:`~sgmcmc.samplers.base.Sampler.uses_stochastic_gradient`); None for a model that estimates ∇Ũ by
+    itself (its own minibatches, one a step) or none."""
+    if functions is None or "batch_gradient" in functions:
         return None
-    if exact:
+    if exact and not on_rows(functions):
         functions = {**functions, "noise_factor": np.zeros_like(functions["noise_factor"])}
     return functions

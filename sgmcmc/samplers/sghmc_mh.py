@@ -81,9 +81,13 @@ class SGHMCMetropolis(Sampler):
     def engine_variant(self):
         return integrators.METROPOLIS if self.metropolis else integrators.PLAIN
 
-    def engine_draws(self):
+    def engine_draws(self, data):
         """r, then each inner step's gradient noise and injected noise, then the test's uniform."""
         return 1 + 2 * self.n_leapfrog, self.metropolis
+
+    def engine_passes(self):
+        """m gradients a trajectory, each with a minibatch of its own."""
+        return self.n_leapfrog
 
     def engine_functions(self):
         return trajectory_functions(self.target.engine_functions(), exact=False)

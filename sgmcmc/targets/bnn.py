@@ -48,7 +48,7 @@ from sgmcmc.targets import bnn_kernels
 from sgmcmc.targets.base import Target
 from sgmcmc.targets.data import DataTarget, _check_count, check_class_data, positive_number
 from sgmcmc.targets.flat_parameters import FlatParameters, FlatParameterTarget
-from sgmcmc.targets.gaussian_prior import grouped_prior_gradient
+from sgmcmc.targets.gaussian_prior import grouped_prior_gradient, grouped_prior_log_density
 
 # λ of every group before the first Gibbs step: the authors' weight decay wd = 2e-5 times N_train = 50,000.
 INITIAL_PRECISION = 1.0
@@ -284,8 +284,13 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
         """The engine's sums door (:func:`sgmcmc.engine.estimators.sums_gradient`; no rows door: one chain's 500
         per-example gradients are 318 MB): :func:`~sgmcmc.targets.bnn_kernels.row_gradient_sums` on the rows
         x_i | y_i | K (N, D + 2), the prior :func:`~sgmcmc.targets.gaussian_prior.grouped_prior_gradient` given each
-        chain's precisions, read at every block's start (the Gibbs steps between blocks redraw them), N."""
+        chain's precisions, read at every block's start (the Gibbs steps between blocks redraw them), N; and U's terms,
+        :func:`~sgmcmc.targets.bnn_kernels.row_log_likelihoods` and
+        :func:`~sgmcmc.targets.gaussian_prior.grouped_prior_log_density` given the same precisions. The latter keeps
+        the normalising terms ½ Σ_g n_g log λ_g that :meth:`potential` (U given λ) leaves out: the door's U is
+        :meth:`potential` − ½ Σ_g n_g log λ_g, the same U at fixed λ up to that constant."""
         return {"row_gradient_sums": bnn_kernels.row_gradient_sums, "prior_gradient": grouped_prior_gradient,
+                "row_log_likelihoods": bnn_kernels.row_log_likelihoods, "prior_log_density": grouped_prior_log_density,
                 "data": self._rows, "n_data": self.n_data, "estimator_state": self._prior_state,
                 "estimator_size": 2 * len(PRECISION_NAMES) - 1}
 

@@ -8,7 +8,8 @@ the blocks that call it), and H follows from d = H(D + 1 + K) + K. With s = σ(X
 R = E_y − P and Δ = (R W2ᵀ) ⊙ s ⊙ (1 − s), the sums of the per-example gradients are Σ_i g_i = (XᵀΔ, Σ Δ, sᵀR, Σ R),
 and their squares' sums ((X²)ᵀΔ², …: the square of an outer product is the outer product of the squares) give
 Σ_i (g_i − ḡ)² = Σ_i g_i² − (Σ_i g_i)²/n, computed only when asked for (a diagonal running noise estimate): they cost
-as much again.
+as much again. :func:`row_log_likelihoods` gives log p(y_i | x_i, θ) = z_{y_i} − log Σ_k e^{z_k} of the same rows by
+the same forward pass (:func:`_forward`), the likelihood's part of U for a Metropolis–Hastings test.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ import numpy as np
 
 
 @numba.njit(cache=True)
-def row_gradient_sums(theta, rows, with_scatter):
-    """(Σ_i g_i (d,), Σ_i (g_i − ḡ)² (d,), zeros unless ``with_scatter``) of one chain's θ (d,) on the rows x_i | y_i | K
-    (n, D + 2) (module docstring)."""
+def _forward(theta, rows):
+    """The forward pass of one chain's θ (d,) on the rows x_i | y_i | K (n, D + 2) (module docstring): (X (n, D),
+    W2 (H, K), s = σ(X W1 + b1) (n, H), the logits z = s W2 + b2 (n, K), log Σ_k e^{z_ik} (n,))."""
     n, n_features = rows.shape[0], rows.shape[1] - 2
     n_classes = int(rows[0, n_features + 1])
     n_hidden = (theta.shape[0] - n_classes) // (n_features + 1 + n_classes)
@@ -37,19 +38,43 @@ def row_gradient_sums(theta, rows, with_scatter):
         for j in range(H):
             a = hidden[i, j] + b1[j]
             hidden[i, j] = 1.0 / (1.0 + math.exp(-a)) if a >= 0.0 else math.exp(a) / (1.0 + math.exp(a))
-    residual = hidden @ w2
-    for i in range(n):  # R = E_y − softmax(z), by log-softmax
+    logits = hidden @ w2
+    log_totals = np.empty(n)
+    for i in range(n):  # log Σ_k e^{z_k} = largest + log Σ_k e^{z_k − largest}
         largest = -np.inf
         for k in range(K):
-            residual[i, k] += b2[k]
-            largest = max(largest, residual[i, k])
+            logits[i, k] += b2[k]
+            largest = max(largest, logits[i, k])
         total = 0.0
         for k in range(K):
-            total += math.exp(residual[i, k] - largest)
-        log_total = largest + math.log(total)
+            total += math.exp(logits[i, k] - largest)
+        log_totals[i] = largest + math.log(total)
+    return x, w2, hidden, logits, log_totals
+
+
+@numba.njit(cache=True)
+def row_log_likelihoods(theta, rows):
+    """log p(y_i | x_i, θ) = z_{y_i} − log Σ_k e^{z_k} (n,) of one chain's θ (d,) on the rows x_i | y_i | K (n, D + 2):
+    the terms of −Σ_i in U (:meth:`~sgmcmc.targets.bnn.BayesianNeuralNetwork.potential`) for a Metropolis–Hastings
+    test."""
+    _, _, _, logits, log_totals = _forward(theta, rows)
+    label_column = rows.shape[1] - 2
+    out = np.empty(rows.shape[0])
+    for i in range(rows.shape[0]):
+        out[i] = logits[i, int(rows[i, label_column])] - log_totals[i]
+    return out
+
+
+@numba.njit(cache=True)
+def row_gradient_sums(theta, rows, with_scatter):
+    """(Σ_i g_i (d,), Σ_i (g_i − ḡ)² (d,), zeros unless ``with_scatter``) of one chain's θ (d,) on the rows x_i | y_i | K
+    (n, D + 2) (module docstring)."""
+    x, w2, hidden, residual, log_totals = _forward(theta, rows)
+    n, D, H, K = x.shape[0], x.shape[1], hidden.shape[1], residual.shape[1]
+    for i in range(n):  # R = E_y − softmax(z), by log-softmax
         label = int(rows[i, D])
         for k in range(K):
-            p = math.exp(residual[i, k] - log_total)
+            p = math.exp(residual[i, k] - log_totals[i])
             residual[i, k] = (1.0 - p if k == label else -p)
     delta = residual @ np.ascontiguousarray(w2.T)
     for i in range(n):

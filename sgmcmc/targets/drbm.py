@@ -43,7 +43,7 @@ from scipy.special import expit, log_softmax
 from sgmcmc.targets import drbm_kernels
 from sgmcmc.targets.data import DataTarget, _check_count, check_class_data, positive_number
 from sgmcmc.targets.flat_parameters import FlatParameters, FlatParameterTarget
-from sgmcmc.targets.gaussian_prior import prior_gradient_of
+from sgmcmc.targets.gaussian_prior import prior_gradient_of, prior_log_density_of
 
 
 def parameter_count(n_features: int, n_classes: int, n_hidden: int) -> int:
@@ -265,11 +265,16 @@ class DiscriminativeRBM(FlatParameterTarget, DataTarget):
     def engine_functions(self) -> Optional[dict]:
         """The engine's rows and sums doors (:func:`sgmcmc.engine.estimators.source_of`): the compiled
         :func:`~sgmcmc.targets.drbm_kernels.row_gradients` and :func:`~sgmcmc.targets.drbm_kernels.row_gradient_sums`
-        on the rows x_i | y_i | C (N, D + 2), the prior's −θ/s², N; None with ``kernels`` off (the numpy reference)."""
+        on the rows x_i | y_i | C (N, D + 2), the prior's −θ/s², N, and U's terms (the compiled
+        :func:`~sgmcmc.targets.drbm_kernels.row_log_likelihoods`, the prior's −θᵀθ/(2s²) with its constant dropped, as
+        in :meth:`potential`); None with ``kernels`` off (the numpy reference)."""
         if not self.kernels:
             return None
         return {"row_gradients": drbm_kernels.row_gradients, "row_gradient_sums": drbm_kernels.row_gradient_sums,
-                "prior_gradient": prior_gradient_of(self.prior_variance), "data": self._rows, "n_data": self.n_data}
+                "prior_gradient": prior_gradient_of(self.prior_variance),
+                "row_log_likelihoods": drbm_kernels.row_log_likelihoods,
+                "prior_log_density": prior_log_density_of(self.prior_variance), "data": self._rows,
+                "n_data": self.n_data}
 
     @cached_property
     def _rows(self) -> np.ndarray:

@@ -18,9 +18,10 @@ the kernel computes
 Drivers: :func:`per_example_gradients` writes the (c, b, dim) rows; :func:`gradient_sums` gives only the sums
 Σ_i g_i (c, dim) and, when asked, the centred second moments Σ_i (g_i − ḡ)² (c, dim) (Welford's update over the
 examples), never the (c, b, dim) array; :func:`row_gradients` and :func:`row_gradient_sums` are the same for one chain
-on its minibatch's rows, the engine's rows and sums doors (:meth:`DiscriminativeRBM.engine_functions`). All run on one
-thread: on 2 cores shared with other processes (and runs
-with 2 jobs) a parallel loop over the examples was slower, not faster.
+on its minibatch's rows, the engine's rows and sums doors (:meth:`DiscriminativeRBM.engine_functions`), and
+:func:`row_log_likelihoods` the log p(y_i | x_i) of such rows by the same forward pass (:func:`_logits`; a
+Metropolis–Hastings test's U). All run on one thread: on 2 cores shared with other processes (and runs with 2 jobs) a
+parallel loop over the examples was slower, not faster.
 """
 
 from __future__ import annotations
@@ -84,17 +85,15 @@ def _softplus_sum(y, pre, u_t, sig):
 
 
 @numba.njit(fastmath={"reassoc"}, **_JIT)
-def _example_gradient(theta, x, label, weights_t, u_t, e_u, e_u_inverse, u_safe, pre, a, a_inverse, sig, p,
-                      residual, hidden, out):
-    """g = ∇_θ log p(label | x) of one chain's θ (dim,) into ``out`` (dim,), packed like θ; ``weights_t`` (D, H),
-    ``u_t``, ``e_u``, ``e_u_inverse`` (C, H) and ``u_safe`` from :func:`_tables`. ``pre``, ``a``, ``a_inverse``,
-    ``hidden`` (H,), ``sig`` (C, H), ``p``, ``residual`` (C,) are scratch space. ``reassoc`` lets the sums over the
-    hidden units run as vectors (a different order of the same additions)."""
+def _logits(theta, x, weights_t, u_t, e_u, e_u_inverse, u_safe, pre, a, a_inverse, sig, p):
+    """The class logits d_y + Σ_j softplus(o_yj) of one chain's θ (dim,) at the input x (D,) into ``p`` (C,), σ(o_yj)
+    into ``sig`` (C, H), and the largest logit returned; ``weights_t`` (D, H), ``u_t``, ``e_u``, ``e_u_inverse``
+    (C, H) and ``u_safe`` from :func:`_tables`, ``pre``, ``a``, ``a_inverse`` (H,) scratch space: O(H(D + C)).
+    ``reassoc`` lets the sums over the hidden units run as vectors (a different order of the same additions)."""
     D, H = weights_t.shape
     C = u_t.shape[0]
     c_start = H * D
-    u_start = c_start + H
-    d_start = u_start + H * C
+    d_start = c_start + H + H * C
     for j in range(H):
         pre[j] = 0.0
     for k in range(D):
@@ -129,11 +128,42 @@ def _example_gradient(theta, x, label, weights_t, u_t, e_u, e_u_inverse, u_safe,
             softplus = _softplus_sum(y, pre, u_t, sig)
         p[y] = softplus + theta[d_start + y]  # the logit; log p = log_softmax, as scipy.special computes it
         largest = max(largest, p[y])
+    return largest
+
+
+@numba.njit(fastmath={"reassoc"}, **_JIT)
+def _log_total(p, largest):
+    """log Σ_y e^{p_y − largest} of the logits p (C,), which are shifted to p_y − largest in place (``reassoc``: the
+    order of :func:`_example_gradient`'s sum before it was split out, so that its results are unchanged)."""
     total = 0.0
-    for y in range(C):
+    for y in range(p.shape[0]):
         p[y] -= largest
         total += math.exp(p[y])
-    log_total = math.log(total)
+    return math.log(total)
+
+
+@numba.njit(**_JIT)
+def _example_log_likelihood(theta, x, label, weights_t, u_t, e_u, e_u_inverse, u_safe, pre, a, a_inverse, sig, p):
+    """log p(label | x) of one chain's θ (dim,): the log-softmax of :func:`_logits` at the label (its arguments)."""
+    largest = _logits(theta, x, weights_t, u_t, e_u, e_u_inverse, u_safe, pre, a, a_inverse, sig, p)
+    log_total = _log_total(p, largest)
+    return p[label] - log_total
+
+
+@numba.njit(fastmath={"reassoc"}, **_JIT)
+def _example_gradient(theta, x, label, weights_t, u_t, e_u, e_u_inverse, u_safe, pre, a, a_inverse, sig, p,
+                      residual, hidden, out):
+    """g = ∇_θ log p(label | x) of one chain's θ (dim,) into ``out`` (dim,), packed like θ; ``weights_t`` (D, H),
+    ``u_t``, ``e_u``, ``e_u_inverse`` (C, H) and ``u_safe`` from :func:`_tables`. ``pre``, ``a``, ``a_inverse``,
+    ``hidden`` (H,), ``sig`` (C, H), ``p``, ``residual`` (C,) are scratch space. ``reassoc`` lets the sums over the
+    hidden units run as vectors (a different order of the same additions)."""
+    D, H = weights_t.shape
+    C = u_t.shape[0]
+    c_start = H * D
+    u_start = c_start + H
+    d_start = u_start + H * C
+    largest = _logits(theta, x, weights_t, u_t, e_u, e_u_inverse, u_safe, pre, a, a_inverse, sig, p)
+    log_total = _log_total(p, largest)
     for y in range(C):
         log_p = p[y] - log_total
         p[y] = math.exp(log_p)
@@ -239,6 +269,21 @@ def row_gradients(theta, rows):
     out = np.empty((rows.shape[0], theta.shape[0]))
     _chain_gradients(theta, rows[:, :n_features], rows[:, n_features], np.arange(rows.shape[0]), n_hidden,
                      n_classes, out)
+    return out
+
+
+@numba.njit(**_JIT)
+def row_log_likelihoods(theta, rows):
+    """log p(y_i | x_i) (m,) of one chain's θ (dim,) on the rows x_i | y_i | C (m, D + 2), by the gradient's forward
+    pass (:func:`_logits`, O(H(D + C)) a row) and a log-softmax: the terms of −Σ_i in U (:meth:`~sgmcmc.targets.drbm.
+    DiscriminativeRBM.potential`) for a Metropolis–Hastings test."""
+    n_features, n_hidden, n_classes = _shape_of(theta, rows)
+    weights_t, u_t, e_u, e_u_inverse, safe = _tables(theta, n_hidden, n_features, n_classes)
+    pre, a, a_inverse, sig, p, _, _ = _scratch(n_hidden, n_classes)
+    out = np.empty(rows.shape[0])
+    for i in range(rows.shape[0]):
+        out[i] = _example_log_likelihood(theta, rows[i, :n_features], int(rows[i, n_features]), weights_t, u_t, e_u,
+                                         e_u_inverse, safe, pre, a, a_inverse, sig, p)
     return out
 
 

@@ -9,7 +9,8 @@ prior N(0, s²I) (s² = ``prior_variance``, 1 in SPEC T8). With the margins m_i 
 per datum g(w; x_i, y_i) = ∇_w log σ(m_i) = (1 − σ(m_i)) y_i x_i = σ(−m_i) y_i x_i, and ∇log p(w) = −w/s². The
 minibatch ∇Ũ (n = 500 drawn without replacement) and its noise covariance come from
 :class:`sgmcmc.targets.data.DataTarget`; the compiled blocks get g_i and ∇log p through the engine's rows door
-(:meth:`LogisticRegression.engine_functions`: :func:`signed_row_gradients` on the rows y_i x_i). −log σ(m) is
+(:meth:`LogisticRegression.engine_functions`: :func:`signed_row_gradients` on the rows y_i x_i, and the exact U of a
+Metropolis–Hastings test from :func:`signed_row_log_likelihoods` and the prior's −θᵀθ/(2s²)). −log σ(m) is
 computed as ``np.logaddexp(0, −m)`` and 1 − σ(m) as ``scipy.special.expit(−m)``, both finite without warnings for any
 finite margin (|m| ~ 1e3 included).
 
@@ -39,7 +40,7 @@ import numpy as np
 from scipy.special import expit
 
 from sgmcmc.targets.data import DataTarget, _check_count, check_features, positive_number
-from sgmcmc.targets.gaussian_prior import prior_gradient_of
+from sgmcmc.targets.gaussian_prior import prior_gradient_of, prior_log_density_of
 
 # The digits of T8 and their labels (SPEC §4.9): 7 → +1, 9 → −1.
 DIGITS = (7, 9)
@@ -150,9 +151,13 @@ class LogisticRegression(DataTarget):
 
     def engine_functions(self) -> dict:
         """The rows door of the engine (:func:`sgmcmc.engine.estimators.source_of`): :func:`signed_row_gradients` on
-        the rows y_i x_i, the prior's −θ/s² (:func:`prior_gradient_of`), N."""
+        the rows y_i x_i, the prior's −θ/s² (:func:`prior_gradient_of`), N, and the exact U's terms
+        (:func:`signed_row_log_likelihoods`, the prior's −θᵀθ/(2s²), :func:`prior_log_density_of`: its constant dropped,
+        as in :meth:`potential`)."""
         return {"row_gradients": signed_row_gradients, "prior_gradient": prior_gradient_of(self.prior_variance),
-                "data": self._signed, "n_data": self.n_data}
+                "row_log_likelihoods": signed_row_log_likelihoods,
+                "prior_log_density": prior_log_density_of(self.prior_variance), "data": self._signed,
+                "n_data": self.n_data}
 
     def initial_position(self, n_chains, rng):
         """θ₀ = initial_scale · ``rng.standard_normal((n_chains, d))`` (SPEC §4.9: N(0, 0.01² I))."""
@@ -212,6 +217,20 @@ def signed_row_gradients(theta, rows):
             weight = 1.0 / (1.0 + math.exp(margin))
         for j in range(rows.shape[1]):
             out[i, j] = weight * rows[i, j]
+    return out
+
+
+@numba.njit(cache=True)
+def signed_row_log_likelihoods(theta, rows):
+    """log σ(m_i) = −log(1 + e^{−m_i}) (m,) of one chain's θ (d,) on the rows r_i = y_i x_i (m, d), m_i = θᵀr_i, as
+    −(max(−m, 0) + log1p(e^{−|m|})) (``−np.logaddexp(0, −m)`` of :meth:`LogisticRegression.potential`, to rounding;
+    finite for any finite margin)."""
+    out = np.empty(rows.shape[0])
+    for i in range(rows.shape[0]):
+        margin = 0.0
+        for j in range(rows.shape[1]):
+            margin += rows[i, j] * theta[j]
+        out[i] = -(max(-margin, 0.0) + math.log1p(math.exp(-abs(margin))))
     return out
 
 

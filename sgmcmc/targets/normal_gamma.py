@@ -18,7 +18,9 @@ Exact posterior (conjugacy): Normal-Gamma with κ_N = N + 1, µ_N = Nx̄/(N + 1)
 
 The engine's compiled blocks run it as a data model on rows (:meth:`NormalGamma.engine_functions`): the per-datum
 g and ∇log p of one chain (:func:`row_gradients`, :func:`prior_gradient`) and the reflection of SPEC §4.8
-(:func:`reflect_precision`), plain numpy functions that the engine compiles.
+(:func:`reflect_precision`), plain numpy functions that the engine compiles; and U's terms for a Metropolis–Hastings
+test, log p(x_i | θ) = ½ log γ − γ(x_i − µ)²/2 and log p(θ) above (:func:`row_log_likelihoods`,
+:func:`prior_log_density`; −∞ where γ ≤ 0), each less its −½ log 2π, as U drops them.
 """
 
 from __future__ import annotations
@@ -48,6 +50,29 @@ def prior_gradient(theta):
     out[0] = -theta[1] * theta[0]
     out[1] = 0.5 / theta[1] - 1.0 - 0.5 * theta[0] ** 2
     return out
+
+
+def row_log_likelihoods(theta, rows):
+    """log N(x_i | µ, γ⁻¹) + ½ log 2π = ½ log γ − γ(x_i − µ)²/2 (m,) of one chain's θ = (µ, γ) (2,) on the rows x_i
+    (m, 1) (the constant −½ log 2π of each row dropped, as :meth:`NormalGamma.potential` drops it); −∞ where γ ≤ 0,
+    outside the support."""
+    out = np.empty(rows.shape[0])
+    if not theta[1] > 0.0:
+        out[:] = -np.inf
+        return out
+    half_log = 0.5 * np.log(theta[1])
+    for i in range(rows.shape[0]):
+        residual = rows[i, 0] - theta[0]
+        out[i] = half_log - 0.5 * theta[1] * residual * residual
+    return out
+
+
+def prior_log_density(theta):
+    """log[N(µ | 0, γ⁻¹) Gamma(γ | 1, 1)] + ½ log 2π = ½ log γ − γµ²/2 − γ of one chain's θ = (µ, γ), a float (the
+    constant −½ log 2π dropped, as :meth:`NormalGamma.potential` drops it); −∞ where γ ≤ 0, outside the support."""
+    if not theta[1] > 0.0:
+        return -np.inf
+    return 0.5 * np.log(theta[1]) - 0.5 * theta[1] * theta[0] ** 2 - theta[1]
 
 
 def reflect_precision(theta, momentum):
@@ -145,8 +170,10 @@ class NormalGamma(DataTarget):
 
     def engine_functions(self) -> dict:
         """The data model on rows the engine runs (:meth:`~sgmcmc.targets.base.Target.engine_functions`): the x_i as
-        rows (N, 1), :func:`row_gradients`, :func:`prior_gradient` and the reflection :func:`reflect_precision`."""
+        rows (N, 1), :func:`row_gradients`, :func:`prior_gradient`, the reflection :func:`reflect_precision`, and U's
+        terms :func:`row_log_likelihoods` and :func:`prior_log_density` (−∞ where γ ≤ 0: U = +∞ there)."""
         return {"row_gradients": row_gradients, "prior_gradient": prior_gradient,
+                "row_log_likelihoods": row_log_likelihoods, "prior_log_density": prior_log_density,
                 "data": np.ascontiguousarray(self.data.reshape(self.n_data, 1)), "n_data": self.n_data,
                 "reflect": reflect_precision}
 

@@ -40,7 +40,8 @@ on the rows of one array, with functions the compiler takes (plain numpy on arra
 - ``n_data`` and ``data``, an array (n_data, width): row i is example x_i (its inputs and its response);
 - ``row_gradients(θ, rows)`` → (m, dim), ∇log p(x_i | θ) of the rows (m, width) for one chain's θ (dim,);
 - ``prior_gradient(θ)`` → (dim,), ∇log p(θ);
-- optionally ``row_log_likelihoods(θ, rows)`` → (m,) and ``prior_log_density(θ)`` → a float;
+- optionally ``row_log_likelihoods(θ, rows)`` → (m,) and ``prior_log_density(θ)`` → a float (U(θ) for HMC's
+  Metropolis–Hastings test, which the compiled blocks take from them too, and the check);
 - optionally ``row_gradient_sums(θ, rows)`` → (Σ_i g_i (dim,), Σ_i (g_i − ḡ)² (dim,)), the same gradients summed
   without the (m, dim) array, for a model with many parameters: the blocks take it where it serves (plain
   minibatches, ``noise_estimate`` zero, or running with ``running_form=diagonal``;
@@ -336,15 +337,17 @@ class UserDataTarget(_UserTarget, DataTarget):
         return -total - np.asarray(self.model.log_prior(theta), dtype=float)
 
     def engine_functions(self) -> Optional[dict]:
-        """What a model on rows hands the engine (:func:`sgmcmc.engine.estimators.source_of`): its functions, data
-        and N; None for the vectorised form."""
+        """What a model on rows hands the engine (:func:`sgmcmc.engine.estimators.source_of`): its functions (with
+        ``row_gradient_sums``, ``row_log_likelihoods`` and ``prior_log_density`` where it has them: the last two are a
+        Metropolis–Hastings test's U), data and N; None for the vectorised form."""
         if not isinstance(self.model, RowModel):
             return None
         model = self.model.wrapped
         functions = {"row_gradients": model.row_gradients, "prior_gradient": model.prior_gradient,
                      "data": self.model.data, "n_data": self.n_data}
-        if hasattr(model, "row_gradient_sums"):
-            functions["row_gradient_sums"] = model.row_gradient_sums
+        for name in ("row_gradient_sums", "row_log_likelihoods", "prior_log_density"):
+            if hasattr(model, name):
+                functions[name] = getattr(model, name)
         return functions
 
 

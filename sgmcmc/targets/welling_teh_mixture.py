@@ -14,7 +14,8 @@ chain, drawn uniformly **with replacement** from the ``rng`` passed in (one ``in
 noise is not Gaussian and depends on θ; ``noise_covariance`` is :class:`~sgmcmc.targets.base.Target`'s None (unknown),
 so ``noise_estimate: known`` subtracts nothing, as ``zero`` does. :meth:`minibatch_noise_covariance` gives its exact covariance for
 diagnostics. The engine's blocks take the same estimator on rows (:meth:`WellingTehMixture.engine_functions`:
-:func:`row_gradients`, :func:`prior_gradient`, minibatches with replacement).
+:func:`row_gradients`, :func:`prior_gradient`, minibatches with replacement; and U's terms for a Metropolis–Hastings
+test, :func:`row_log_likelihoods` and :func:`prior_log_density`, with the potential's constants dropped).
 
 Exact density: normalised numerically by the trapezoidal rule on a 0.02-spaced grid over the box
 [−3, 4] × [−5, 5] (construction fails if the posterior is not negligible on the box boundary).
@@ -94,6 +95,26 @@ def prior_gradient(theta):
     return np.array([-theta[0] / PRIOR_VARIANCES[0], -theta[1] / PRIOR_VARIANCES[1]])
 
 
+def row_log_likelihoods(theta, rows):
+    """log(e^{a_i} + e^{b_i}) (m,) of the rows x_i (m, 1) for one chain's θ (2,), computed as max(a, b) +
+    log1p(e^{−|a − b|}) (``np.logaddexp``, finite for any finite θ): log p(x_i | θ) less the constant log ½ − ½ log 4π
+    that :func:`mixture_potential` drops."""
+    out = np.empty(rows.shape[0])
+    for i in range(rows.shape[0]):
+        first = rows[i, 0] - theta[0]
+        second = first - theta[1]
+        a = -(first * first) / (2.0 * DATA_VARIANCE)
+        b = -(second * second) / (2.0 * DATA_VARIANCE)
+        out[i] = max(a, b) + np.log1p(np.exp(-abs(a - b)))
+    return out
+
+
+def prior_log_density(theta):
+    """log p(θ) = −θ₁²/20 − θ₂²/2 of one chain, a float, less the constant −½ log(2π·10) − ½ log 2π that
+    :func:`mixture_potential` drops."""
+    return -0.5 * (theta[0] ** 2 / PRIOR_VARIANCES[0] + theta[1] ** 2 / PRIOR_VARIANCES[1])
+
+
 class WellingTehMixture(Target):
     """The two-parameter mixture posterior of Welling & Teh (2011) with minibatch stochastic gradients.
 
@@ -161,9 +182,11 @@ class WellingTehMixture(Target):
     def engine_functions(self) -> dict:
         """What the engine's blocks take (the rows door of :func:`sgmcmc.engine.estimators.source_of`): one datum a
         row, the per-datum gradients and the prior's of one chain, minibatches drawn with replacement as
-        :meth:`stochastic_gradient` draws them."""
-        return {"row_gradients": row_gradients, "prior_gradient": prior_gradient, "data": self.data[:, None],
-                "n_data": self.n_data, "replacement": True}
+        :meth:`stochastic_gradient` draws them; and U's terms (:func:`row_log_likelihoods`, :func:`prior_log_density`:
+        −Σ_i of the one minus the other is :meth:`potential`)."""
+        return {"row_gradients": row_gradients, "prior_gradient": prior_gradient,
+                "row_log_likelihoods": row_log_likelihoods, "prior_log_density": prior_log_density,
+                "data": self.data[:, None], "n_data": self.n_data, "replacement": True}
 
     def minibatch_noise_covariance(self, theta: np.ndarray) -> np.ndarray:
         """Exact covariance of ∇Ũ − ∇U at θ (diagnostics only): (N²/n)·Cov_i[∇log p(x_i|θ)], i uniform.

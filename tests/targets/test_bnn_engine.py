@@ -16,7 +16,8 @@ from sgmcmc.gradient_estimators import SVRG
 from sgmcmc.samplers import make_sampler
 from sgmcmc.targets.gaussian_prior import grouped_prior_gradient
 from sgmcmc.targets.logistic_regression import LogisticRegression
-from tests.targets.test_bnn import PRECISION_NAMES, _points, _target, _with_precisions
+from tests.helpers import door_potentials
+from tests.targets.test_bnn import D, H, K, PRECISION_NAMES, _points, _target, _with_precisions
 from tests.targets.test_logistic_regression_engine import blocks_across_a_change, logistic
 
 
@@ -43,6 +44,20 @@ def test_the_prior_given_each_chains_state_is_the_targets():
     assert state.shape == (3, functions["estimator_size"]) == (3, 2 * len(PRECISION_NAMES) - 1)
     per_chain = np.stack([functions["prior_gradient"](t, s) for t, s in zip(theta, state)])
     np.testing.assert_allclose(per_chain, target.log_prior_gradient(theta), rtol=1e-15)
+
+
+def test_the_door_gives_the_targets_potential_with_the_priors_normalising_terms():
+    """U from the door's ``row_log_likelihoods`` and ``prior_log_density`` given each chain's precisions (as Python and
+    compiled) is :meth:`potential` (U given λ) less the normalising terms ½ Σ_g n_g log λ_g that the door keeps, under
+    distinct precisions per chain and group."""
+    target = _target()
+    values = _with_precisions(target)
+    functions = target.engine_functions()
+    theta = _points(6)
+    sizes = np.array([D * H, H, H * K, K])  # n_g of W1, b1, W2, b2
+    normalising = 0.5 * np.log(np.stack([values[name] for name in PRECISION_NAMES], axis=1)) @ sizes
+    for potential in door_potentials(functions, theta, functions["estimator_state"](3)):
+        np.testing.assert_allclose(potential, target.potential(theta) - normalising, rtol=1e-10)
 
 
 CASES = [

@@ -12,6 +12,7 @@ import pytest
 from sgmcmc.engine.blocks import kernel_of
 from sgmcmc.engine.driver import PYTHON, Blocks
 from sgmcmc.samplers import make_sampler
+from tests.helpers import door_potentials
 from tests.targets.test_drbm import SHAPES, _points, _target
 from tests.targets.test_logistic_regression_engine import assert_same_block, both_paths
 
@@ -34,6 +35,17 @@ def test_the_rows_and_sums_doors_are_the_numpy_reference(shape):
         np.testing.assert_array_equal(functions["row_gradient_sums"](t, batch, False)[1], 0.0)
     np.testing.assert_allclose(functions["prior_gradient"](theta[0]), target.log_prior_gradient(theta)[0], rtol=1e-15)
     assert functions["n_data"] == target.n_data == functions["data"].shape[0]
+
+
+def test_the_rows_door_gives_the_targets_potential():
+    """U = −Σ_i log p(y_i | x_i) − log p(θ) from the door's compiled ``row_log_likelihoods`` (by the gradient kernel's
+    forward pass) and ``prior_log_density`` (as Python and compiled) is the numpy :meth:`potential`, at three points
+    and at one with a label weight beyond the kernel's ``_SAFE`` (its other softplus path)."""
+    target = _target("small")
+    theta = _points(target, 32, n=4)
+    theta[3, target.n_hidden * (target.n_features + 1)] = 400.0  # U_{0,0}
+    for potential in door_potentials(target.engine_functions(), theta):
+        np.testing.assert_allclose(potential, target.potential(theta), rtol=1e-10)
 
 
 CASES = [

@@ -15,7 +15,7 @@ from sgmcmc.engine.driver import PYTHON, Blocks
 from sgmcmc.noise import clip_counters
 from sgmcmc.samplers import make_sampler
 from sgmcmc.targets.logistic_regression import LogisticRegression, logistic_synthetic, signed_row_gradients
-from tests.helpers import EngineStream, OuSplittingStream
+from tests.helpers import EngineStream, OuSplittingStream, door_potentials
 
 
 def logistic(n_data=200, dim=6, batch_size=20, seed=0, prior_variance=1.0, cls=LogisticRegression):
@@ -151,6 +151,20 @@ def test_the_rows_door_is_the_targets_gradients():
     np.testing.assert_allclose(per_chain, target.log_likelihood_gradients(theta, index), rtol=1e-13)
     np.testing.assert_allclose(np.stack([functions["prior_gradient"](t) for t in theta]),
                                target.log_prior_gradient(theta), rtol=1e-15)
+
+
+@pytest.mark.parametrize("prior_variance", [1.0, 2.5])
+def test_the_rows_door_gives_the_targets_potential(prior_variance):
+    """U = −Σ_i log σ(m_i) − log p(θ) from the door's ``row_log_likelihoods`` and ``prior_log_density`` (as Python and
+    compiled) is :meth:`LogisticRegression.potential`, also at margins of ~10³ (log σ(m) = −log(1 + e^{−m}) computed
+    naively is −∞ there)."""
+    target = logistic(n_data=30, dim=4, batch_size=5, prior_variance=prior_variance)
+    theta = np.random.default_rng(1).standard_normal((3, target.dim))
+    theta = np.vstack([theta, 300.0 * theta[:1]])
+    expected = target.potential(theta)
+    assert np.all(np.isfinite(expected)) and expected[-1] > 1e3
+    for potential in door_potentials(target.engine_functions(), theta):
+        np.testing.assert_allclose(potential, expected, rtol=1e-10)
 
 
 @pytest.mark.parametrize("config", [

@@ -7,6 +7,7 @@ import pytest
 from scipy import integrate, stats
 
 from sgmcmc.targets.normal_gamma import NormalGamma
+from tests.helpers import door_potentials
 
 
 @pytest.fixture(scope="module")
@@ -183,6 +184,20 @@ def test_engine_functions_are_the_numpy_gradients_and_reflection(target):
         theta = point.copy()
         assert functions["reflect"](theta, empty) == flipped.sum()  # SGLD: no momentum
         np.testing.assert_array_equal(theta, reflected)
+
+
+def test_the_engines_door_gives_the_potential_and_infinity_outside_the_support():
+    """U = −Σ_i log p(x_i | θ) − log p(θ) from the door's ``row_log_likelihoods`` and ``prior_log_density`` (as Python
+    and compiled) is :meth:`NormalGamma.potential` at three points, and +∞ where γ < 0 (each term −∞, not NaN)."""
+    target = NormalGamma(n_data=20)
+    functions = target.engine_functions()
+    theta = np.vstack([_points(6, n=3), [[0.3, -0.5]]])
+    expected = target.potential(theta)
+    assert np.all(np.isfinite(expected[:3])) and expected[3] == np.inf
+    for potential in door_potentials(functions, theta):
+        np.testing.assert_allclose(potential, expected, rtol=1e-10)
+    assert functions["prior_log_density"](theta[3]) == -np.inf
+    np.testing.assert_array_equal(functions["row_log_likelihoods"](theta[3], functions["data"][:4]), -np.inf)
 
 
 @pytest.mark.validate  # Normal-Gamma's blocks compiled for this test alone (seconds each): make test took 643 s

@@ -20,6 +20,7 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.user import user_target
 from tests.engine.test_driver import flat_prior, gaussian_examples
+from tests.helpers import door_potentials
 
 
 class GaussianMean:
@@ -166,6 +167,49 @@ def test_the_vectorised_view_of_a_row_model_is_its_engine_functions():
     index = np.array([[0, 3, 7], [1, 2, 39]])
     np.testing.assert_allclose(target.log_likelihood_gradients(theta, index),
                                np.stack([model.data[i] - t for t, i in zip(theta, index)]))
+
+
+class GaussianMeanWithPrior(GaussianMean):
+    """The same likelihood with the prior N(0, 4I): a prior term that a dropped or mis-signed prior would show. Its
+    log-likelihoods are loops (compiled in 0.2 s; ``np.sum(·, axis=1)`` takes 1.9 s)."""
+
+    @staticmethod
+    def row_log_likelihoods(theta, rows):
+        out = np.empty(rows.shape[0])
+        for i in range(rows.shape[0]):
+            total = 0.0
+            for j in range(rows.shape[1]):
+                total += (rows[i, j] - theta[j]) ** 2
+            out[i] = -0.5 * total
+        return out
+
+    @staticmethod
+    def prior_gradient(theta):
+        return -theta / 4.0
+
+    @staticmethod
+    def prior_log_density(theta):
+        return -np.sum(theta * theta) / 8.0
+
+
+def test_a_row_model_hands_the_engine_its_own_log_densities():
+    """The model's ``row_log_likelihoods`` and ``prior_log_density`` reach the engine's door (as Python and compiled)
+    and give U(θ) = ½ Σ_i ‖x_i − θ‖² + ‖θ‖²/8, written out; a model without them hands over neither."""
+    model = GaussianMeanWithPrior(n_data=12)
+    target = user_target(model, "GaussianMeanWithPrior", batch_size=4)
+    functions = target.engine_functions()
+    theta = np.random.default_rng(3).normal(1.0, 1.0, size=(3, model.dim))
+    by_hand = np.array([0.5 * np.sum((model.data - t) ** 2) + t @ t / 8.0 for t in theta])
+    for potential in door_potentials(functions, theta):
+        np.testing.assert_allclose(potential, by_hand, rtol=1e-12)
+    np.testing.assert_allclose(target.potential(theta), by_hand, rtol=1e-12)
+
+    class WithoutDensities:
+        __init__ = GaussianMean.__init__
+        row_gradients, prior_gradient = staticmethod(gaussian_examples), staticmethod(flat_prior)
+
+    functions = user_target(WithoutDensities(), "WithoutDensities").engine_functions()
+    assert "row_gradients" in functions and not {"row_log_likelihoods", "prior_log_density"} & set(functions)
 
 
 MEAN, COVARIANCE = np.array([1.0, -0.5]), np.array([[1.0, 0.5], [0.5, 2.0]])

@@ -18,7 +18,7 @@ from sgmcmc.engine.driver import PYTHON
 from sgmcmc.samplers import make_sampler
 from sgmcmc.state import SamplerState
 from sgmcmc.targets.welling_teh_mixture import DATA_VARIANCE, _datum_gradients_sum, draw_data
-from tests.helpers import numerical_gradient
+from tests.helpers import door_potentials, numerical_gradient
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -81,6 +81,17 @@ def test_minibatch_indices_come_from_the_given_rng_one_row_per_chain(target):
         per_datum = np.array([(x - t1 - w * t2) / 2, w * (x - t1 - t2) / 2])
         expected = np.array([t1 / 10, t2]) - target.n_data * per_datum
         np.testing.assert_allclose(gradient[chain], expected, rtol=1e-10)
+
+
+def test_the_engines_door_gives_the_potential(target):
+    """U = −Σ_i log(e^{a_i} + e^{b_i}) − log p(θ) from the door's ``row_log_likelihoods`` and ``prior_log_density`` (as
+    Python and compiled) is :meth:`potential`, also where every a_i, b_i < −745 (e^a underflows to 0)."""
+    theta = np.vstack([np.random.default_rng(2).normal(0.5, 1.0, size=(3, 2)), [[70.0, 5.0]]])
+    assert np.all((target.data - 70.0) ** 2 / (2 * DATA_VARIANCE) > 745)
+    expected = target.potential(theta)
+    assert np.all(np.isfinite(expected))
+    for potential in door_potentials(target.engine_functions(), theta):
+        np.testing.assert_allclose(potential, expected, rtol=1e-10)
 
 
 def test_noise_covariance_is_unknown_to_the_samplers(target):
