@@ -302,7 +302,7 @@ class Sampler(ABC):
                         running=NO_RUNNING if running == FULL_DATA else running, advanced=functions.get("advanced"),
                         estimator_state=functions.get("estimator_state"),
                         estimator_size=int(functions.get("estimator_size", 0)),
-                        replacement=bool(functions.get("replacement", False)),
+                        replacement=bool(functions.get("replacement", False)) and self.uses_stochastic_gradient,
                         reflect=static(functions["reflect"]) if "reflect" in functions else None,
                         batches=functions.get("batches"), passes=self.engine_passes())
         error = blocks.compile_error(d)

@@ -18,6 +18,7 @@ from sgmcmc.engine.driver import COMPILED, PYTHON, block_draws
 from sgmcmc.recipe import Recipe, recipe_step
 from sgmcmc.samplers import make_sampler
 from sgmcmc.state import SamplerState
+from sgmcmc.targets import make_target
 from sgmcmc.targets.user import user_target
 from tests.helpers import ScriptedNormals
 from tests.targets.test_row_models import GaussianMeanWithPrior
@@ -141,3 +142,24 @@ def test_compiled_trajectories_on_a_data_model_are_their_source_and_sample_its_p
     assert np.all(np.abs(final.mean(axis=0) - mean) < 4 * np.sqrt(variance / 1000))
     np.testing.assert_allclose(final.var(axis=0) / variance, 1.0, atol=0.1)
     assert 0.3 < block.accept_probability.mean() < 0.99
+
+
+def test_hmcs_exact_gradient_takes_every_row_once_where_minibatches_are_drawn_with_replacement():
+    """Welling and Teh's mixture draws its minibatches with replacement; HMC's exact ∇U still takes each of the N
+    rows once: a trajectory without the test is the leapfrog on the target's own full-data gradient (its numpy
+    ``gradient``, written apart from the engine's rows)."""
+    target = make_target("welling_teh_mixture", data_seed=3)
+    sampler = make_sampler("hmc", target, n_leapfrog=3, metropolis=False)
+    blocks = sampler.engine_blocks(backend=PYTHON)
+    theta0 = np.array([[0.3, 0.8], [-0.2, 1.1]])
+    step_size = 0.05
+    block = blocks(np.random.default_rng(4), sampler.init(theta0, None), np.full(2, step_size), 0)
+    normals = replay(blocks, 4, 2, 2)[1]
+    theta = theta0
+    for k in range(2):
+        position, momentum = theta, normals[k, 0] - 0.5 * step_size * target.gradient(theta)
+        for j in range(3):
+            position = position + step_size * momentum
+            momentum = momentum - (0.5 if j == 2 else 1.0) * step_size * target.gradient(position)
+        theta = position
+        np.testing.assert_allclose(block.theta[:, k], theta, rtol=1e-10)
