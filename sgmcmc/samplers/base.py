@@ -282,7 +282,7 @@ class Sampler(ABC):
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions))
-        source = source_of(functions, running, scale)
+        source = source_of(functions, running, scale, every_row=not self.uses_stochastic_gradient)
         if source is None:  # the model's doors do not serve this estimate
             return None
         carry, prepare = self.engine_carry() or (None, None)

@@ -14,6 +14,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
+from sgmcmc.engine import estimators
 from sgmcmc.engine.driver import COMPILED, PYTHON, block_draws
 from sgmcmc.recipe import Recipe, recipe_step
 from sgmcmc.samplers import make_sampler
@@ -144,13 +145,16 @@ def test_compiled_trajectories_on_a_data_model_are_their_source_and_sample_its_p
     assert 0.3 < block.accept_probability.mean() < 0.99
 
 
-def test_hmcs_exact_gradient_takes_every_row_once_where_minibatches_are_drawn_with_replacement():
-    """Welling and Teh's mixture draws its minibatches with replacement; HMC's exact ∇U still takes each of the N
-    rows once: a trajectory without the test is the leapfrog on the target's own full-data gradient (its numpy
-    ``gradient``, written apart from the engine's rows)."""
-    target = make_target("welling_teh_mixture", data_seed=3)
+@pytest.mark.parametrize("name, params", [("welling_teh_mixture", dict(data_seed=3)),
+                                          ("logistic_synthetic", dict(n_data=300, dim=2, batch_size=10))])
+def test_hmcs_exact_gradient_takes_every_row_once(name, params):
+    """Welling and Teh's mixture draws its minibatches with replacement, logistic regression hands its sums for every
+    row; HMC's exact ∇U takes each of the N rows once either way: a trajectory without the test is the leapfrog on
+    the target's own full-data gradient (its numpy ``gradient``, written apart from the engine's doors)."""
+    target = make_target(name, **params)
     sampler = make_sampler("hmc", target, n_leapfrog=3, metropolis=False)
     blocks = sampler.engine_blocks(backend=PYTHON)
+    assert (blocks.source[0].python is estimators.sums_gradient.py_func) == (name == "logistic_synthetic")
     theta0 = np.array([[0.3, 0.8], [-0.2, 1.1]])
     step_size = 0.05
     block = blocks(np.random.default_rng(4), sampler.init(theta0, None), np.full(2, step_size), 0)

@@ -14,7 +14,8 @@ from sgmcmc.engine.blocks import DIVERGED, FAILED, kernel_of, numpy_block
 from sgmcmc.engine.driver import PYTHON, Blocks
 from sgmcmc.noise import clip_counters
 from sgmcmc.samplers import make_sampler
-from sgmcmc.targets.logistic_regression import LogisticRegression, logistic_synthetic, signed_row_gradients
+from sgmcmc.targets.logistic_regression import (LogisticRegression, logistic_synthetic, signed_row_gradient_sums,
+                                               signed_row_gradients)
 from tests.helpers import EngineStream, OuSplittingStream, door_potentials
 
 
@@ -190,3 +191,16 @@ class OwnMinibatches(LogisticRegression):
 
     def minibatch(self, rng, n_chains):
         return np.stack([rng.choice(self.n_data, self.batch_size, replace=False) for _ in range(int(n_chains))])
+
+
+def test_the_sums_door_is_the_rows_doors_sums():
+    """``signed_row_gradient_sums`` (HMC's exact ∇U on the engine) against the rows door's per-example gradients, summed
+    here: Σ_i g_i and Σ_i (g_i − ḡ)², compiled and as Python, with margins of both signs and |m| ~ 10²."""
+    rows = np.random.default_rng(5).standard_normal((40, 6)) * np.array([1, 1, 1, 1, 1, 30.0])
+    theta = np.random.default_rng(6).standard_normal(6)
+    examples = signed_row_gradients.py_func(theta, rows)
+    expected = (examples.sum(axis=0), np.sum((examples - examples.mean(axis=0)) ** 2, axis=0))
+    for function in (signed_row_gradient_sums, signed_row_gradient_sums.py_func):
+        total, scatter = function(theta, rows, True)
+        np.testing.assert_allclose(total, expected[0], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(scatter, expected[1], rtol=1e-9, atol=1e-9)
