@@ -21,6 +21,7 @@ REAL_ENGINE_BLOCKS = Sampler.engine_blocks
 # CALLED): measured cold, after the sampler's real block, the wrapper's block compiled in 6 s (SGNHT, double well),
 # 12 s (CCAdL, Normal-Gamma) and 6 s (SGRLD, double well) so, 19 s, 42 s and 9 s with the source inlined
 THERMOSTAT, RATIONAL_METRIC = static(integrators.thermostat, inline=False), static(rational_metric, inline=False)
+OU_SPLITTING = static(integrators.ou_splitting, inline=False)
 
 
 def doubled_noise_draws(*args, **kwargs):
@@ -71,6 +72,18 @@ def thermostat_at_twice_the_temperature(source, parameters, options, variance, t
     return result
 
 
+def badodab_thermostat_on_the_norm(source, parameters, options, variance, theta, momentum, xi, carry, memory, rows,
+                                   step_size, normals, uniform, gradient, noise, diffusion, scale, at, correction,
+                                   square):
+    """:func:`sgmcmc.engine.integrators.ou_splitting`, then ξ' − h(π/2 − 1): BADODAB's two half D steps,
+    ξ' = ξ + h(rᵀr/d − 1), become ξ + h(rᵀr/d − π/2), a thermostat that holds rᵀr/d at π/2. That is what SGMCMCJax's
+    BADODAB holds in 1D, whose D step updates ξ with ‖r‖ − d (E|r| = 1 for r ~ N(0, σ²) gives σ² = π/2)."""
+    result = call20(OU_SPLITTING, source, parameters, options, variance, theta, momentum, xi, carry, memory, rows,
+                    step_size, normals, uniform, gradient, noise, diffusion, scale, at, correction, square)
+    xi[0] -= step_size * (0.5 * np.pi - 1.0)
+    return result
+
+
 def rational_metric_without_its_derivative(theta, parameters, root, derivative):
     """:func:`sgmcmc.geometry.rational_metric`'s S = G^{-1/2} with ∂_i S_ii set to 0: SGRLD's Γ_i = 2 S_ii ∂_i S_ii (Ma
     et al. 2015 Eq. 14) and gSGRHMC's γ_i = ∂_i S_ii (Algorithm 1) are 0, the correction that keeps the target
@@ -81,6 +94,7 @@ def rational_metric_without_its_derivative(theta, parameters, root, derivative):
 
 
 HOTTER_THERMOSTAT = static(thermostat_at_twice_the_temperature)
+THERMOSTAT_ON_THE_NORM = static(badodab_thermostat_on_the_norm)
 # keyed on rational_metric's key too (its file's digest): a block cached with it is not read once sgmcmc/geometry.py
 # changes
 _WITHOUT_DERIVATIVE = static(rational_metric_without_its_derivative)
@@ -108,6 +122,13 @@ def with_the_hotter_thermostat(blocks: driver.Blocks) -> driver.Blocks:
     return replace(blocks, step=HOTTER_THERMOSTAT)
 
 
+def with_the_thermostat_on_the_norm(blocks: driver.Blocks) -> driver.Blocks:
+    """Blocks of :func:`~sgmcmc.engine.integrators.ou_splitting` (BADODAB's) with
+    :func:`badodab_thermostat_on_the_norm` as their step."""
+    assert blocks.step.dispatcher is integrators.ou_splitting and blocks.xi, blocks.step
+    return replace(blocks, step=THERMOSTAT_ON_THE_NORM)
+
+
 def without_the_metric_derivative(blocks: driver.Blocks) -> driver.Blocks:
     """Blocks on :func:`~sgmcmc.geometry.rational_metric` (SGRLD's, SGRHMC's on the 1D targets) with
     :func:`rational_metric_without_its_derivative` as their metric."""
@@ -118,6 +139,11 @@ def without_the_metric_derivative(blocks: driver.Blocks) -> driver.Blocks:
 def aim_the_thermostat_at_twice_the_temperature(monkeypatch) -> None:
     """Every block of the test runs :func:`thermostat_at_twice_the_temperature`."""
     change_the_blocks(monkeypatch, with_the_hotter_thermostat)
+
+
+def aim_badodabs_thermostat_at_the_norm(monkeypatch) -> None:
+    """Every block of the test runs :func:`badodab_thermostat_on_the_norm`."""
+    change_the_blocks(monkeypatch, with_the_thermostat_on_the_norm)
 
 
 def drop_the_metric_derivative(monkeypatch) -> None:
