@@ -49,7 +49,7 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
     """Advance every chain ``step_sizes.size`` steps from (θ₀, r₀, ξ₀, the carried vector) (c, ·): step k of chain i
     takes ``normals[k, :, i]`` (slots, d), the uniform ``uniforms[k, i]`` (a Metropolis–Hastings test's; ``uniforms``
     is (0, 0) for a block without one) and the minibatch ``rows[k, i]`` (a block with one set of rows for every step
-    and chain has ``rows`` of shape (1, 1, n)). Writes the paths (c, K, ·) of θ, of r, ξ, the carried vector and the
+    and chain has ``rows`` of shape (1, 1, ·): every row, ``passes`` times; a density model's none). Writes the paths (c, K, ·) of θ, of r, ξ, the carried vector and the
     acceptance probability where those have room, the clipped counts (c, K) and, where it has room, the coordinates
     the target's reflection (``source[-1]``) reflected in each step (c, K); per chain the first failed step (K for
     none) and its status. A chain stops at its first failure: a non-finite state (the carried vector included), or

@@ -59,7 +59,7 @@ from sgmcmc.engine.static import arity, call1, call2, call3, call4, lead2, lead4
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
 PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
 NO_RUNNING, RUNNING_FULL, RUNNING_DIAGONAL, FULL_DATA = 0, 1, 2, 3
-# the rows of one call of the model's per-example gradients in an SVRG renewal (a pass over all the data)
+# the rows of one call of the model's functions in a pass over all the data (an SVRG renewal, the known V(θ), U)
 FULL_CHUNK = 1024
 
 

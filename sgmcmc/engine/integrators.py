@@ -210,11 +210,9 @@ def trajectory(source, parameters, options, variance, theta, momentum, xi, carry
             for j in range(d):
                 theta[j] = theta[j] + step_size * momentum[j]
         slots = normals[(0 if shared else 1 + inner) if leapfrog else 1 + 2 * inner:]
-        if share == 0:  # a density model: no rows (a view made at every pass costs more than its gradient)
-            call7(source[0], source, theta, slots, rows, memory, gradient, variance)
-        else:
-            call7(source[0], source, theta, slots, rows[inner * share:(inner + 1) * share], memory, gradient,
-                  variance)
+        # a density model has no rows: no view made at each pass (it costs more than a small model's gradient)
+        part = rows if share == 0 else rows[inner * share:(inner + 1) * share]
+        call7(source[0], source, theta, slots, part, memory, gradient, variance)
         if leapfrog:
             kick = 0.5 if inner == 0 or inner == steps else 1.0
             for j in range(d):

@@ -240,10 +240,10 @@ class Sampler(ABC):
         Noise estimates: ``zero`` (nothing subtracted), on a density model ``known`` (its constant V, by its
         diagonal or in full), and on a data model ``running`` and ``known`` (V(θ), a pass over all the data at every
         gradient; nothing where the target keeps it unknown) with an integrator that takes one gradient a step
-        (:data:`RUNNING`: the estimator writes V̂ at every gradient) or BAOAB's and BADODAB's (:data:`ESTIMATED`), each
-        with or without ``noise_clip``
+        (:data:`RUNNING`: the estimator writes V̂ at every gradient), BAOAB's and BADODAB's, or SGHMC + MH's trajectory
+        (``known`` alone: :data:`ESTIMATED`), each with or without ``noise_clip``
         (:func:`sgmcmc.engine.injection.inject`). SVRG, too, runs only with an integrator of :data:`RUNNING` (its
-        count of gradients)."""
+        count of gradients), and the control variates not with a trajectory (their cost is counted a step)."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
         if (integrator is None or metric is None or self.integrator not in ORDERS
                 or not self._kernel_declared("engine_functions")):
@@ -255,8 +255,13 @@ class Sampler(ABC):
         slots, uniforms = self.engine_draws(data)
         if uniforms and not has_potential(functions):  # a Metropolis test needs the exact U
             return None
+        if not uniforms:  # a data model's U is read by a Metropolis test alone: blocks without one are not typed with it
+            functions = {key: value for key, value in functions.items()
+                         if key not in ("row_log_likelihoods", "prior_log_density")}
         step, constants, momentum, xi = integrator
         if "update_every" in functions and step not in RUNNING:  # SVRG counts one minibatch gradient a step
+            return None
+        if "centre" in functions and self.engine_passes() > 1:  # the control variates' cost is counted a step
             return None
         running, scale = NO_RUNNING, 0.0
         # a data model's known V(θ): the per-example covariance the estimator computes (DataTarget's, or SVRG's, which

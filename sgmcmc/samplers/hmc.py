@@ -83,7 +83,9 @@ class HMC(Sampler):
     exact_kernel = True
 
     def __init__(self, target, n_leapfrog: int = 10, metropolis: bool = True, **kwargs):
-        kwargs.setdefault("noise_estimate", "zero")  # a leapfrog injects no noise: no V̂ to subtract
+        # a leapfrog injects no noise, so no V̂ is subtracted whatever is asked (no noise key in its config): none is
+        # computed either (a data model's known V(θ) would be a pass over the data at every gradient)
+        kwargs["noise_estimate"] = "zero"
         super().__init__(target, **kwargs)
         self.n_leapfrog = self.checked("n_leapfrog", n_leapfrog)
         self.metropolis = bool(metropolis)

@@ -96,7 +96,9 @@ class Target(ABC):
         ``row_gradients(θ, rows)`` or ``row_gradient_sums(θ, rows[, with_scatter[, hyperparameters]])`` or both,
         ``prior_gradient(θ)``, ``data`` and ``n_data``; a model whose prior (or sums) take each chain's
         hyperparameters, ``prior_gradient(θ, hyperparameters)`` and ``estimator_state`` / ``estimator_size`` (the BNN,
-        BPMF).
+        BPMF); optionally ``row_log_likelihoods(θ, rows)`` and ``prior_log_density(θ[, hyperparameters])`` (U for a
+        Metropolis–Hastings test), ``"replacement": True`` (minibatches drawn with replacement, Welling–Teh's) and
+        ``"minibatch_sums": False`` (the sums serve the exact ∇U alone, logistic regression's).
 
         A target whose support has a boundary (its own :meth:`reflect`) adds ``reflect(θ, r) -> count``, the same
         reflection on one chain (:class:`sgmcmc.engine.driver.Blocks`' ``reflect``): it maps θ (d,) back into the

@@ -16,6 +16,7 @@ import pytest
 
 from sgmcmc.engine import estimators
 from sgmcmc.engine.driver import COMPILED, PYTHON, block_draws
+from sgmcmc.gradient_estimators import make_estimator
 from sgmcmc.recipe import Recipe, recipe_step
 from sgmcmc.samplers import make_sampler
 from sgmcmc.state import SamplerState
@@ -96,7 +97,11 @@ def test_each_gradient_of_a_trajectory_takes_its_own_minibatch_and_the_test_the_
         for k in range(steps):
             batch = rows[0 if rows.shape[0] == 1 else k, 0 if rows.shape[1] == 1 else c]
             shares = [batch[j * share:(j + 1) * share] for j in range(passes)]
-            assert name == "hmc" or len(set(shares[0])) == BATCH  # a subset, without replacement
+            if name == "hmc":
+                assert all(np.array_equal(part, np.arange(N_DATA)) for part in shares)
+            else:  # each a subset of its own (without replacement), not one minibatch for the whole trajectory
+                assert all(len(set(part)) == BATCH for part in shares)
+                assert len({tuple(sorted(part)) for part in shares}) > 1
             start, momentum = theta.copy(), normals[k, 0, c].copy()
             position = theta.copy()
             if leapfrog:
@@ -167,3 +172,15 @@ def test_hmcs_exact_gradient_takes_every_row_once(name, params):
             momentum = momentum - (0.5 if j == 2 else 1.0) * step_size * target.gradient(position)
         theta = position
         np.testing.assert_allclose(block.theta[:, k], theta, rtol=1e-10)
+
+
+def test_hmc_computes_no_noise_estimate_and_control_variates_keep_off_trajectories():
+    """HMC's leapfrog injects no noise: asked for the known V(θ), it computes none (a pass over the data at every
+    gradient); the control variates, whose cost is counted once a step, do not run a trajectory's m gradients on the
+    blocks."""
+    model, target = model_and_target()
+    hmc = make_sampler("hmc", target, n_leapfrog=3, noise_estimate="known")
+    assert hmc.noise_estimate == "zero" and hmc.engine_blocks(backend=PYTHON).source[4][2] == estimators.NO_RUNNING
+    centred = make_estimator("control_variates", target)
+    assert make_sampler("naive_sghmc", centred, n_leapfrog=3).engine_blocks(backend=PYTHON) is None
+    assert make_sampler("sgld", centred).engine_blocks(backend=PYTHON) is not None

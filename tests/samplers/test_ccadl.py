@@ -214,6 +214,7 @@ def test_ccadl_samples_the_exact_normal_gamma_posterior_at_small_step():
     assert abs(outcome.thermostat_mean - 1.0) < 4 * outcome.thermostat_se + 0.02
 
 
+@pytest.mark.validate  # Normal-Gamma's block compiled for the wrapped thermostat (34-41 s): the long tier
 def test_a_factor_two_in_the_temperature_is_caught(monkeypatch):
     """The same check fails when the thermostat aims at ⟨p²⟩ = 2 (twice the temperature): the engine's thermostat with
     h taken off ξ after each step (tests/deliberate_bugs.py)."""
