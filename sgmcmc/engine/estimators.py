@@ -54,7 +54,7 @@ from numba.extending import register_jitable
 import numpy as np
 
 from sgmcmc.engine.injection import set_variance_diagonal
-from sgmcmc.engine.static import arity, call1, call2, call3, call4, lead2, lead4, static
+from sgmcmc.engine.static import arity, call1, call2, call3, call4, call7, lead2, lead4, static
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
 PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
@@ -247,12 +247,14 @@ def _renew_centre(source, theta, centre, centre_mean):
 
 @register_jitable
 def _full_data_covariance(source, theta, centred, centre, scale, variance):
-    """V̂ = c·S_h²(θ) into ``variance`` (d, d): S_h² = Σ_i (h_i − h̄)(h_i − h̄)ᵀ/(N − 1) over all N rows, h_i = g_i(θ),
-    or g_i(θ) − g_i(θ̂) where ``centred`` (the control variates' constant ḡ(θ̂) leaves it unchanged); summed in chunks
-    of rows about the first chunk's mean, as :meth:`~sgmcmc.targets.data.DataTarget.per_example_covariance` does."""
+    """V̂ = c·S_h²(θ) into ``variance`` (d, d), or its diagonal into the row (1, d) (d > 1): S_h² = Σ_i (h_i − h̄)
+    (h_i − h̄)ᵀ/(N − 1) over all N rows, h_i = g_i(θ), or g_i(θ) − g_i(θ̂) where ``centred`` (the control variates'
+    constant ḡ(θ̂) leaves it unchanged); summed in chunks of rows about the first chunk's mean, as
+    :meth:`~sgmcmc.targets.data.DataTarget.per_example_covariance` does."""
     data, d = source[3], theta.shape[0]
     n = data.shape[0]
-    shift, first, second = np.zeros(d), np.zeros(d), np.zeros((d, d))
+    diagonal = variance.shape[0] < d
+    shift, first, second = np.zeros(d), np.zeros(d), np.zeros((variance.shape[0], d))
     for start in range(0, n, FULL_CHUNK):
         batch = gather(data, np.arange(start, min(start + FULL_CHUNK, n)))
         chunk = call2(source[1], theta, batch)
@@ -266,8 +268,16 @@ def _full_data_covariance(source, theta, centred, centre, scale, variance):
         for i in range(chunk.shape[0]):
             for j in range(d):
                 first[j] += chunk[i, j]
-        second += np.dot(chunk.T, chunk)
+        if diagonal:
+            for i in range(chunk.shape[0]):
+                for j in range(d):
+                    second[0, j] += chunk[i, j] * chunk[i, j]
+        else:
+            second += np.dot(chunk.T, chunk)
     for j in range(d):
+        if diagonal:
+            variance[0, j] = scale * (second[0, j] - first[j] * first[j] / n) / (n - 1)
+            continue
         for k in range(d):
             variance[j, k] = scale * (second[j, k] - first[j] * first[k] / n) / (n - 1)
 
@@ -296,6 +306,89 @@ def minibatch_noise(source, theta, memory, variance):
                 variance[j, k] = numbers[3] * memory[1 + j * d + k]
     else:
         _running_diagonal_noise(source[4], theta.shape[0], memory, variance)
+
+
+# the relative spacings of the central differences of ∇U and of diag V(θ) (Target.hessian_diagonal's and
+# sgmcmc/samplers/psgld.py's _SPACING)
+GRADIENT_SPACING, NOISE_SPACING = 1e-4, 1e-5
+
+
+@numba.njit(cache=True)
+def density_stationary(arguments, source, theta, rows, memory, normals, gradient, moment, slope):
+    """pSGLD's stationary preconditioner on a density model (``sgmcmc/samplers/psgld.py``): ∇U(θ) into ``gradient``
+    (the source's estimate with its noise's normals, ``normals[0]``, set to 0), v(θ) = ∇U² + diag V into ``moment``
+    and ∂_iU ∂²_iiU into ``slope``; ``arguments`` = (``curvature(θ, parameters, out)``, the target's ∂²U/∂θ_i², its
+    parameters, diag V (d,) of the target's constant V)."""
+    normals[0, :] = 0.0
+    call7(source[0], source, theta, normals, rows, memory, gradient, normals)  # a density model writes no V̂
+    call3(arguments[0], theta, arguments[1], slope)
+    for j in range(theta.shape[0]):
+        moment[j] = gradient[j] * gradient[j] + arguments[2][j]
+        slope[j] = gradient[j] * slope[j] + 0.0
+
+
+@numba.njit(cache=True)
+def differenced_stationary(arguments, source, theta, rows, memory, normals, gradient, moment, slope):
+    """:func:`density_stationary` for a density model that hands over no ∂²U/∂θ_i²: the curvature by central
+    differences of the source's ∇U, spacing :data:`GRADIENT_SPACING` times 1 + |θ_i| (the numpy
+    :meth:`~sgmcmc.targets.base.Target.hessian_diagonal`'s), at θ (k = 0), then θ + h e_j and θ − h e_j (k = 1 … 2d):
+    2d + 1 gradients a step. ``arguments`` are :func:`density_stationary`'s (its curvature not read)."""
+    d = theta.shape[0]
+    point, value = theta.copy(), np.empty(d)
+    normals[0, :] = 0.0
+    for k in range(2 * d + 1):
+        j, up = (k - 1) // 2 % d, k % 2 == 1
+        spacing = GRADIENT_SPACING * (1.0 + abs(theta[j]))
+        if k > 0:
+            point[j] = theta[j] + spacing if up else theta[j] - spacing
+        call7(source[0], source, point, normals, rows, memory, value, normals)  # a density model writes no V̂
+        point[j] = theta[j]
+        if k == 0:
+            for i in range(d):
+                gradient[i] = value[i]
+                moment[i] = value[i] * value[i] + arguments[2][i]
+        elif up:
+            slope[j] = value[j]
+        else:
+            slope[j] = gradient[j] * ((slope[j] - value[j]) / (2.0 * spacing)) + 0.0
+
+
+@numba.njit(cache=True)
+def rows_stationary(arguments, source, theta, rows, memory, normals, gradient, moment, slope):
+    """pSGLD's stationary preconditioner on a data model on rows: ∇U(θ) over all N rows into ``gradient``, v(θ) =
+    ∇U² + c·diag S²(θ) into ``moment`` and ∂_iU ∂²_iiU + ½∂_i(c·S²_ii) into ``slope``, the derivatives by central
+    differences (spacings :data:`GRADIENT_SPACING` and :data:`NOISE_SPACING` times 1 + |θ_i|, as the numpy
+    :meth:`~sgmcmc.targets.base.Target.hessian_diagonal` and ``PSGLD.noise_derivative`` take them): 4d + 2 passes over
+    the data a step. ``arguments`` = (the model's plain source, (c, the offset of the chain's hyperparameters in its
+    memory)); ``rows`` are not read."""
+    exact, d = arguments[0], theta.shape[0]
+    everything = np.arange(exact[3].shape[0])
+    hyperparameters = memory[int(arguments[1][1]):]
+    noise, point, value = np.zeros((1, d)), theta.copy(), np.empty(d)
+    curvature, above = np.empty(d), np.empty(d)
+    normals[0, :] = 0.0
+    # the points θ (k = 0), then θ + h e_j and θ − h e_j for ∇U (k = 1 … 2d), θ + h' e_j and θ − h' e_j for diag V
+    # (k = 2d + 1 … 4d): one call site of the model's gradient and one of the covariance (each is compiled anew)
+    for k in range(4 * d + 1):
+        j, up, of_noise = (k - 1) // 2 % d, k % 2 == 1, k > 2 * d
+        spacing = (NOISE_SPACING if of_noise else GRADIENT_SPACING) * (1.0 + abs(theta[j]))
+        if k > 0:
+            point[j] = theta[j] + spacing if up else theta[j] - spacing
+        if not of_noise:
+            call7(exact[0], exact, point, normals, everything, hyperparameters, value, noise)
+        if k == 0 or of_noise:
+            _full_data_covariance(exact, point, False, point, arguments[1][0], noise)
+        point[j] = theta[j]
+        if k == 0:
+            for i in range(d):
+                gradient[i] = value[i]
+                moment[i] = value[i] * value[i] + noise[0, i]
+        elif up:
+            above[j] = noise[0, j] if of_noise else value[j]
+        elif not of_noise:
+            curvature[j] = (above[j] - value[j]) / (2.0 * spacing)
+        else:
+            slope[j] = gradient[j] * curvature[j] + 0.5 * ((above[j] - noise[0, j]) / (2.0 * spacing))
 
 
 @numba.njit(cache=True)

@@ -23,13 +23,13 @@ overwrite ``normals``, the step's scratch copy that the driver refills at every 
   each half move); the counts of a step are summed into ``reflected``. A target on all of R^d has the driver's
   ``no_reflection``, inlined to nothing; a trajectory (HMC, SGHMC + MH) does not reflect (those samplers refuse a
   bounded target);
-- ``parameters``: ``(metric, flow, the metric's parameters, constants[, curvature, its parameters])``.
+- ``parameters``: ``(metric, flow, the metric's parameters, constants[, stationary, its arguments])``.
   ``metric(θ, its parameters, root, derivative)`` writes the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2), ``flow(θ, r, t, its parameters, out)``
   the position flow Φ_t of θ̇ = S(θ)r (returning the coordinates whose flow crossed the support's boundary and came
   back, their r flipped in place: counted with the reflections): the Riemannian samplers' G handed over as functions
   (:meth:`sgmcmc.geometry.DiagonalMetric.engine_function`), the identity's for the others; the constants are the
-  sampler's (SGHMC's friction C, the thermostat's diffusion A); ``curvature(θ, its parameters, out)``, where a
-  sampler needs it, writes the target's ∂²U/∂θ_i² (pSGLD's stationary preconditioner);
+  sampler's (SGHMC's friction C, the thermostat's diffusion A); ``stationary``, pSGLD's, writes ∇U(θ), v(θ) and Γ's
+  bracket (:func:`preconditioned`);
 - ``options``: (order, how V̂ enters, clip, variant) as integer literals (:data:`SPLITTING` …,
   :mod:`sgmcmc.engine.injection`, 0/1, :data:`PLAIN` …);
 - ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3): constant, or the estimator's; the row
@@ -49,7 +49,7 @@ import math
 import numba
 
 from sgmcmc.engine.injection import NO_ESTIMATE, OK, inject
-from sgmcmc.engine.static import call2, call3, call4, call5, call7
+from sgmcmc.engine.static import call2, call3, call4, call5, call7, call9
 
 # the order of θ's and r's moves (SPEC §4.1): r' first and θ' = θ + εSr' (splitting), both from the old state (euler),
 # θ first, the gradient at the moved θ (theta_first, Shang et al. 2015 Eq. 12 and 14), the ABOBA splitting (aboba);
@@ -302,9 +302,10 @@ def preconditioned(source, parameters, options, variance, theta, momentum, xi, c
     """pSGLD (Li et al. 2016 Algorithm 1 as the recipe's z = θ, H = U, Q = 0 step, Ma et al. 2015 Eq. 9 with +εΓ;
     ``sgmcmc/samplers/psgld.py``): θ' = θ − εD∇Ũ + εΓ + N(0, ε(2D − εDV̂D)), D diagonal, (α, λ) = ``constants[:2]``.
     :data:`RUNNING`: V_t = αV_{t−1} + (1 − α)∇Ũ ⊙ ∇Ũ carried in ``carry``, D = 1 ⊘ (λ + √V_t), Γ = 0. Else the
-    stationary D(θ) = 1 ⊘ (λ + √v), v = ∇U² + diag V (diag V = ``constants[2:]``, the target's constant gradient-noise
-    covariance), with Γ_i = ∂_i D_ii = −D_ii² ∂_iU ∂²_iiU / √v_i (0 where v_i = 0; ∂²_iiU from ``curvature``)
-    (:data:`PLAIN`), or Γ = 0 (:data:`WITHOUT_CORRECTION`)."""
+    stationary D(θ) = 1 ⊘ (λ + √v), v = ∇U² + diag V(θ), with Γ_i = ∂_i D_ii = −D_ii² (∂_iU ∂²_iiU + ½∂_iV_ii) / √v_i
+    (0 where v_i = 0) (:data:`PLAIN`), or Γ = 0 (:data:`WITHOUT_CORRECTION`): ∇U, v and the bracket from
+    ``parameters[4]``, a density model's (:func:`~sgmcmc.engine.estimators.density_stationary`) or a data model's
+    (:func:`~sgmcmc.engine.estimators.rows_stationary`), with its arguments ``parameters[5]``."""
     d = theta.shape[0]
     alpha, damping = parameters[3][0], parameters[3][1]
     call7(source[0], source, theta, normals, rows, memory, gradient, variance)
@@ -313,18 +314,14 @@ def preconditioned(source, parameters, options, variance, theta, momentum, xi, c
             carry[j] = alpha * carry[j] + (1.0 - alpha) * gradient[j] * gradient[j]
             diffusion[j] = 1.0 / (damping + math.sqrt(carry[j]))
             correction[j] = 0.0
-    else:
-        square[0, :] = 0.0  # ∇U: the estimator with its noise's normals all 0 (``square`` is scratch until inject)
-        call7(source[0], source, theta, square, rows, memory, at, variance)
-        if options[3] == PLAIN:
-            call3(parameters[4], theta, parameters[5], scale)
+    else:  # ∇U(θ) into ``at``, v(θ) into ``diffusion``, ∂_iU ∂²_iiU + ½∂_iV_ii into ``scale`` (``square`` is scratch)
+        call9(parameters[4], parameters[5], source, theta, rows, memory, square, at, diffusion, scale)
         for j in range(d):
-            moment = at[j] * at[j] + parameters[3][2 + j]
-            diffusion[j] = 1.0 / (damping + math.sqrt(moment))
+            root = math.sqrt(diffusion[j])
+            diffusion[j] = 1.0 / (damping + root)
             correction[j] = 0.0
             if options[3] == PLAIN:
-                root = math.sqrt(moment)
-                slope = (at[j] * scale[j] + 0.0) / root if root > 0 else 0.0
+                slope = scale[j] / root if root > 0 else 0.0
                 correction[j] = -diffusion[j] * diffusion[j] * slope
     status, clipped = inject(step_size, diffusion, diffusion, options[1], variance, options[2], normals, noise, square)
     if status != OK:

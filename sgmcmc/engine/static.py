@@ -9,7 +9,7 @@ the cached block; an edited file has another key and compiles afresh (the stale 
 itself carries nothing: the call is resolved when the caller compiles, as for any global compiled function, and
 inlined where LLVM likes.
 
-A block calls a :class:`StaticFunction` ``f`` through ``callN(f, a1, …, aN)`` (:data:`call1` … :data:`call5`, :data:`call7`, :data:`call20`, by
+A block calls a :class:`StaticFunction` ``f`` through ``callN(f, a1, …, aN)`` (:data:`call1` … :data:`call5`, :data:`call7`, :data:`call9`, :data:`call20`, by
 the number of arguments): compiled, ``f``'s source is inlined into the caller (numba's IR inlining of an overload), so a
 call costs what the body costs. Called as a value, ``f(…)``, a non-inlined call passes every array as a dozen words
 and counts its references: measured on the double well, about 25 ns a call against 2.6 ns inlined, and the engine's
@@ -207,7 +207,7 @@ def _caller(arity: int):
 
 
 call1, call2, call3, call4, call5 = (_caller(arity) for arity in range(1, 6))
-call7, call20 = _caller(7), _caller(20)
+call7, call9, call20 = _caller(7), _caller(9), _caller(20)
 
 
 def arity(function) -> int:

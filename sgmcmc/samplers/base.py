@@ -220,9 +220,9 @@ class Sampler(ABC):
         carried (:class:`sgmcmc.engine.driver.Blocks`' ``carry`` and ``prepare``)."""
         return None
 
-    def engine_curvature(self, functions: dict) -> tuple:
-        """What the integrator takes after its constants (``parameters[4:]``): () by default; pSGLD's target's
-        ∂²U/∂θ_i² function and its parameters."""
+    def engine_curvature(self, functions: dict, running: int) -> tuple:
+        """What the integrator takes after its constants (``parameters[4:]``), given the block's running noise estimate:
+        () by default; pSGLD's stationary preconditioner's function and its arguments."""
         return ()
 
     def engine_variant(self) -> int:
@@ -286,7 +286,7 @@ class Sampler(ABC):
             return None
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
-                      np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions))
+                      np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions, running))
         source = source_of(functions, running, scale, every_row=not self.uses_stochastic_gradient)
         if source is None:  # the model's doors do not serve this estimate
             return None

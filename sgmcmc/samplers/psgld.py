@@ -46,27 +46,27 @@ generic integrator is therefore refused with ``preconditioner: running``.
 Config keys: ``alpha`` (α, the running average's decay per step, Li et al.'s 0.99), ``damping`` (λ > 0, Li et al.'s
 10⁻⁵), ``preconditioner`` (``stationary`` | ``running``).
 
-On the engine (:func:`sgmcmc.engine.integrators.preconditioned`, :meth:`PSGLD.engine_integrator`): on a density
-model that hands the engine its functions, both preconditioners, with the known or no noise estimate, integrator
-``euler``, V_t carried in ``state.preconditioner``; the stationary preconditioner needs the target's constant V
-(``SyntheticTarget``) and, with Γ, its exact ∂²U/∂θ_i² handed over as ``hessian_diagonal_into``. On a data model the
-running preconditioner, with the zero or running noise estimate, or the known one where the model's V is the
-per-example covariance (or none). Elsewhere (a data model's stationary preconditioner,
-``integrator: generic``) the engine runs the numpy :meth:`step`.
+On the engine (:func:`sgmcmc.engine.integrators.preconditioned`, :meth:`PSGLD.engine_integrator`), integrator
+``euler``: the running preconditioner on every target that hands the engine its functions, V_t carried in
+``state.preconditioner``; the stationary one on a density model with its constant V (with Γ, its exact ∂²U/∂θ_i² where
+it hands over ``hessian_diagonal_into``, :func:`sgmcmc.engine.estimators.density_stationary`, else central differences
+of its ∇U, :func:`sgmcmc.engine.estimators.differenced_stationary`), and on
+a data model on rows with plain minibatches (∇U and V(θ) over all the rows, Γ's derivatives by central differences:
+:func:`sgmcmc.engine.estimators.rows_stationary`, 4d + 2 passes over the data a step). Elsewhere (``integrator:
+generic``, the stationary one with the control variates or SVRG) the numpy :meth:`step` runs.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.engine import integrators
-from sgmcmc.engine.estimators import on_rows
+from sgmcmc.engine import estimators, integrators
+from sgmcmc.engine.estimators import on_rows, running_size, source_of
 from sgmcmc.engine.static import static
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, diagonal_matrices
 from sgmcmc.schema import Key, choice, real
 from sgmcmc.state import SamplerState, StepInfo
-from sgmcmc.targets.base import SyntheticTarget
 
 PRECONDITIONERS = ("stationary", "running")
 PSGLD_KEYS = {
@@ -191,31 +191,43 @@ class PSGLD(Sampler):
 
     # -- the engine's blocks ----------------------------------------------------------------------------------------
     def engine_integrator(self):
-        """:func:`~sgmcmc.engine.integrators.preconditioned` with the constants (α, λ, diag V): V the target's
-        gradient-noise covariance in the stationary v(θ)."""
-        functions = self.engine_functions() or {}
-        noise = np.diagonal(np.atleast_2d(functions.get("noise_covariance", np.zeros((1, 1)))))
-        constants = np.concatenate([[self.alpha, self.damping], np.broadcast_to(noise, self.target.dim)])
-        return integrators.preconditioned, constants, False, False
+        """:func:`~sgmcmc.engine.integrators.preconditioned` with the constants (α, λ)."""
+        return integrators.preconditioned, (self.alpha, self.damping), False, False
 
     def engine_functions(self):
         """The target's functions: for the running preconditioner always (a data model's too); for the stationary one
-        on a density model whose V is SyntheticTarget's constant one (v(θ) and Γ take ∂Cov = 0) and, with Γ, that
-        hands over its exact ∂²U/∂θ_i² (``hessian_diagonal_into(θ, parameters, out)``). None elsewhere (the numpy
-        steps: a data model's stationary D is a pass over all the data)."""
+        on a density model that hands over its constant V, and on a data model on rows with plain minibatches (its V(θ)
+        the per-example covariance over all the rows). None elsewhere (the numpy steps)."""
         functions = super().engine_functions()
-        if functions is None or (on_rows(functions) and self.preconditioner != "running"):
-            return None
-        if self.preconditioner == "stationary" and (
-                type(self.target).noise_covariance is not SyntheticTarget.noise_covariance
-                or (self.with_gamma and "hessian_diagonal_into" not in functions)):
-            return None
-        return functions
+        if functions is None or self.preconditioner == "running":
+            return functions
+        if on_rows(functions):
+            plain = "row_gradients" in functions and "centre" not in functions and "update_every" not in functions
+            return functions if plain else None
+        return functions if "noise_covariance" in functions else None  # a density model's constant V
 
-    def engine_curvature(self, functions):
-        """The target's ∂²U/∂θ_i² and its parameters (Γ's), or :func:`no_curvature` where Γ does not need it."""
-        return (static(functions.get("hessian_diagonal_into", no_curvature)),
-                np.ascontiguousarray(functions.get("parameters", np.zeros(1)), dtype=float))
+    def engine_curvature(self, functions, running):
+        """The stationary preconditioner's function and its arguments (``parameters[4:]`` of
+        :func:`~sgmcmc.engine.integrators.preconditioned`): on a density model
+        :func:`~sgmcmc.engine.estimators.density_stationary` with the target's ∂²U/∂θ_i² (:func:`no_curvature` where Γ
+        does not read it) and diag V, or :func:`~sgmcmc.engine.estimators.differenced_stationary` where Γ needs a
+        curvature the target does not hand over; on a data model :func:`~sgmcmc.engine.estimators.rows_stationary` with
+        the model's plain source and c: the target's N(N − n)/n, or N(N − 1)/n for minibatches drawn with replacement
+        (Welling–Teh's ``minibatch_noise_covariance``, (N²/n) times the covariance over N). The running preconditioner
+        reads none of it (it has the density model's form, with :func:`no_curvature`)."""
+        d = self.target.dim
+        if on_rows(functions) and self.preconditioner == "stationary":
+            n_data, batch = float(functions["n_data"]), float(self.target.batch_size)
+            scale = n_data * ((n_data - 1.0) if functions.get("replacement") else (n_data - batch)) / batch
+            plain = source_of({key: value for key, value in functions.items() if key not in ("row_gradient_sums",)})
+            return static(estimators.rows_stationary, inline=False), (plain, np.array([scale, running_size(running, d)],
+                                                                                       dtype=float))
+        noise = np.diagonal(np.atleast_2d(functions.get("noise_covariance", np.zeros((1, 1)))))
+        exact = "hessian_diagonal_into" in functions or not self.with_gamma or self.preconditioner == "running"
+        return static(estimators.density_stationary if exact else estimators.differenced_stationary), (
+            static(functions.get("hessian_diagonal_into", no_curvature)),
+            np.ascontiguousarray(functions.get("parameters", np.zeros(1)), dtype=float),
+            np.ascontiguousarray(np.broadcast_to(noise, d), dtype=float))
 
     def engine_carry(self):
         """The running average V_t, ``state.preconditioner`` (init's V_0 = 0); nothing for the stationary D(θ)."""

@@ -63,6 +63,16 @@ class GaussianMixture25(SyntheticTarget):
         responsibilities /= responsibilities.sum(axis=1, keepdims=True)
         return (theta - responsibilities @ CENTRES) / VARIANCE
 
+    def hessian_diagonal(self, theta):
+        """∂²U/∂θ_i² = (1 − Var_ρ(µ_{·i})/σ²)/σ², the responsibilities' variance of the centres' i-th coordinate (pSGLD's
+        stationary preconditioner)."""
+        log_components = self._log_components(theta)
+        log_components -= log_components.max(axis=1, keepdims=True)
+        responsibilities = np.exp(log_components)
+        responsibilities /= responsibilities.sum(axis=1, keepdims=True)
+        spread = responsibilities @ CENTRES**2 - (responsibilities @ CENTRES) ** 2
+        return (1.0 - spread / VARIANCE) / VARIANCE
+
     def exact_moments(self):
         return np.zeros(2), np.full(2, VARIANCE + np.mean(CENTRES[:, 0] ** 2))
 
@@ -79,7 +89,8 @@ class GaussianMixture25(SyntheticTarget):
         return edges, edges
 
     def engine_functions(self):
-        return self.density_functions(gradient_into, potential, np.concatenate([[VARIANCE], CENTRES.ravel()]))
+        return self.density_functions(gradient_into, potential, np.concatenate([[VARIANCE], CENTRES.ravel()]),
+                                      hessian_diagonal_into)
 
     def initial_position(self, n_chains, rng):
         if self.start == "uniform":
@@ -112,6 +123,22 @@ def gradient_into(theta, parameters, out):
         second += weight * parameters[2 + 2 * k]
     out[0] = (theta[0] - first / total) / parameters[0]
     out[1] = (theta[1] - second / total) / parameters[0]
+
+
+def hessian_diagonal_into(theta, parameters, out):
+    """∂²U/∂θ_i² = (1 − Var_ρ(µ_{·i})/σ²)/σ² of one chain into ``out`` (:meth:`GaussianMixture25.hessian_diagonal`'s)."""
+    log_components = np.empty((parameters.shape[0] - 1) // 2)
+    largest = _log_components_into(theta, parameters, log_components)
+    total, first, second, first_square, second_square = 0.0, 0.0, 0.0, 0.0, 0.0
+    for k in range(log_components.shape[0]):
+        weight = np.exp(log_components[k] - largest)
+        total += weight
+        first += weight * parameters[1 + 2 * k]
+        second += weight * parameters[2 + 2 * k]
+        first_square += weight * parameters[1 + 2 * k] ** 2
+        second_square += weight * parameters[2 + 2 * k] ** 2
+    out[0] = (1.0 - (first_square / total - (first / total) ** 2) / parameters[0]) / parameters[0]
+    out[1] = (1.0 - (second_square / total - (second / total) ** 2) / parameters[0]) / parameters[0]
 
 
 def potential(theta, parameters):

@@ -4,17 +4,22 @@ state a block hands from step to step and back to the sampler state; the compile
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numba
 import numpy as np
 import pytest
 
 from sgmcmc.engine import estimators, integrators
+from sgmcmc.engine.blocks import numpy_block
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, block_draws, python_source
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.state import SamplerState
-from tests.helpers import OuSplittingStream
+from sgmcmc.samplers import make_sampler
+from sgmcmc.targets.logistic_regression import LogisticRegression
+from tests.helpers import EngineStream, OuSplittingStream
 
 N_DATA, DIM, BATCH = 30, 3, 8
 SCALE = N_DATA * (N_DATA - BATCH) / BATCH  # c = N(N − n)/n
@@ -263,6 +268,36 @@ def test_known_noise_blocks_are_the_numpy_steps(name, estimator, estimate):
     assert samplers[1].engine_blocks(PYTHON).source[4][2] == (estimators.RUNNING_FULL if estimate == "running" else
                                                               estimators.FULL_DATA)
     assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
+
+
+@pytest.mark.parametrize("name", ["psgld", "psgld_no_gamma"])
+@pytest.mark.parametrize("estimate", ["zero", "known", "running"])
+def test_the_stationary_preconditioner_on_a_data_model_is_the_numpy_steps(name, estimate):
+    """pSGLD's stationary D(θ) = 1/(λ + √v(θ)), v = ∇U² + diag V(θ), on logistic regression: ∇U and V(θ) over all the
+    rows at every step, Γ's ∂²U/∂θ_i² and ∂V_ii/∂θ_i by central differences
+    (:func:`sgmcmc.engine.estimators.rows_stationary`), with each noise estimate: the numpy steps' paths on the same
+    draws (10⁻¹⁰: the central differences divide the rounding of ∇U and V by their spacings)."""
+    rows = data()
+    samplers = [make_sampler(name, LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH),
+                             noise_estimate=estimate, damping=1.0) for _ in range(2)]
+    assert samplers[1].engine_blocks(PYTHON).parameters[4].python is estimators.rows_stationary.py_func
+    assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
+
+
+def test_a_stationary_preconditioner_without_the_noise_of_its_minibatches_fails_the_pin():
+    """The pin above can fail: the same blocks with c = 0 in v(θ) = ∇U² + c·diag S²(θ) (the preconditioner of the
+    exact gradient) leave the numpy steps' paths by far more than its tolerance."""
+    rows = data()
+    sampler = make_sampler("psgld", LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH),
+                           noise_estimate="zero", damping=1.0)
+    blocks = sampler.engine_blocks(PYTHON)
+    exact, numbers = blocks.parameters[5]
+    wrong = replace(blocks, parameters=(*blocks.parameters[:5], (exact, np.array([0.0, numbers[1]]))))
+    rng = np.random.default_rng(0)
+    state = sampler.init(sampler.target.initial_position(3, rng), rng)
+    reference = numpy_block(sampler, EngineStream(np.random.default_rng(1), BATCH), state, np.full(6, 0.02), 0)
+    engine = wrong(np.random.default_rng(1), state, np.full(6, 0.02), 0)
+    assert np.max(np.abs(engine.theta - reference.theta)) > 1e-4
 
 
 @pytest.mark.validate  # a block compiled for each integrator on this model (seconds): the long tier

@@ -13,7 +13,8 @@ its numpy steps (the reference, sgmcmc/samplers/psgld.py) on identical random nu
 4. The pin can fail: psgld's numpy steps against the blocks without Γ (psgld_no_gamma's), and blocks that do not
    carry V_t to the next block (the second block restarts from the first block's initial V_t), differ by far more
    than 1e-12.
-5. Where the engine does not apply, ``engine_blocks()`` is None (the numpy steps run).
+5. A target without ∂²U/∂θ_i²: Γ's curvature by central differences, as the numpy steps take it. Where the engine does
+   not apply, ``engine_blocks()`` is None (the numpy steps run).
 """
 
 from __future__ import annotations
@@ -31,7 +32,8 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.targets import make_target
 from sgmcmc.targets.base import SyntheticTarget, quadratic_gradient_into, quadratic_potential
 
-FORMULA_TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec")
+FORMULA_TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec",
+                   "gaussian_mixture_25")
 SAMPLERS = ("psgld", "psgld_no_gamma")
 PRECONDITIONERS = ("stationary", "running")
 FULL_V = [[1.0, 0.3], [0.3, 0.5]]  # a full gradient-noise covariance on the 2D Gaussians (FULL_ESTIMATE)
@@ -234,20 +236,29 @@ class _NoOwnHessian(SyntheticTarget):
         return self.density_functions(quadratic_gradient_into, quadratic_potential, [0.0, 1.0])
 
 
+@pytest.mark.parametrize("name", SAMPLERS)
+def test_a_curvature_by_central_differences_equals_the_numpy_steps(name):
+    """A density model that hands over no ∂²U/∂θ_i²: Γ's curvature by central differences of its ∇U
+    (:func:`sgmcmc.engine.estimators.differenced_stationary`, psgld; psgld_no_gamma reads none), the numpy steps' paths
+    (whose ``Target.hessian_diagonal`` takes the same differences)."""
+    sampler = make_sampler(name, _NoOwnHessian(noise_variance=1.0), noise_estimate="known")
+    blocks = sampler.engine_blocks(PYTHON)
+    assert (blocks.parameters[4].python.__name__ == "differenced_stationary") == (name == "psgld")
+    state = _initial_state(sampler, n_chains=3, seed=5)
+    (numpy_first, numpy_second), (first, second) = _blocks(sampler, state, np.linspace(0.02, 0.005, 40), split=17,
+                                                           seed=6)
+    for reference, engine in ((numpy_first, first), (numpy_second, second)):
+        _assert_close(engine.theta, reference.theta)
+
+
 def test_no_engine_blocks_where_they_do_not_apply():
     assert make_sampler("psgld", make_target("double_well")).engine_blocks(PYTHON) is not None
-    # the stationary preconditioner's Γ needs the target's ∂²U/∂θ_i²: numpy without it (Γ dropped, or the running
-    # preconditioner, need none)
-    assert make_sampler("psgld", _NoOwnHessian()).engine_blocks(PYTHON) is None
-    assert make_sampler("psgld_no_gamma", _NoOwnHessian()).engine_blocks(PYTHON) is not None
-    assert make_sampler("psgld", _NoOwnHessian(), preconditioner="running").engine_blocks(PYTHON) is not None
-    # the generic recipe step, a target without ∂²U/∂θ_i² (a full V̂ with the clip runs on the engine: the next test)
+    # the generic recipe step (a full V̂ with the clip runs on the engine: the next test)
     assert make_sampler("psgld", make_target("double_well"), integrator="generic").engine_blocks(PYTHON) is None
-    assert make_sampler("psgld", make_target("gaussian_mixture_25")).engine_blocks(PYTHON) is None
-    # a data target: the stationary preconditioner's D is a pass over all the data (numpy); the running one's is not
-    assert make_sampler("psgld", make_target("normal_gamma"), noise_estimate="zero").engine_blocks(PYTHON) is None
-    data = make_sampler("psgld", make_target("normal_gamma"), preconditioner="running", noise_estimate="zero")
-    assert data.engine_blocks(PYTHON) is not None
+    # a data target on rows: both preconditioners (the stationary one's D over all the rows at every step)
+    for preconditioner in PRECONDITIONERS:
+        data = make_sampler("psgld", make_target("normal_gamma"), preconditioner=preconditioner, noise_estimate="zero")
+        assert data.engine_blocks(PYTHON) is not None
 
 
 def test_a_full_estimate_with_the_clip_equals_the_numpy_steps():
