@@ -5,7 +5,8 @@ estimators of :mod:`sgmcmc.engine.estimators`, on models handed over as plain fu
   per case; ``make test`` runs the compiled blocks against exact laws here and in tests/samplers);
 - each integrator's Euler step is the generic recipe step (Ma et al. 2015 Eq. 9 with +εΓ, :func:`sgmcmc.recipe.
   recipe_step`) on the same random numbers, with H, D and Q written here from Eq. 12-16 and Algorithm 1 (the
-  Riemannian ones on the rational metric of SPEC §4.2, Γ by the recipe's finite differences; naive SGRHMC with Γ = 0);
+  Riemannian ones on the rational metric of SPEC §4.2, Γ by the recipe's finite differences; naive SGRHMC with Γ = 0),
+  and the momentum samplers' ``splitting`` and ``theta_first`` orders are its rows taken in turn;
 - the minibatches are uniform subsets without replacement (enumerated);
 - SGLD with minibatches and the exact V̂ has the Euler scheme's exact stationary variance on a Gaussian model;
 - a failed step stops the block with the right status.
@@ -298,6 +299,71 @@ def test_an_euler_step_is_the_generic_recipe_step(name, metric, model, mode):
         np.testing.assert_allclose(block.momentum[:, 0], expected[:, dim:2 * dim], rtol=1e-7, atol=1e-9)
     if name == "thermostat":
         np.testing.assert_allclose(block.xi[:, 0], expected[:, -1], rtol=1e-7, atol=1e-9)
+
+
+def _by_hand_gradient(model, theta, rows, normals, n_data, batch):
+    """∇Ũ at θ (c, d) on the block's draws, written out: the Student-t rows' minibatch sum, or the correlated
+    potential's ∇U plus its noise L z."""
+    if model == "data":
+        data = student_data()
+        return np.array([-(n_data / batch) * student_examples(t, data[r]).sum(axis=0) - normal_prior(t)
+                         for t, r in zip(theta, rows)])
+    return correlated_potential_gradient(theta) + normals[:, 0] @ np.array([[1.0, 0.0], [0.5, 0.8]]).T
+
+
+def _recipe_rows(recipe, z, step_size, rows, normals=None):
+    """z with the rows ``rows`` of the generic recipe step from z (injected normals ``normals``, or none) and the
+    others as they were: one move of a splitting, as the recipe writes it (Ma et al. 2015 Eq. 9 + K1)."""
+    moved = recipe_step(recipe, z, step_size, ScriptedNormals(np.zeros_like(z) if normals is None else normals))
+    out = z.copy()
+    out[:, rows] = moved[:, rows]
+    return out
+
+
+SPLIT_CASES = [("momentum_friction", NO_METRIC), ("momentum_friction", METRIC), ("momentum_friction", EXPANDED),
+               ("momentum_friction", NAIVE), ("thermostat", NO_METRIC), ("thermostat", CCADL)]
+
+
+@pytest.mark.parametrize("name, metric", SPLIT_CASES)
+@pytest.mark.parametrize("order", [integrators.SPLITTING, integrators.THETA_FIRST])
+@pytest.mark.parametrize("model", ["data", "density_into"])
+@pytest.mark.parametrize("mode", [NO_ESTIMATE, DIAGONAL_ESTIMATE])
+def test_a_split_step_is_the_generic_recipe_steps_rows_in_turn(name, metric, order, model, mode):
+    """The momentum samplers' two other orders (SPEC §4.1) as moves of the generic recipe step, each on the state the
+    last one left: ``splitting`` is the step's r row at (θ, r, ξ), then its θ and ξ rows at (θ, r', ξ) (θ' = θ + εS r',
+    ξ' = ξ + ε(r'ᵀr'/d − 1)); ``theta_first`` its θ row at (θ, r, ξ) (θ* = θ + εS(θ)r), then its r row at (θ*, r, ξ)
+    with ∇Ũ(θ*) on the step's minibatch, then its ξ row at (θ*, r', ξ). H, D, Q, Γ and B̂ as for the Euler step
+    above; the injected normals are the block's own."""
+    source, dim, n_data, batch = source_of(model)
+    variance = np.diag([0.3, 0.2, 0.1][:dim]) if mode == DIAGONAL_ESTIMATE else np.zeros((dim, dim))
+    step_size, parameter, n_chains = 0.05, 0.7, 4
+    start = state(n_chains, dim)
+    if metric == EXPANDED:
+        start = start._replace(theta=1.0 + np.abs(start.theta))
+    block = blocks(name, source, dim, (order, mode, 0), variance, n_data, batch, PYTHON, parameter=parameter,
+                   metric=metric)(np.random.default_rng(3), start, np.array([step_size]), 0)
+    rows, normals, _ = block_draws(np.random.default_rng(3), 1, n_chains, dim, n_data=n_data, batch_size=batch)
+    rows, normals = (rows[0] if n_data else None), normals[0].transpose(1, 0, 2)
+    z = np.concatenate([start.theta, start.momentum] + ([start.xi[:, None]] if name == "thermostat" else []), axis=1)
+    position, momentum, thermostat = np.arange(dim), np.arange(dim, 2 * dim), np.arange(2 * dim, z.shape[1])
+    injected = np.zeros_like(z)
+    injected[:, momentum] = normals[:, 1]
+
+    def recipe_at(theta):
+        return _recipe(name, dim, _by_hand_gradient(model, theta, rows, normals, n_data, batch), variance, parameter,
+                       metric, step_size)
+
+    if order == integrators.SPLITTING:
+        z = _recipe_rows(recipe_at(z[:, :dim]), z, step_size, momentum, injected)
+        z = _recipe_rows(recipe_at(z[:, :dim]), z, step_size, np.concatenate([position, thermostat]))
+    else:
+        z = _recipe_rows(recipe_at(z[:, :dim]), z, step_size, position)
+        z = _recipe_rows(recipe_at(z[:, :dim]), z, step_size, momentum, injected)
+        z = _recipe_rows(recipe_at(z[:, :dim]), z, step_size, thermostat)
+    np.testing.assert_allclose(block.theta[:, 0], z[:, position], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(block.momentum[:, 0], z[:, momentum], rtol=1e-7, atol=1e-9)
+    if name == "thermostat":
+        np.testing.assert_allclose(block.xi[:, 0], z[:, -1], rtol=1e-7, atol=1e-9)
 
 
 PRECISION = np.array([[2.0, 0.6], [0.6, 1.0]])  # of U = ½ θᵀPθ: the correlated potential's
