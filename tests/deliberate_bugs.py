@@ -10,8 +10,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from sgmcmc.engine import driver, integrators
-from sgmcmc.engine.static import StaticFunction, call4, call20, static
+from sgmcmc.engine import driver, estimators, integrators
+from sgmcmc.engine.static import StaticFunction, call4, call9, call20, static
 from sgmcmc.geometry import rational_metric
 from sgmcmc.samplers.base import Sampler
 
@@ -22,6 +22,7 @@ REAL_ENGINE_BLOCKS = Sampler.engine_blocks
 # 12 s (CCAdL, Normal-Gamma) and 6 s (SGRLD, double well) so, 19 s, 42 s and 9 s with the source inlined
 THERMOSTAT, RATIONAL_METRIC = static(integrators.thermostat, inline=False), static(rational_metric, inline=False)
 OU_SPLITTING = static(integrators.ou_splitting, inline=False)
+DENSITY_STATIONARY = static(estimators.density_stationary, inline=False)
 
 
 def doubled_noise_draws(*args, **kwargs):
@@ -84,6 +85,14 @@ def badodab_thermostat_on_the_norm(source, parameters, options, variance, theta,
     return result
 
 
+def stationary_with_gamma_flipped(arguments, source, theta, rows, memory, normals, gradient, moment, slope):
+    """:func:`sgmcmc.engine.estimators.density_stationary`, then its Γ bracket ∂_iU ∂²_iiU negated: pSGLD's Γ_i = ∂_i
+    D_ii of the stationary preconditioner with the wrong sign."""
+    call9(DENSITY_STATIONARY, arguments, source, theta, rows, memory, normals, gradient, moment, slope)
+    for j in range(theta.shape[0]):
+        slope[j] = -slope[j]
+
+
 def rational_metric_without_its_derivative(theta, parameters, root, derivative):
     """:func:`sgmcmc.geometry.rational_metric`'s S = G^{-1/2} with ∂_i S_ii set to 0: SGRLD's Γ_i = 2 S_ii ∂_i S_ii (Ma
     et al. 2015 Eq. 14) and gSGRHMC's γ_i = ∂_i S_ii (Algorithm 1) are 0, the correction that keeps the target
@@ -94,6 +103,7 @@ def rational_metric_without_its_derivative(theta, parameters, root, derivative):
 
 
 HOTTER_THERMOSTAT = static(thermostat_at_twice_the_temperature)
+GAMMA_FLIPPED = static(stationary_with_gamma_flipped)
 THERMOSTAT_ON_THE_NORM = static(badodab_thermostat_on_the_norm)
 # keyed on rational_metric's key too (its file's digest): a block cached with it is not read once sgmcmc/geometry.py
 # changes
@@ -127,6 +137,13 @@ def with_the_thermostat_on_the_norm(blocks: driver.Blocks) -> driver.Blocks:
     :func:`badodab_thermostat_on_the_norm` as their step."""
     assert blocks.step.dispatcher is integrators.ou_splitting and blocks.xi, blocks.step
     return replace(blocks, step=THERMOSTAT_ON_THE_NORM)
+
+
+def with_gamma_flipped(blocks: driver.Blocks) -> driver.Blocks:
+    """Blocks of pSGLD's stationary preconditioner on a density model with :func:`stationary_with_gamma_flipped` as
+    their preconditioner's function."""
+    assert blocks.parameters[4].python is estimators.density_stationary.py_func, blocks.parameters[4]
+    return replace(blocks, parameters=(*blocks.parameters[:4], GAMMA_FLIPPED, *blocks.parameters[5:]))
 
 
 def without_the_metric_derivative(blocks: driver.Blocks) -> driver.Blocks:

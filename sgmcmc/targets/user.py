@@ -161,15 +161,10 @@ class _UserTarget:
     """What both kinds of user target share: the model, its name, optional methods and metrics."""
 
     spec: str
-
-    @property
-    def model(self):
-        """The user's model object (held in a tuple: a model with ``__call__`` must not look like a method replaced on
-        the target, which would turn the compiled blocks off: :meth:`sgmcmc.samplers.base.Sampler._kernel_declared`)."""
-        return self._held[0]
+    model: object  # the user's model object
 
     def _setup(self, model, spec: str) -> None:
-        self._held, self.spec = (model,), spec
+        self.model, self.spec = model, spec
         self.name = "custom"
         # the model's source as it was loaded: copied into the run folder, and its hash in the checkpoints (a resume
         # with an edited file is refused)

@@ -6,10 +6,9 @@
 2. Both sample gaussian_1d, double_well and correlated_2d (KL(p‖q) on the SPEC §3 grid and E θ² against the exact
    density, the tolerances of test_sampling_accuracy.py), with the targets' gradient noise V = 4 known.
 3. Deliberately broken variants fail the same check: twice the O step's noise variance, half of it (a wrong OU noise
-   factor), and BADODAB's thermostat driving |r| instead of r² (SGMCMCJax's ``badodab`` form). The correct runs go
-   through the engine's integrator (``ou_splitting`` in sgmcmc/engine/integrators.py, pinned to the numpy steps), and
-   so does the halved noise (its normals scaled in the engine's draws, tests/deliberate_bugs.py); the other broken
-   ones through the numpy steps (a method replaced on the instance).
+   factor), and BADODAB's thermostat driving |r| instead of r² (SGMCMCJax's ``badodab`` form). Every run goes
+   through the engine's integrator (``ou_splitting`` in sgmcmc/engine/integrators.py), the broken ones with their bug
+   in the engine's draws or a wrapper of the integrator (tests/deliberate_bugs.py).
 4. Unknown gradient noise (noise_estimate=zero, V = 4): BADODAB's thermostat absorbs it (ξ settles above A, near
    its prediction) and the samples stay right; BAOAB runs hot: it fails the check on gaussian_1d, and on
    double_well its KL is over ten times the known-noise run's (still under the bound at h = 0.05).
