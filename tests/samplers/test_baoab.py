@@ -1,8 +1,8 @@
 """BAOAB and BADODAB (sgmcmc/samplers/baoab.py).
 
-1. Each step equals a hand-written reference of the published update (Leimkuhler & Matthews 2013, BAOAB;
-   Leimkuhler & Shang 2016 §5, BADODAB), written here from the papers' equations with numpy for the same random
-   numbers, over two steps (the second reuses the first's last gradient: one gradient per step).
+1. Each step of the engine's blocks equals a hand-written reference of the published update (Leimkuhler & Matthews
+   2013, BAOAB; Leimkuhler & Shang 2016 §5, BADODAB), written here from the papers' equations with numpy for the same
+   random numbers, over two steps (the second reuses the first's last gradient: one gradient per step).
 2. Both sample gaussian_1d, double_well and correlated_2d (KL(p‖q) on the SPEC §3 grid and E θ² against the exact
    density, the tolerances of test_sampling_accuracy.py), with the targets' gradient noise V = 4 known.
 3. Deliberately broken variants fail the same check: twice the O step's noise variance, half of it (a wrong OU noise
@@ -19,14 +19,14 @@ import pytest
 
 from sgmcmc.config import RunOptions
 from sgmcmc.engine.blocks import kernel_of
-from sgmcmc.engine.driver import Blocks
+from sgmcmc.engine.driver import PYTHON, Blocks, block_draws
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
 from sgmcmc.samplers import make_sampler
 from tests.deliberate_bugs import (THERMOSTAT_ON_THE_NORM, aim_badodabs_thermostat_at_the_norm, double_the_ou_noise,
                                    halve_the_ou_noise)
-from tests.helpers import ScriptedNormals, build, sample_and_score
+from tests.helpers import build, sample_and_score
 
 KL_1D, MOMENT_1D = 0.005, 0.05
 KL_2D, MOMENT_2D = 0.01, 0.05
@@ -75,6 +75,8 @@ def reference_badodab(target, theta, r, xi, force, h, a, normal_o, normal_g, sub
 @pytest.mark.parametrize("noise_estimate", ["zero", "known"])
 @pytest.mark.parametrize("name", ["baoab", "badodab"])
 def test_two_steps_equal_the_published_update(name, noise_estimate):
+    """Two steps of the engine's blocks (its source as Python) from a state with its kept gradient ∇Ũ(θ₀), on the
+    block's own draws (per step the O step's normals, then the new gradient's), against the references above."""
     rng = np.random.default_rng(3)
     target = make_target("correlated_2d", noise_variance=VARIANCE)
     h, coefficient = 0.07, 1.7
@@ -83,30 +85,22 @@ def test_two_steps_equal_the_published_update(name, noise_estimate):
     state = sampler.init(rng.normal(size=(N_CHAINS, 2)), rng)
     if name == "badodab":  # both signs of ξ and the ξ = 0 limit of the O step
         state = state._replace(xi=np.array([-0.8, 0.0, 0.3, 1.7, 2.5, 4.0]))
-    normals = [rng.normal(size=(N_CHAINS, 2)) for _ in range(5)]  # ∇Ũ(θ₀); O, ∇Ũ(θ₁); O, ∇Ũ(θ₂)
-    scripted = ScriptedNormals(*normals)
-    first, _ = sampler.step(scripted, state, h)
-    second, _ = sampler.step(scripted, first, h)
-    assert not scripted.queue  # the second step drew no gradient of its own at θ₁
-
+    force = -_noisy_gradient(target, state.theta, rng.normal(size=(N_CHAINS, 2)))
+    block = sampler.engine_blocks(PYTHON)(np.random.default_rng(4), state._replace(gradient=-force), np.full(2, h), 0)
+    _, normals, _ = block_draws(np.random.default_rng(4), 2, N_CHAINS, 2)  # (steps, slots: O, ∇Ũ, chains, d)
     subtract = noise_estimate == "known"
-    force = -_noisy_gradient(target, state.theta, normals[0])
-    theta, r = state.theta, state.momentum
-    if name == "baoab":
-        for step, new in ((0, first), (1, second)):
-            theta, r, force = reference_baoab(target, theta, r, force, h, coefficient, normals[1 + 2 * step],
-                                              normals[2 + 2 * step], subtract)
-            np.testing.assert_allclose(new.theta, theta, rtol=1e-12, atol=1e-12)
-            np.testing.assert_allclose(new.momentum, r, rtol=1e-12, atol=1e-12)
-            np.testing.assert_allclose(new.gradient, -force, rtol=1e-12, atol=1e-12)
-    else:
-        xi = state.xi
-        for step, new in ((0, first), (1, second)):
-            theta, r, xi, force = reference_badodab(target, theta, r, xi, force, h, coefficient, normals[1 + 2 * step],
-                                                    normals[2 + 2 * step], subtract)
-            np.testing.assert_allclose(new.theta, theta, rtol=1e-12, atol=1e-12)
-            np.testing.assert_allclose(new.momentum, r, rtol=1e-12, atol=1e-12)
-            np.testing.assert_allclose(new.xi, xi, rtol=1e-12, atol=1e-12)
+    theta, r, xi = state.theta, state.momentum, state.xi
+    for step in range(2):
+        if name == "baoab":
+            theta, r, force = reference_baoab(target, theta, r, force, h, coefficient, normals[step, 0],
+                                              normals[step, 1], subtract)
+        else:
+            theta, r, xi, force = reference_badodab(target, theta, r, xi, force, h, coefficient, normals[step, 0],
+                                                    normals[step, 1], subtract)
+            np.testing.assert_allclose(block.xi[:, step], xi, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(block.theta[:, step], theta, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(block.momentum[:, step], r, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(block.state.gradient, -force, rtol=1e-12, atol=1e-12)
 
 
 def test_the_kept_gradient_survives_a_checkpoint():
@@ -114,7 +108,8 @@ def test_the_kept_gradient_survives_a_checkpoint():
 
     rng = np.random.default_rng(0)
     sampler = build("baoab", "gaussian_1d")
-    state, _ = sampler.step(rng, sampler.init(rng.normal(size=(3, 1)), rng), 0.1)
+    state = sampler.engine_blocks(PYTHON)(rng, sampler.init(rng.normal(size=(3, 1)), rng), np.array([0.1]), 0).state
+    assert state.gradient is not None
     arrays, scalars = encode_state(state)
     np.testing.assert_array_equal(decode_state(arrays, scalars).gradient, state.gradient)
 
