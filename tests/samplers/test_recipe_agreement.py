@@ -1,5 +1,5 @@
-"""Each recipe sampler's step (the ``generic`` integrator and the closed-form ``euler`` one) equals an independent,
-hand-written generic recipe step: Ma et al. (2015) Eq. 9 with the sign of Γ corrected (SPEC §0 K1, §1),
+"""Each recipe sampler's step (the ``generic`` integrator, and the closed-form ``euler`` one on the engine's blocks,
+their source run as Python) equals an independent, hand-written generic recipe step: Ma et al. (2015) Eq. 9 with the sign of Γ corrected (SPEC §0 K1, §1),
 
     z' = z − ε(D + Q)(z)∇H̃(z) + εΓ(z) + N(0, ε(2D(z) − εB̂(z))),   Γ_i = Σ_j ∂_{z_j}(D_ij + Q_ij)   (Eq. 3),
 
@@ -20,6 +20,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 import pytest
 
+from sgmcmc.engine.driver import PYTHON
 from sgmcmc.geometry import ExpandedMeanMetric, RationalMetric
 from sgmcmc.recipe import check_recipe, recipe_step
 from sgmcmc.samplers import SAMPLERS, make_sampler
@@ -44,6 +45,20 @@ class Gamma2D(SyntheticTarget):
 
     def gradient(self, theta):
         return 1.0 - 4.0 / theta
+
+    def engine_functions(self):
+        return self.density_functions(gamma_gradient_into, gamma_potential)
+
+
+def gamma_gradient_into(theta, parameters, out):
+    """:meth:`Gamma2D.gradient` of one chain, for the engine."""
+    for j in range(theta.shape[0]):
+        out[j] = 1.0 - 4.0 / theta[j]
+
+
+def gamma_potential(theta, parameters):
+    """:meth:`Gamma2D.potential` of one chain."""
+    return np.sum(theta - 4.0 * np.log(theta))
 
 
 class Case(NamedTuple):
@@ -135,10 +150,15 @@ def _compare(case, integrator, with_gamma=True):
     gradient_normal, injected = rng.normal(size=(N_CHAINS, d)), rng.normal(size=z.shape)
     recipe = sampler.recipe_at(STEP_SIZE)
     expected = reference_step(recipe, z, STEP_SIZE, NOISE[case.target], gradient_normal, injected, with_gamma)
-    # the closed form draws normals for the noise-receiving block only (θ, or r); the generic step for all of z
-    slot = slice(0, d) if state.momentum is None else slice(d, 2 * d)
-    scripted = ScriptedNormals(gradient_normal, injected if integrator == "generic" else injected[:, slot])
-    new_state, _ = sampler.step(scripted, state, STEP_SIZE)
+    if integrator == "generic":  # the generic recipe step (sgmcmc.recipe.recipe_step), noise for all of z
+        new_state, _ = sampler.step(ScriptedNormals(gradient_normal, injected), state, STEP_SIZE)
+    else:  # the engine's blocks, their source as Python: a step's normals (1, slots, c, d), the gradient's, then the
+        # injected noise's for the block that receives it (θ, or r)
+        slot = slice(0, d) if state.momentum is None else slice(d, 2 * d)
+        blocks = sampler.engine_blocks(PYTHON)
+        assert blocks is not None, f"{case.sampler} on {case.target} has no engine blocks"
+        normals = ScriptedNormals(np.stack([gradient_normal, injected[:, slot]])[None])
+        new_state = blocks(normals, state, np.array([STEP_SIZE]), 0).state
     return sampler.pack(new_state), expected, _gamma(recipe, z)
 
 
