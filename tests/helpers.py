@@ -11,6 +11,7 @@ import numba
 import numpy as np
 from numba.core.registry import CPUDispatcher
 
+from sgmcmc.engine.driver import PYTHON
 from sgmcmc.engine.estimators import choose_rows
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.config import RunOptions
@@ -32,6 +33,15 @@ class ScriptedNormals:
         value = self.queue.pop(0)
         assert value.shape == tuple(np.atleast_1d(size)), (value.shape, size)
         return value.copy()
+
+
+def engine_step(sampler, state, step_size: float, *normals: np.ndarray):
+    """One step of the sampler's engine blocks (their source as Python) on a density model from ``state``, with the
+    step's standard normals given (c, d) each, in the block's slots (the gradient noise's, then the injected noise's):
+    the new state."""
+    blocks = sampler.engine_blocks(PYTHON)
+    assert blocks is not None, f"{sampler.name} on {sampler.target.name} has no engine blocks"
+    return blocks(ScriptedNormals(np.stack(normals)[None]), state, np.array([float(step_size)]), 0).state
 
 
 class EngineStream:
