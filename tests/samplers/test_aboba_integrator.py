@@ -12,6 +12,7 @@ import sgmcmc.samplers.momentum_recipe as momentum_recipe
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.geometry import DiagonalMetric, ExpandedMeanMetric, RationalMetric
 from sgmcmc.config import RunOptions
+from sgmcmc.engine.driver import PYTHON
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.samplers.sgrhmc import SGRHMC
@@ -41,15 +42,16 @@ def test_ornstein_uhlenbeck_step_is_exact():
 
 @pytest.mark.parametrize("name, params", [("sghmc", {"friction": 2.0}), ("sgrhmc", {})])
 def test_approaches_the_splitting_step(name, params):
-    """Same state and normal draw: the one-step gap to the splitting step is O(ε^{3/2}) (noise amplitudes
+    """Same state and normal draw (the engine's blocks, their source as Python): the one-step gap to the splitting
+    step is O(ε^{3/2}) (noise amplitudes
     √(1 − e^{−2εF}) against √(2εF)) – both consistent integrators of the same SDE – so it shrinks ≈ 31× when ε
     shrinks 10×."""
     gaps = []
     for step_size in (1e-2, 1e-3):
         aboba, splitting = _build(name, "double_well", **params), _build(name, "double_well", "splitting", **params)
         state = aboba.init(np.linspace(-1.5, 1.5, 8)[:, None], np.random.default_rng(0))
-        a, _ = aboba.step(np.random.default_rng(1), state, step_size)
-        b, _ = splitting.step(np.random.default_rng(1), state, step_size)
+        a, b = (sampler.engine_blocks(PYTHON)(np.random.default_rng(1), state, np.array([step_size]), 0).state
+                for sampler in (aboba, splitting))
         gaps.append(max(np.max(np.abs(a.momentum - b.momentum)), np.max(np.abs(a.theta - b.theta))))
     assert gaps[0] < 0.05 and gaps[0] / gaps[1] > 20, gaps  # O(ε^{3/2}): ≈ 31; a first-order gap: 10
 
