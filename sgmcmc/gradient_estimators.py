@@ -307,15 +307,15 @@ class ControlVariates(CentredGradients):
 
     def engine_functions(self):
         """The base's functions on rows with θ̂ and ḡ(θ̂) (:func:`sgmcmc.engine.estimators.minibatch_gradient`'s
-        control variates) and ``advanced(steps)``, which counts the blocks' 2n evaluations a step; None where the base
+        control variates) and ``advanced(gradients)``, which counts 2n evaluations a gradient; None where the base
         hands the engine none."""
         functions = self.base.engine_functions()
         if functions is None or "row_gradients" not in functions:
             return None
         return {**functions, "centre": self.centre[0], "centre_mean": self.centre_mean[0], "advanced": self._advanced}
 
-    def _advanced(self, steps: int, state: np.ndarray) -> None:
-        self.evaluations += 2 * self.batch_size * steps
+    def _advanced(self, gradients: int, state: np.ndarray) -> None:
+        self.evaluations += 2 * self.batch_size * gradients
 
     def reset_estimator(self) -> None:
         """θ̂ stays (found once, deterministically); the count restarts after the centring."""

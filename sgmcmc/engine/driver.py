@@ -256,8 +256,8 @@ class Blocks:
     A gradient estimator with a state of its own per chain (SVRG's count, θ̂ and ḡ(θ̂)), or a target whose prior takes
     each chain's hyperparameters (the BNN's and BPMF's Gibbs-drawn precisions), hands over ``estimator_state``,
     ``n_chains -> (c, estimator_size)``, that state at a block's start, which follows the running estimate's in each
-    chain's memory. ``advanced(steps, state)``, where the target hands one over, is told the steps each block took and
-    that state after them (the estimator keeps it, and counts its cost).
+    chain's memory. ``advanced(gradients, state)``, where the target hands one over, is told the gradients each block
+    took (its steps times ``passes``) and that state after them (the estimator keeps it, and counts its cost).
 
     ``batches``, for a model that packs its own minibatches (online LDA's document stream:
     :func:`~sgmcmc.engine.estimators.batch_estimate`), ``batches(n_steps, n_chains)`` → rows (n_steps, c, n) int64,
@@ -397,7 +397,7 @@ class Blocks:
                reflected_path, accept_path, bad_step, bad_code, memory) -> Block:
         first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
         if self.advanced is not None and first:
-            self.advanced(first, memory[:, running_size(self.running, state.theta.shape[1]):])
+            self.advanced(first * self.passes, memory[:, running_size(self.running, state.theta.shape[1]):])
         theta = np.ascontiguousarray(theta_path[:, :first])
         momentum = np.ascontiguousarray(momentum_path[:, :first]) if self.momentum else None
         xi = np.ascontiguousarray(xi_path[:, :first]) if self.xi else None

@@ -242,8 +242,8 @@ class Sampler(ABC):
         gradient; nothing where the target keeps it unknown) with an integrator that takes one gradient a step
         (:data:`RUNNING`: the estimator writes V̂ at every gradient), BAOAB's and BADODAB's, or SGHMC + MH's trajectory
         (``known`` alone: :data:`ESTIMATED`), each with or without ``noise_clip``
-        (:func:`sgmcmc.engine.injection.inject`). SVRG, too, runs only with an integrator of :data:`RUNNING` (its
-        count of gradients), and the control variates not with a trajectory (their cost is counted a step)."""
+        (:func:`sgmcmc.engine.injection.inject`). The control variates and SVRG run with every integrator (their cost
+        counted at each gradient), but SVRG not with BAOAB's or BADODAB's known V(θ₁)."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
         if (integrator is None or metric is None or self.integrator not in ORDERS
                 or not self._kernel_declared("engine_functions")):
@@ -259,10 +259,6 @@ class Sampler(ABC):
             functions = {key: value for key, value in functions.items()
                          if key not in ("row_log_likelihoods", "prior_log_density")}
         step, constants, momentum, xi = integrator
-        if "update_every" in functions and step not in RUNNING:  # SVRG counts one minibatch gradient a step
-            return None
-        if "centre" in functions and self.engine_passes() > 1:  # the control variates' cost is counted a step
-            return None
         running, scale = NO_RUNNING, 0.0
         # a data model's known V(θ): the per-example covariance the estimator computes (DataTarget's, or SVRG's, which
         # has it once each chain has a centre), or none at all (Target's: nothing subtracted, as on Welling and Teh's
@@ -284,6 +280,8 @@ class Sampler(ABC):
                                                     functions["noise_covariance"])
         else:
             return None
+        if "update_every" in functions and step is ou_splitting and running == FULL_DATA:
+            return None  # the O step's V(θ₁) about each chain's own SVRG centre: not in its source's numbers
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions, running))

@@ -170,11 +170,16 @@ class NaiveSGHMC(HMC):
 
 def trajectory_functions(functions: Optional[dict], exact: bool) -> Optional[dict]:
     """A resampled-trajectory sampler's view of what the target hands the engine: a density model's with the gradient
-    noise's factor zero for the exact ∇U (HMC); a data model's as it is (its blocks take all N rows for the exact
-    ∇U: :attr:`~sgmcmc.samplers.base.Sampler.uses_stochastic_gradient`); None for a model that estimates ∇Ũ by
-    itself (its own minibatches, one a step) or none."""
+    noise's factor zero for the exact ∇U (HMC); a data model's without its gradient estimator's control variates or
+    SVRG for the exact ∇U (its blocks take all N rows: :attr:`~sgmcmc.samplers.base.Sampler.uses_stochastic_gradient`;
+    the numpy steps take the target's gradient), else as it is; None for a model that estimates ∇Ũ by itself (its
+    own minibatches, one a step) or none."""
     if functions is None or "batch_gradient" in functions:
         return None
     if exact and not on_rows(functions):
         functions = {**functions, "noise_factor": np.zeros_like(functions["noise_factor"])}
+    elif exact:
+        dropped = {"centre", "centre_mean", "advanced"} if "centre" in functions else (
+            {"update_every", "estimator_state", "estimator_size", "advanced"} if "update_every" in functions else set())
+        functions = {key: value for key, value in functions.items() if key not in dropped}
     return functions

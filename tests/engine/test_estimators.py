@@ -216,7 +216,8 @@ def test_svrg_is_the_estimators_svrg_on_the_same_rows():
 @pytest.mark.parametrize("name, params", [("sgld", dict(noise_estimate="zero")),
                                           ("ccadl", dict(integrator="theta_first", noise_estimate="running")),
                                           ("psgld", dict(noise_estimate="zero", preconditioner="running",
-                                                         damping=1.0))])
+                                                         damping=1.0)),
+                                          ("sghmc", dict(integrator="aboba", noise_estimate="zero"))])
 def test_svrg_blocks_are_the_numpy_steps_across_blocks(name, params):
     """Two blocks of 10 steps with update_every = 7 (renewals inside both blocks and none at the second's start): the
     engine's paths, and the estimator's centres, count and cost afterwards, are the numpy steps' on the same draws."""
@@ -349,7 +350,8 @@ def test_known_noise_on_a_target_that_keeps_it_unknown_subtracts_nothing():
                                     dict(noise_estimate="running", running_form="diagonal", noise_clip=True),
                                     dict(noise_estimate="zero", normal_gamma="reflected"),
                                     dict(noise_estimate="known", normal_gamma="inside"),
-                                    dict(noise_estimate="running", normal_gamma="inside")])
+                                    dict(noise_estimate="running", normal_gamma="inside"),
+                                    dict(noise_estimate="zero", svrg=True), dict(noise_estimate="running", svrg=True)])
 def test_ou_splitting_blocks_with_a_data_models_noise_estimate_are_the_numpy_steps(name, params):
     """BAOAB and BADODAB on logistic regression with the known V(θ) (at θ₁, the O step's point: a pass over all the
     rows, plain or about the control variates' centre) or the running estimate (the kept gradient's: c·Î_t) subtracted
@@ -366,10 +368,13 @@ def test_ou_splitting_blocks_with_a_data_models_noise_estimate_are_the_numpy_ste
 
     params, rows = dict(params), data()
     centred, normal_gamma = params.pop("centred", False), params.pop("normal_gamma", None)
+    with_svrg = params.pop("svrg", False)
 
     def target():
         if normal_gamma:
             return make_target("normal_gamma", n_data=N_DATA, batch_size=BATCH)
+        if with_svrg:  # renewals inside both blocks
+            return svrg(4)
         base = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
         return make_estimator("control_variates", base) if centred else base
 
@@ -397,6 +402,10 @@ def test_ou_splitting_blocks_with_a_data_models_noise_estimate_are_the_numpy_ste
             assert engine.state.noise_count == reference.state.noise_count == 6 * block + 7
             np.testing.assert_allclose(engine.state.noise, reference.state.noise, rtol=1e-10, atol=1e-12)
         states = [reference.state, engine.state]
+    if with_svrg:  # the same count of minibatch gradients, centres and cost
+        assert samplers[0].target.calls == samplers[1].target.calls == 13
+        np.testing.assert_allclose(samplers[1].target.centre, samplers[0].target.centre, rtol=1e-12)
+        assert samplers[0].target.cost() == samplers[1].target.cost()
 
 
 def assert_blocks_are_the_numpy_steps(samplers, steps, step_size):

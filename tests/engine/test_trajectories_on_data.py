@@ -174,13 +174,46 @@ def test_hmcs_exact_gradient_takes_every_row_once(name, params):
         np.testing.assert_allclose(block.theta[:, k], theta, rtol=1e-10)
 
 
-def test_hmc_computes_no_noise_estimate_and_control_variates_keep_off_trajectories():
+def test_hmc_computes_no_noise_estimate_and_its_exact_gradient_no_estimator():
     """HMC's leapfrog injects no noise: asked for the known V(θ), it computes none (a pass over the data at every
-    gradient); the control variates, whose cost is counted once a step, do not run a trajectory's m gradients on the
-    blocks."""
+    gradient); its exact ∇U over all the rows takes the plain estimator under the control variates or SVRG (the numpy
+    steps take the target's gradient, which counts nothing)."""
     model, target = model_and_target()
     hmc = make_sampler("hmc", target, n_leapfrog=3, noise_estimate="known")
     assert hmc.noise_estimate == "zero" and hmc.engine_blocks(backend=PYTHON).source[4][2] == estimators.NO_RUNNING
-    centred = make_estimator("control_variates", target)
-    assert make_sampler("naive_sghmc", centred, n_leapfrog=3).engine_blocks(backend=PYTHON) is None
-    assert make_sampler("sgld", centred).engine_blocks(backend=PYTHON) is not None
+    for estimator in ("control_variates", "svrg"):
+        blocks = make_sampler("hmc", make_estimator(estimator, target), n_leapfrog=3).engine_blocks(backend=PYTHON)
+        assert blocks.source[4][1] == estimators.PLAIN and blocks.advanced is None
+
+
+@pytest.mark.parametrize("estimator", ["control_variates", "svrg"])
+def test_a_trajectory_on_an_exact_estimate_is_the_leapfrog_on_grad_u_and_counts_every_gradient(estimator):
+    """The control variates about the posterior mode of the Gaussian mean (h_i = g_i(θ) − g_i(θ̂) + ḡ(θ̂) = x̄ − θ on
+    every row), and SVRG renewed before every gradient (θ̂ = θ: h_i = ḡ(θ)), make each minibatch gradient the exact ∇U:
+    naive SGHMC's trajectory on the engine is then the leapfrog on ∇U written out, on the block's momentum normals.
+    Each of its m + 1 gradients a step is counted: 2n per-example gradients each (and SVRG's N at each renewal), SVRG's
+    count of gradients m + 1 a step."""
+    model, target = model_and_target()
+    wrapped = make_estimator(estimator, target, **({"update_every": 1} if estimator == "svrg" else {}))
+    sampler = make_sampler("naive_sghmc", wrapped, n_leapfrog=3, metropolis=False)
+    blocks = sampler.engine_blocks(backend=PYTHON)
+    steps, chains, step_size, passes = 2, 2, 0.02, 4
+    theta0 = np.random.default_rng(1).normal(1.5, 0.3, size=(chains, DIM))
+    before = wrapped.cost()["gradient_evaluations_per_chain"]
+    block = blocks(np.random.default_rng(4), sampler.init(theta0, None), np.full(steps, step_size), 0)
+    normals = replay(blocks, 4, steps, chains)[1]
+    everything = np.arange(N_DATA)
+    for c in range(chains):
+        theta = theta0[c]
+        for k in range(steps):
+            momentum = normals[k, 0, c] - 0.5 * step_size * gradient_on(model.data, everything, theta)
+            for j in range(1, passes):
+                theta = theta + step_size * momentum
+                kick = 0.5 if j == passes - 1 else 1.0
+                momentum = momentum - kick * step_size * gradient_on(model.data, everything, theta)
+            np.testing.assert_allclose(block.theta[c, k], theta, rtol=1e-9, atol=1e-12)
+    gradients = steps * passes
+    renewals = gradients * N_DATA if estimator == "svrg" else 0
+    assert wrapped.cost()["gradient_evaluations_per_chain"] - before == gradients * 2 * BATCH + renewals
+    if estimator == "svrg":
+        assert wrapped.calls == gradients

@@ -1,6 +1,6 @@
 """pSGLD (Li, Chen, Carlson & Carin 2016), with Γ (``psgld``) and without it as published (``psgld_no_gamma``).
 
-1. The step equals a hand-written Algorithm 1 of Li et al. in their own convention (ε_WT = 2ε, ḡ = ∇log p = −∇Ũ,
+1. The engine's step equals a hand-written Algorithm 1 of Li et al. in their own convention (ε_WT = 2ε, ḡ = ∇log p = −∇Ũ,
    noise N(0, ε_WT G), no noise correction) for the same random numbers: the running RMSProp average over several
    steps, and the stationary preconditioner V = ∇U² + σ² with Γ by central differences of the hand-written G(θ).
 2. ``psgld`` samples gaussian_1d, double_well and correlated_2d within the tolerances of test_sampling_accuracy.py;
@@ -21,7 +21,7 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.user import user_target
 from tests.deliberate_bugs import change_the_blocks, with_gamma_flipped
-from tests.helpers import ScriptedNormals, build, sample_and_score
+from tests.helpers import build, engine_step, sample_and_score
 from tests.targets.test_row_models import GaussianMeanWithPrior
 
 KL_1D, MOMENT_1D = 0.005, 0.05  # tests/samplers/test_sampling_accuracy.py
@@ -67,8 +67,8 @@ def test_running_preconditioner_is_algorithm_1():
         sampler = build(name, "correlated_2d", preconditioner="running", alpha=alpha, damping=damping,
                         noise_estimate="zero")
         state = sampler.init(theta0, rng)
-        for k in range(n_steps):
-            state, _ = sampler.step(ScriptedNormals(gradient_noise[k], injected[k]), state, step_size)
+        for k in range(n_steps):  # a block a step: V_t handed on in the state
+            state = engine_step(sampler, state, step_size, gradient_noise[k], injected[k])
             np.testing.assert_allclose(state.theta, expected[k], rtol=1e-12, atol=1e-12, err_msg=f"{name} step {k}")
 
 
@@ -99,11 +99,11 @@ def test_stationary_preconditioner_is_algorithm_1_with_or_without_gamma(name, ta
     gradient = sampler.target.gradient  # the formula ∇U (checked against differences of U in tests/targets)
     g_bar = -(gradient(theta) + 2.0 * gradient_noise)
     expected = _hand_written_stationary_step(theta, g_bar, injected, 2 * 0.05, 0.1, gradient, name == "psgld")
-    state, _ = sampler.step(ScriptedNormals(gradient_noise, injected), sampler.init(theta, rng), 0.05)
+    state = engine_step(sampler, sampler.init(theta, rng), 0.05, gradient_noise, injected)
     np.testing.assert_allclose(state.theta, expected, rtol=1e-7, atol=1e-9)
     # Γ is not negligible at these points: the two samplers' steps differ by εΓ
     other = build("psgld_no_gamma" if name == "psgld" else "psgld", target_name, noise_estimate="zero", damping=0.1)
-    moved, _ = other.step(ScriptedNormals(gradient_noise, injected), other.init(theta, rng), 0.05)
+    moved = engine_step(other, other.init(theta, rng), 0.05, gradient_noise, injected)
     assert np.max(np.abs(moved.theta - state.theta)) > 1e-3
 
 

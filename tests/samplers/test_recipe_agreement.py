@@ -150,13 +150,14 @@ def _compare(case, integrator, with_gamma=True):
     gradient_normal, injected = rng.normal(size=(N_CHAINS, d)), rng.normal(size=z.shape)
     recipe = sampler.recipe_at(STEP_SIZE)
     expected = reference_step(recipe, z, STEP_SIZE, NOISE[case.target], gradient_normal, injected, with_gamma)
+    slot = slice(0, d) if state.momentum is None else slice(d, 2 * d)
+    blocks = None if integrator == "generic" else sampler.engine_blocks(PYTHON)
     if integrator == "generic":  # the generic recipe step (sgmcmc.recipe.recipe_step), noise for all of z
         new_state, _ = sampler.step(ScriptedNormals(gradient_normal, injected), state, STEP_SIZE)
+    elif blocks is None:  # a sampler added without engine blocks (tests/samplers/test_adding_a_sampler.py): its step
+        new_state, _ = sampler.step(ScriptedNormals(gradient_normal, injected[:, slot]), state, STEP_SIZE)
     else:  # the engine's blocks, their source as Python: a step's normals (1, slots, c, d), the gradient's, then the
         # injected noise's for the block that receives it (θ, or r)
-        slot = slice(0, d) if state.momentum is None else slice(d, 2 * d)
-        blocks = sampler.engine_blocks(PYTHON)
-        assert blocks is not None, f"{case.sampler} on {case.target} has no engine blocks"
         normals = ScriptedNormals(np.stack([gradient_normal, injected[:, slot]])[None])
         new_state = blocks(normals, state, np.array([STEP_SIZE]), 0).state
     return sampler.pack(new_state), expected, _gamma(recipe, z)
@@ -184,6 +185,16 @@ def check_recipe_agreement(name: str) -> tuple[str, ...]:
 @pytest.mark.parametrize("name", sorted(name for name, cls in SAMPLERS.items() if cls.kind == "sampler"))
 def test_registered_sampler_agrees_with_the_recipe(name):
     check_recipe_agreement(name)
+
+
+def test_every_built_in_euler_step_runs_on_the_engine():
+    """The Euler steps compared above are the engine's blocks for every built-in sampler and variant (a sampler added
+    without them is compared on its own step)."""
+    cases = [default_case(name) for name, cls in SAMPLERS.items() if cls.kind == "sampler" and "euler" in
+             step_integrators(name)] + list(VARIANTS.values())
+    for case in cases:
+        sampler, _, _ = _setup(case, "euler")
+        assert sampler.engine_blocks(PYTHON) is not None, case
 
 
 @pytest.mark.parametrize("integrator", STEP_INTEGRATORS)
