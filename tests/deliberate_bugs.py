@@ -10,10 +10,11 @@ from dataclasses import replace
 
 import numpy as np
 
-from sgmcmc.engine import driver, estimators, integrators
-from sgmcmc.engine.static import StaticFunction, call4, call9, call20, static
+from sgmcmc.engine import driver, integrators
+from sgmcmc.engine.static import StaticFunction, call3, call4, call20, static
 from sgmcmc.geometry import rational_metric
 from sgmcmc.samplers.base import Sampler
+from sgmcmc.targets import double_well
 
 REAL_BLOCK_DRAWS = driver.block_draws
 REAL_ENGINE_BLOCKS = Sampler.engine_blocks
@@ -22,7 +23,7 @@ REAL_ENGINE_BLOCKS = Sampler.engine_blocks
 # 12 s (CCAdL, Normal-Gamma) and 6 s (SGRLD, double well) so, 19 s, 42 s and 9 s with the source inlined
 THERMOSTAT, RATIONAL_METRIC = static(integrators.thermostat, inline=False), static(rational_metric, inline=False)
 OU_SPLITTING = static(integrators.ou_splitting, inline=False)
-DENSITY_STATIONARY = static(estimators.density_stationary, inline=False)
+DOUBLE_WELL_CURVATURE = static(double_well.hessian_diagonal_into, inline=False)
 
 
 def doubled_noise_draws(*args, **kwargs):
@@ -85,12 +86,12 @@ def badodab_thermostat_on_the_norm(source, parameters, options, variance, theta,
     return result
 
 
-def stationary_with_gamma_flipped(arguments, source, theta, rows, memory, normals, gradient, moment, slope):
-    """:func:`sgmcmc.engine.estimators.density_stationary`, then its Γ bracket ∂_iU ∂²_iiU negated: pSGLD's Γ_i = ∂_i
-    D_ii of the stationary preconditioner with the wrong sign."""
-    call9(DENSITY_STATIONARY, arguments, source, theta, rows, memory, normals, gradient, moment, slope)
+def double_well_curvature_flipped(theta, parameters, out):
+    """The double well's ∂²U/∂θ² (:func:`sgmcmc.targets.double_well.hessian_diagonal_into`) negated: pSGLD's
+    stationary Γ = −D² ∂U ∂²U / √v with the wrong sign."""
+    call3(DOUBLE_WELL_CURVATURE, theta, parameters, out)
     for j in range(theta.shape[0]):
-        slope[j] = -slope[j]
+        out[j] = -out[j]
 
 
 def rational_metric_without_its_derivative(theta, parameters, root, derivative):
@@ -103,7 +104,7 @@ def rational_metric_without_its_derivative(theta, parameters, root, derivative):
 
 
 HOTTER_THERMOSTAT = static(thermostat_at_twice_the_temperature)
-GAMMA_FLIPPED = static(stationary_with_gamma_flipped)
+GAMMA_FLIPPED = static(double_well_curvature_flipped)
 THERMOSTAT_ON_THE_NORM = static(badodab_thermostat_on_the_norm)
 # keyed on rational_metric's key too (its file's digest): a block cached with it is not read once sgmcmc/geometry.py
 # changes
@@ -140,9 +141,9 @@ def with_the_thermostat_on_the_norm(blocks: driver.Blocks) -> driver.Blocks:
 
 
 def with_gamma_flipped(blocks: driver.Blocks) -> driver.Blocks:
-    """Blocks of pSGLD's stationary preconditioner on a density model with :func:`stationary_with_gamma_flipped` as
-    their preconditioner's function."""
-    assert blocks.parameters[4].python is estimators.density_stationary.py_func, blocks.parameters[4]
+    """Blocks of pSGLD's stationary preconditioner on the double well with :func:`double_well_curvature_flipped` as
+    their curvature."""
+    assert blocks.parameters[4].python is double_well.hessian_diagonal_into, blocks.parameters[4]
     return replace(blocks, parameters=(*blocks.parameters[:4], GAMMA_FLIPPED, *blocks.parameters[5:]))
 
 

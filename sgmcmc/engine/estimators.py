@@ -314,25 +314,13 @@ GRADIENT_SPACING, NOISE_SPACING = 1e-4, 1e-5
 
 
 @numba.njit(cache=True)
-def density_stationary(arguments, source, theta, rows, memory, normals, gradient, moment, slope):
-    """pSGLD's stationary preconditioner on a density model (``sgmcmc/samplers/psgld.py``): ∇U(θ) into ``gradient``
-    (the source's estimate with its noise's normals, ``normals[0]``, set to 0), v(θ) = ∇U² + diag V into ``moment``
-    and ∂_iU ∂²_iiU into ``slope``; ``arguments`` = (``curvature(θ, parameters, out)``, the target's ∂²U/∂θ_i², its
-    parameters, diag V (d,) of the target's constant V)."""
-    normals[0, :] = 0.0
-    call7(source[0], source, theta, normals, rows, memory, gradient, normals)  # a density model writes no V̂
-    call3(arguments[0], theta, arguments[1], slope)
-    for j in range(theta.shape[0]):
-        moment[j] = gradient[j] * gradient[j] + arguments[2][j]
-        slope[j] = gradient[j] * slope[j] + 0.0
-
-
-@numba.njit(cache=True)
 def differenced_stationary(arguments, source, theta, rows, memory, normals, gradient, moment, slope):
-    """:func:`density_stationary` for a density model that hands over no ∂²U/∂θ_i²: the curvature by central
-    differences of the source's ∇U, spacing :data:`GRADIENT_SPACING` times 1 + |θ_i| (the numpy
+    """pSGLD's stationary preconditioner on a density model that hands over no ∂²U/∂θ_i² (``sgmcmc/samplers/psgld.py``):
+    ∇U(θ) into ``gradient`` (the source's estimate with its noise's normals, ``normals[0]``, set to 0), v(θ) = ∇U² +
+    diag V into ``moment`` (diag V = ``arguments``, the model's constant V) and ∂_iU ∂²_iiU into ``slope``, the
+    curvature by central differences of ∇U, spacing :data:`GRADIENT_SPACING` times 1 + |θ_i| (the numpy
     :meth:`~sgmcmc.targets.base.Target.hessian_diagonal`'s), at θ (k = 0), then θ + h e_j and θ − h e_j (k = 1 … 2d):
-    2d + 1 gradients a step. ``arguments`` are :func:`density_stationary`'s (its curvature not read)."""
+    2d + 1 gradients a step."""
     d = theta.shape[0]
     point, value = theta.copy(), np.empty(d)
     normals[0, :] = 0.0
@@ -346,7 +334,7 @@ def differenced_stationary(arguments, source, theta, rows, memory, normals, grad
         if k == 0:
             for i in range(d):
                 gradient[i] = value[i]
-                moment[i] = value[i] * value[i] + arguments[2][i]
+                moment[i] = value[i] * value[i] + arguments[i]
         elif up:
             slope[j] = value[j]
         else:
@@ -359,8 +347,8 @@ def rows_stationary(arguments, source, theta, rows, memory, normals, gradient, m
     ∇U² + c·diag S²(θ) into ``moment`` and ∂_iU ∂²_iiU + ½∂_i(c·S²_ii) into ``slope``, the derivatives by central
     differences (spacings :data:`GRADIENT_SPACING` and :data:`NOISE_SPACING` times 1 + |θ_i|, as the numpy
     :meth:`~sgmcmc.targets.base.Target.hessian_diagonal` and ``PSGLD.noise_derivative`` take them): 4d + 2 passes over
-    the data a step. ``arguments`` = (the model's plain source, (c, the offset of the chain's hyperparameters in its
-    memory)); ``rows`` are not read."""
+    the data a step, or 2 without Γ. ``arguments`` = (the model's plain source, (c, the offset of the chain's
+    hyperparameters in its memory, 1 with Γ's bracket or 0 without it)); ``rows`` are not read."""
     exact, d = arguments[0], theta.shape[0]
     everything = np.arange(exact[3].shape[0])
     hyperparameters = memory[int(arguments[1][1]):]
@@ -369,7 +357,7 @@ def rows_stationary(arguments, source, theta, rows, memory, normals, gradient, m
     normals[0, :] = 0.0
     # the points θ (k = 0), then θ + h e_j and θ − h e_j for ∇U (k = 1 … 2d), θ + h' e_j and θ − h' e_j for diag V
     # (k = 2d + 1 … 4d): one call site of the model's gradient and one of the covariance (each is compiled anew)
-    for k in range(4 * d + 1):
+    for k in range(4 * d + 1 if arguments[1][2] > 0.0 else 1):
         j, up, of_noise = (k - 1) // 2 % d, k % 2 == 1, k > 2 * d
         spacing = (NOISE_SPACING if of_noise else GRADIENT_SPACING) * (1.0 + abs(theta[j]))
         if k > 0:

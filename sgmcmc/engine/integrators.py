@@ -23,13 +23,15 @@ overwrite ``normals``, the step's scratch copy that the driver refills at every 
   each half move); the counts of a step are summed into ``reflected``. A target on all of R^d has the driver's
   ``no_reflection``, inlined to nothing; a trajectory (HMC, SGHMC + MH) does not reflect (those samplers refuse a
   bounded target);
-- ``parameters``: ``(metric, flow, the metric's parameters, constants[, stationary, its arguments])``.
+- ``parameters``: ``(metric, flow, the metric's parameters, constants[, curvature, its parameters, moments, their
+  arguments])``.
   ``metric(θ, its parameters, root, derivative)`` writes the diagonal S = G(θ)^{-1/2} and ∂_i S_ii (SPEC §4.2), ``flow(θ, r, t, its parameters, out)``
   the position flow Φ_t of θ̇ = S(θ)r (returning the coordinates whose flow crossed the support's boundary and came
   back, their r flipped in place: counted with the reflections): the Riemannian samplers' G handed over as functions
   (:meth:`sgmcmc.geometry.DiagonalMetric.engine_function`), the identity's for the others; the constants are the
-  sampler's (SGHMC's friction C, the thermostat's diffusion A); ``stationary``, pSGLD's, writes ∇U(θ), v(θ) and Γ's
-  bracket (:func:`preconditioned`);
+  sampler's (SGHMC's friction C, the thermostat's diffusion A); ``curvature(θ, its parameters, out)``, where a
+  sampler needs it, writes the target's ∂²U/∂θ_i², and ``moments`` ∇U(θ), v(θ) and Γ's bracket (pSGLD's stationary
+  preconditioner, :func:`preconditioned`);
 - ``options``: (order, how V̂ enters, clip, variant) as integer literals (:data:`SPLITTING` …,
   :mod:`sgmcmc.engine.injection`, 0/1, :data:`PLAIN` …);
 - ``variance``: V̂ (d, d), subtracted from the injected covariance (SPEC §4.3): constant, or the estimator's; the row
@@ -63,8 +65,10 @@ BAOAB, BADODAB = 6, 7
 # trajectory (trajectory)
 PLAIN, WITHOUT_CORRECTION, COVARIANCE_FRICTION, METROPOLIS = 0, 1, 1, 1
 # pSGLD's preconditioner (preconditioned): the stationary one with Γ (PLAIN), without it (WITHOUT_CORRECTION, Li et
-# al.'s published step), or Li et al.'s running average (RUNNING, Γ = 0)
-RUNNING = 2
+# al.'s published step), or Li et al.'s running average (RUNNING, Γ = 0); the stationary one from a moments function of
+# the model's (a data model's, or a density model's without its own ∂²U/∂θ_i²), with Γ (MOMENTS) or without it
+# (MOMENTS_WITHOUT_CORRECTION)
+RUNNING, MOMENTS, MOMENTS_WITHOUT_CORRECTION = 2, 3, 4
 
 
 @numba.njit(cache=True)
@@ -303,9 +307,11 @@ def preconditioned(source, parameters, options, variance, theta, momentum, xi, c
     ``sgmcmc/samplers/psgld.py``): θ' = θ − εD∇Ũ + εΓ + N(0, ε(2D − εDV̂D)), D diagonal, (α, λ) = ``constants[:2]``.
     :data:`RUNNING`: V_t = αV_{t−1} + (1 − α)∇Ũ ⊙ ∇Ũ carried in ``carry``, D = 1 ⊘ (λ + √V_t), Γ = 0. Else the
     stationary D(θ) = 1 ⊘ (λ + √v), v = ∇U² + diag V(θ), with Γ_i = ∂_i D_ii = −D_ii² (∂_iU ∂²_iiU + ½∂_iV_ii) / √v_i
-    (0 where v_i = 0) (:data:`PLAIN`), or Γ = 0 (:data:`WITHOUT_CORRECTION`): ∇U, v and the bracket from
-    ``parameters[4]``, a density model's (:func:`~sgmcmc.engine.estimators.density_stationary`) or a data model's
-    (:func:`~sgmcmc.engine.estimators.rows_stationary`), with its arguments ``parameters[5]``."""
+    (0 where v_i = 0), or Γ = 0: on a density model with its constant diag V = ``constants[2:]`` and ∂²U/∂θ_i² from
+    ``curvature`` = ``parameters[4]`` (:data:`PLAIN`; :data:`WITHOUT_CORRECTION` reads none), or ∇U, v and the bracket
+    from the moments function ``parameters[6]`` with its arguments ``parameters[7]`` (:data:`MOMENTS`,
+    :data:`MOMENTS_WITHOUT_CORRECTION`: :func:`~sgmcmc.engine.estimators.rows_stationary`,
+    :func:`~sgmcmc.engine.estimators.differenced_stationary`)."""
     d = theta.shape[0]
     alpha, damping = parameters[3][0], parameters[3][1]
     call7(source[0], source, theta, normals, rows, memory, gradient, variance)
@@ -315,12 +321,22 @@ def preconditioned(source, parameters, options, variance, theta, momentum, xi, c
             diffusion[j] = 1.0 / (damping + math.sqrt(carry[j]))
             correction[j] = 0.0
     else:  # ∇U(θ) into ``at``, v(θ) into ``diffusion``, ∂_iU ∂²_iiU + ½∂_iV_ii into ``scale`` (``square`` is scratch)
-        call9(parameters[4], parameters[5], source, theta, rows, memory, square, at, diffusion, scale)
+        with_correction = options[3] == PLAIN or options[3] == MOMENTS
+        if options[3] >= MOMENTS:
+            call9(parameters[6], parameters[7], source, theta, rows, memory, square, at, diffusion, scale)
+        else:
+            square[0, :] = 0.0  # ∇U: the estimator with its noise's normals all 0
+            call7(source[0], source, theta, square, rows, memory, at, variance)
+            if with_correction:
+                call3(parameters[4], theta, parameters[5], scale)
+            for j in range(d):
+                diffusion[j] = at[j] * at[j] + parameters[3][2 + j]
+                scale[j] = at[j] * scale[j] + 0.0
         for j in range(d):
             root = math.sqrt(diffusion[j])
             diffusion[j] = 1.0 / (damping + root)
             correction[j] = 0.0
-            if options[3] == PLAIN:
+            if with_correction:
                 slope = scale[j] / root if root > 0 else 0.0
                 correction[j] = -diffusion[j] * diffusion[j] * slope
     status, clipped = inject(step_size, diffusion, diffusion, options[1], variance, options[2], normals, noise, square)

@@ -49,7 +49,7 @@ Config keys: ``alpha`` (α, the running average's decay per step, Li et al.'s 0.
 On the engine (:func:`sgmcmc.engine.integrators.preconditioned`, :meth:`PSGLD.engine_integrator`), integrator
 ``euler``: the running preconditioner on every target that hands the engine its functions, V_t carried in
 ``state.preconditioner``; the stationary one on a density model with its constant V (with Γ, its exact ∂²U/∂θ_i² where
-it hands over ``hessian_diagonal_into``, :func:`sgmcmc.engine.estimators.density_stationary`, else central differences
+it hands over ``hessian_diagonal_into``, read in the integrator itself, else central differences
 of its ∇U, :func:`sgmcmc.engine.estimators.differenced_stationary`), and on
 a data model on rows with plain minibatches (∇U and V(θ) over all the rows, Γ's derivatives by central differences:
 :func:`sgmcmc.engine.estimators.rows_stationary`, 4d + 2 passes over the data a step). Elsewhere (``integrator:
@@ -191,8 +191,12 @@ class PSGLD(Sampler):
 
     # -- the engine's blocks ----------------------------------------------------------------------------------------
     def engine_integrator(self):
-        """:func:`~sgmcmc.engine.integrators.preconditioned` with the constants (α, λ)."""
-        return integrators.preconditioned, (self.alpha, self.damping), False, False
+        """:func:`~sgmcmc.engine.integrators.preconditioned` with the constants (α, λ, diag V): V a density model's
+        constant gradient-noise covariance, in the stationary v(θ) (none on a data model)."""
+        functions = self.engine_functions() or {}
+        noise = np.diagonal(np.atleast_2d(functions.get("noise_covariance", np.zeros((1, 1)))))
+        constants = np.concatenate([[self.alpha, self.damping], np.broadcast_to(noise, self.target.dim)])
+        return integrators.preconditioned, constants, False, False
 
     def engine_functions(self):
         """The target's functions: for the running preconditioner always (a data model's too); for the stationary one
@@ -207,37 +211,44 @@ class PSGLD(Sampler):
         return functions if "noise_covariance" in functions else None  # a density model's constant V
 
     def engine_curvature(self, functions, running):
-        """The stationary preconditioner's function and its arguments (``parameters[4:]`` of
-        :func:`~sgmcmc.engine.integrators.preconditioned`): on a density model
-        :func:`~sgmcmc.engine.estimators.density_stationary` with the target's ∂²U/∂θ_i² (:func:`no_curvature` where Γ
-        does not read it) and diag V, or :func:`~sgmcmc.engine.estimators.differenced_stationary` where Γ needs a
-        curvature the target does not hand over; on a data model :func:`~sgmcmc.engine.estimators.rows_stationary` with
-        the model's plain source and c: the target's N(N − n)/n, or N(N − 1)/n for minibatches drawn with replacement
-        (Welling–Teh's ``minibatch_noise_covariance``, (N²/n) times the covariance over N). The running preconditioner
-        reads none of it (it has the density model's form, with :func:`no_curvature`)."""
+        """What :func:`~sgmcmc.engine.integrators.preconditioned` takes after its constants: the target's ∂²U/∂θ_i²
+        and its parameters (:func:`no_curvature` where none is read), and the moments function with its arguments
+        (:func:`no_moments` where none is called): on a data model :func:`~sgmcmc.engine.estimators.rows_stationary`
+        with the model's plain source, c (the target's N(N − n)/n, or N(N − 1)/n for minibatches drawn with
+        replacement: Welling–Teh's ``minibatch_noise_covariance``, (N²/n) times the covariance over N) and whether Γ
+        is wanted; on a density model without its own ∂²U/∂θ_i² whose Γ is wanted
+        :func:`~sgmcmc.engine.estimators.differenced_stationary` with diag V."""
         d = self.target.dim
-        if on_rows(functions) and self.preconditioner == "stationary":
-            n_data, batch = float(functions["n_data"]), float(self.target.batch_size)
-            scale = n_data * ((n_data - 1.0) if functions.get("replacement") else (n_data - batch)) / batch
-            plain = source_of({key: value for key, value in functions.items() if key not in ("row_gradient_sums",)})
-            return static(estimators.rows_stationary, inline=False), (plain, np.array([scale, running_size(running, d)],
-                                                                                       dtype=float))
-        noise = np.diagonal(np.atleast_2d(functions.get("noise_covariance", np.zeros((1, 1)))))
-        exact = "hessian_diagonal_into" in functions or not self.with_gamma or self.preconditioner == "running"
-        return static(estimators.density_stationary if exact else estimators.differenced_stationary), (
-            static(functions.get("hessian_diagonal_into", no_curvature)),
-            np.ascontiguousarray(functions.get("parameters", np.zeros(1)), dtype=float),
-            np.ascontiguousarray(np.broadcast_to(noise, d), dtype=float))
+        curvature = (static(functions.get("hessian_diagonal_into", no_curvature)),
+                     np.ascontiguousarray(functions.get("parameters", np.zeros(1)), dtype=float))
+        moments = (static(no_moments), np.zeros(1))
+        if self.engine_variant() == integrators.MOMENTS or self.engine_variant() == integrators.MOMENTS_WITHOUT_CORRECTION:
+            if on_rows(functions):
+                n_data, batch = float(functions["n_data"]), float(self.target.batch_size)
+                scale = n_data * ((n_data - 1.0) if functions.get("replacement") else (n_data - batch)) / batch
+                plain = source_of({key: value for key, value in functions.items() if key != "row_gradient_sums"})
+                moments = (static(estimators.rows_stationary, inline=False),
+                           (plain, np.array([scale, running_size(running, d), float(self.with_gamma)])))
+            else:
+                noise = np.diagonal(np.atleast_2d(functions["noise_covariance"]))
+                moments = (static(estimators.differenced_stationary),
+                           np.ascontiguousarray(np.broadcast_to(noise, d), dtype=float))
+        return (*curvature, *moments)
 
     def engine_carry(self):
         """The running average V_t, ``state.preconditioner`` (init's V_0 = 0); nothing for the stationary D(θ)."""
         return ("preconditioner", None) if self.preconditioner == "running" else None
 
     def engine_variant(self):
-        """:data:`~sgmcmc.engine.integrators.RUNNING`, or the stationary preconditioner with Γ (``PLAIN``) or
-        without (``WITHOUT_CORRECTION``)."""
+        """:data:`~sgmcmc.engine.integrators.RUNNING`, or the stationary preconditioner with Γ or without: from the
+        target's constant V and ∂²U/∂θ_i² (``PLAIN``, ``WITHOUT_CORRECTION``), or from a moments function
+        (``MOMENTS``, ``MOMENTS_WITHOUT_CORRECTION``: a data model's; a density model's without its own ∂²U/∂θ_i²
+        whose Γ is wanted)."""
         if self.preconditioner == "running":
             return integrators.RUNNING
+        functions = self.engine_functions() or {}
+        if on_rows(functions) or (self.with_gamma and "hessian_diagonal_into" not in functions):
+            return integrators.MOMENTS if self.with_gamma else integrators.MOMENTS_WITHOUT_CORRECTION
         return integrators.PLAIN if self.with_gamma else integrators.WITHOUT_CORRECTION
 
     def recipe(self):
@@ -258,6 +269,11 @@ class PSGLDNoGamma(PSGLD):
     name = "psgld_no_gamma"
     with_gamma = False
     exact_kernel = True  # its numpy step is PSGLD's with Γ = 0, which the kernel takes as with_gamma
+
+
+def no_moments(arguments, source, theta, rows, memory, normals, gradient, moment, slope):
+    """The moments slot of blocks that call no moments function (the integrator's other branches): nothing."""
+    return
 
 
 def no_curvature(theta, parameters, out):

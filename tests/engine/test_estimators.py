@@ -281,7 +281,7 @@ def test_the_stationary_preconditioner_on_a_data_model_is_the_numpy_steps(name, 
     rows = data()
     samplers = [make_sampler(name, LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH),
                              noise_estimate=estimate, damping=1.0) for _ in range(2)]
-    assert samplers[1].engine_blocks(PYTHON).parameters[4].python is estimators.rows_stationary.py_func
+    assert samplers[1].engine_blocks(PYTHON).parameters[6].python is estimators.rows_stationary.py_func
     assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
 
 
@@ -292,8 +292,8 @@ def test_a_stationary_preconditioner_without_the_noise_of_its_minibatches_fails_
     sampler = make_sampler("psgld", LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH),
                            noise_estimate="zero", damping=1.0)
     blocks = sampler.engine_blocks(PYTHON)
-    exact, numbers = blocks.parameters[5]
-    wrong = replace(blocks, parameters=(*blocks.parameters[:5], (exact, np.array([0.0, numbers[1]]))))
+    exact, numbers = blocks.parameters[7]
+    wrong = replace(blocks, parameters=(*blocks.parameters[:7], (exact, np.array([0.0, *numbers[1:]]))))
     rng = np.random.default_rng(0)
     state = sampler.init(sampler.target.initial_position(3, rng), rng)
     reference = numpy_block(sampler, EngineStream(np.random.default_rng(1), BATCH), state, np.full(6, 0.02), 0)

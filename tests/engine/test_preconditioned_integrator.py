@@ -249,7 +249,7 @@ def test_a_curvature_by_central_differences_equals_the_numpy_steps(name):
     (whose ``Target.hessian_diagonal`` takes the same differences)."""
     sampler = make_sampler(name, _NoOwnHessian(noise_variance=1.0), noise_estimate="known")
     blocks = sampler.engine_blocks(PYTHON)
-    assert (blocks.parameters[4].python.__name__ == "differenced_stationary") == (name == "psgld")
+    assert (blocks.parameters[6].python.__name__ == "differenced_stationary") == (name == "psgld")
     state = _initial_state(sampler, n_chains=3, seed=5)
     (numpy_first, numpy_second), (first, second) = _blocks(sampler, state, np.linspace(0.02, 0.005, 40), split=17,
                                                            seed=6)
