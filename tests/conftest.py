@@ -12,7 +12,7 @@ import numba.core.caching
 import numba.core.dispatcher
 import pytest
 
-# The generic compiled blocks, not one per combination of options (sgmcmc.engine.driver.SPECIALISE; the two give the same
+# The generic compiled blocks, not one per combination of options (sgmcmc.engine.static.SPECIALISE; the two give the same
 # bits, tests/engine/test_driver.py); set before sgmcmc is imported, and inherited by the runs tests start.
 os.environ.setdefault("SGMCMC_SPECIALISE_KERNELS", "0")
 

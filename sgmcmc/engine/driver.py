@@ -14,7 +14,6 @@ factorisation and the finiteness test, stay compiled). Both give the same sample
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, replace
 from typing import Callable, Optional
 
@@ -26,7 +25,7 @@ from sgmcmc.engine.blocks import Block, first_failure
 from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
 from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, choose_rows, running_size
 from sgmcmc.engine.injection import FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, OK, finite_state
-from sgmcmc.engine.static import StaticFunction, call20, static
+from sgmcmc.engine.static import SPECIALISE, StaticFunction, call20, static
 from sgmcmc.noise import clip_counters
 from sgmcmc.state import SamplerState
 
@@ -157,11 +156,10 @@ def _fingerprint(value):
     return type(value)
 
 
-# Off (environment SGMCMC_SPECIALISE_KERNELS=0, as the test suite sets it in tests/conftest.py) types the options as
-# plain integers: one block per integrator and model for every combination of options, the same source and so the same
-# samples (tests/engine/test_driver.py checks it). The suite asks for blocks of some 40 integrator × model pairs with a
-# few options each; compiled per combination they took it past its 10 minutes on this machine.
-SPECIALISE = os.environ.get("SGMCMC_SPECIALISE_KERNELS", "1") != "0"
+# SPECIALISE off (sgmcmc.engine.static) types the options as plain integers: one block per integrator and model for
+# every combination of options, the same source and so the same samples (tests/engine/test_driver.py checks it). The
+# suite asks for blocks of some 40 integrator × model pairs with a few options each; compiled per combination they
+# took it past its 10 minutes on this machine.
 
 
 def _options_type(options: tuple):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import os
 import warnings
 from functools import cache
 from pathlib import Path
@@ -42,6 +43,15 @@ warnings.filterwarnings("ignore", category=NumbaExperimentalFeatureWarning)
 # loop) warns that a variable of the inlined body "is not in scope" and asks for a bug report: its SSA pass, not the
 # compiled code (the compiled trajectories equal their Python source, tests/engine/test_driver.py)
 warnings.filterwarnings("ignore", message=".*is not in scope", category=NumbaIRAssumptionWarning)
+
+# Off (environment SGMCMC_SPECIALISE_KERNELS=0, as the test suite sets it in tests/conftest.py): the generic blocks
+# the suite compiles, each in less time. The driver types a block's options as plain integers (sgmcmc.engine.driver),
+# and ``callN`` calls a StaticFunction's compiled function instead of inlining its source. Measured with
+# scripts/block_compile_time.py (a cold block): gaussian_1d:sgld 5.0 s against 7.9 s inlined, gaussian_1d:sgnht 4.8
+# against 10.0. A chain-step of these generic blocks costs the same either way (scripts/engine_step_cost.py, SGLD on
+# the double well: 339 against 326 ns); the engine's own small helpers stay inlined (called, the step took 774 ns).
+# The same source, so the same samples (tests/engine/test_driver.py).
+SPECIALISE = os.environ.get("SGMCMC_SPECIALISE_KERNELS", "1") != "0"
 
 # the live compiled functions of this process by key: a cached block's types name them, and are rebuilt from them
 _LIVE: dict[str, CPUDispatcher] = {}
@@ -180,7 +190,7 @@ def _inlined(function) -> "CPUDispatcher | None":
     """The source of the :class:`StaticFunction` typed ``function``, compiled to be inlined into its caller."""
     if not isinstance(function, StaticFunctionType):
         return None
-    if function.static_key.endswith(CALLED):
+    if function.static_key.endswith(CALLED) or not SPECIALISE:
         return function.dispatcher
     if function.static_key not in _INLINED:
         _INLINED[function.static_key] = numba.njit(inline="always")(function.dispatcher.py_func)
@@ -202,7 +212,7 @@ def _caller(arity: int):
          f"        return implementation\n", namespace)
     stub = namespace[f"call{arity}"]
     stub.__module__, stub.__doc__ = __name__, f"function(a0, …, a{arity - 1}), inlined where compiled (module docstring)"
-    overload(stub, inline="always")(namespace["typing"])
+    overload(stub, inline="always" if SPECIALISE else "never")(namespace["typing"])
     return stub
 
 
@@ -244,7 +254,7 @@ def _leading_caller(count: int):
     stub = namespace[f"lead{count}"]
     stub.__module__ = __name__
     stub.__doc__ = f"function(a0, …) with the first arity(function) of its {count} arguments, inlined where compiled"
-    overload(stub, inline="always")(namespace["typing"])
+    overload(stub, inline="always" if SPECIALISE else "never")(namespace["typing"])
     return stub
 
 
