@@ -9,7 +9,9 @@ from types import SimpleNamespace
 
 import numba
 import numpy as np
+from hydra import compose, initialize_config_dir
 from numba.core.registry import CPUDispatcher
+from omegaconf import OmegaConf
 
 from sgmcmc.engine.driver import PYTHON
 from sgmcmc.engine.estimators import choose_rows
@@ -151,14 +153,19 @@ def sample_and_score(sampler, step_size: float, n_steps: int, n_chains: int = 10
 def experiment_sampler(sampler_config: str, experiment: str, overrides=()) -> tuple[str, dict]:
     """(the sampler's name, its keyword parameters) as ``configs/`` composes ``+experiment=<experiment>
     sampler=<sampler_config>`` with ``overrides`` (the step size left out)."""
-    from hydra import compose, initialize_config_dir
-    from omegaconf import OmegaConf
-
     with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
         config = compose(config_name="config", overrides=[f"+experiment={experiment}", f"sampler={sampler_config}",
                                                           *overrides])
     sampler = OmegaConf.to_container(config, resolve=True)["sampler"]
     return sampler["name"], {key: value for key, value in sampler.items() if key not in ("name", "step_size")}
+
+
+def composed(*overrides: str) -> dict:
+    """The resolved config of ``python run.py <overrides>``, for :func:`sgmcmc.experiment.run_experiment`."""
+    with initialize_config_dir(config_dir=str(CONFIGS), version_base="1.3"):
+        config = OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
+    config.pop("hydra", None)
+    return config
 
 
 def build(sampler_name: str, target_name: str, target_params=None, **sampler_params):

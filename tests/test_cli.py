@@ -11,7 +11,9 @@ import pandas as pd
 import pytest
 import yaml
 
+from sgmcmc.experiment import run_experiment
 from sgmcmc.samplers import SAMPLERS
+from tests.helpers import composed
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["run.n_steps=120", "run.n_chains=40", "run.burn_in=60", "run.eval_every=30", "run.progress=false"]
@@ -53,11 +55,13 @@ def test_default_experiment_writes_a_complete_result_folder(tmp_path):
 
 @pytest.mark.parametrize("sampler", sorted(SAMPLERS))
 def test_every_sampler_runs_on_double_well(sampler, tmp_path):
+    """``run.py``'s config of every sampler, run in this process (the command line's own start and exit are the
+    other tests': a start of ``python run.py`` is about 2 s, most of it imports)."""
     # CCAdL's default running estimate needs per-example gradients; the synthetic target knows its V
     extra = ["sampler.noise_estimate=known"] if sampler == "ccadl" else []
-    result = run_cli(f"sampler={sampler}", "target=double_well", *SMALL, *extra, results_dir=tmp_path)
-    assert result.returncode == 0, result.stderr
-    folder = Path(result.stdout.strip().splitlines()[-1])
+    folder, status = run_experiment(composed(f"sampler={sampler}", "target=double_well", *SMALL, *extra,
+                                             f"run.results_dir={tmp_path}"))
+    assert status == "completed"
     kept = 0 if SAMPLERS[sampler].kind == "optimiser" else 60  # an optimiser keeps no samples
     assert np.load(folder / "samples.npz")["theta"].shape == (40, kept, 1)
     assert json.loads((folder / "metrics.json").read_text())["status"] == "completed"

@@ -18,8 +18,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
 
 import sgmcmc.experiment
 from sgmcmc.config import ConfigError
@@ -29,6 +27,7 @@ from sgmcmc.experiment import build, run_experiment
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import SAMPLERS
 from sgmcmc.targets import make_target
+from tests.helpers import composed
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / "configs"
@@ -47,14 +46,6 @@ TRAJECTORIES = ("hmc", "naive_sghmc", "sghmc_mh")
 INCORRECT = ("naive_sghmc", "naive_sgrhmc", "psgld_no_gamma")
 # tests/samplers/test_sampling_accuracy.py's KL(p‖q) bound by dimension
 KL_MAX = {1: 0.005, 2: 0.01}
-
-
-def composed(*overrides: str) -> dict:
-    """The resolved config of ``python run.py <overrides>``."""
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        config = OmegaConf.to_container(compose(config_name="config", overrides=list(overrides)), resolve=True)
-    config.pop("hydra", None)
-    return config
 
 
 @functools.cache  # asked at collection and by every pair of the walk: one composition per target
