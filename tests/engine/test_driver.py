@@ -15,7 +15,11 @@ estimators of :mod:`sgmcmc.engine.estimators`, on models handed over as plain fu
 from __future__ import annotations
 
 import itertools
+import os
 import pickle
+import subprocess
+import sys
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -33,6 +37,7 @@ from sgmcmc.recipe import Recipe, recipe_step
 from sgmcmc.state import SamplerState
 from tests.helpers import ScriptedNormals
 
+ROOT = Path(__file__).resolve().parents[2]
 NU = 4.0
 
 
@@ -183,22 +188,43 @@ def test_the_compiled_block_is_the_python_source(name, integrator, mode, model, 
     assert not np.allclose(runs[0].theta[:, 0], runs[0].theta[:, -1])  # the chains moved
 
 
-@pytest.mark.validate  # a block compiled per case (seconds each): the long tier
-@pytest.mark.parametrize("name, integrator, mode, model, metric", [COMPILED_CASES[5], COMPILED_CASES[-1]])
-def test_a_block_compiled_for_its_options_gives_the_generic_blocks_samples(name, integrator, mode, model, metric,
-                                                                           monkeypatch):
-    """Runs compile a block per combination of options, as integer literals (driver.SPECIALISE); the test suite
-    compiles one for all (tests/conftest.py). The two give the same bits."""
+def case_run(case: int) -> tuple[np.ndarray, np.ndarray]:
+    """(θ, r) of 4 chains after a block of 25 steps of ``COMPILED_CASES[case]``, compiled, without clipping."""
+    name, integrator, mode, model, metric = COMPILED_CASES[case]
     source, dim, n_data, batch = source_of(model)
     variance = np.array([[0.5, 0.1, 0.0], [0.1, 0.4, 0.0], [0.0, 0.0, 0.3]])[:dim, :dim]
-    runs = []
-    for specialise in (True, False):
-        monkeypatch.setattr(driver, "SPECIALISE", specialise)
-        runs.append(blocks(name, source, dim, (integrator, mode, 0), variance, n_data, batch, metric=metric)(
-            np.random.default_rng(5), state(4, dim), np.full(25, 0.01), 0))
-    assert runs[0].stop == 25
-    np.testing.assert_array_equal(runs[0].theta, runs[1].theta)
-    np.testing.assert_array_equal(runs[0].momentum, runs[1].momentum)
+    run = blocks(name, source, dim, (integrator, mode, 0), variance, n_data, batch, metric=metric)(
+        np.random.default_rng(5), state(4, dim), np.full(25, 0.01), 0)
+    assert run.stop == 25
+    return run.theta, run.momentum
+
+
+# a process of its own compiles the case's block as runs do: SGMCMC_SPECIALISE_KERNELS is read at sgmcmc's import
+AS_RUNS_COMPILE = ("import sys; import numpy as np; from tests.engine.test_driver import case_run; "
+                   "np.savez(sys.argv[2], *case_run(int(sys.argv[1])))")
+
+
+@pytest.mark.validate  # a block compiled per case (seconds each), here and in a process of its own: the long tier
+@pytest.mark.parametrize("case", [3, len(COMPILED_CASES) - 1], ids=lambda case: "-".join(map(str, COMPILED_CASES[case])))
+def test_a_block_compiled_as_runs_compile_it_gives_the_generic_blocks_samples(case, monkeypatch, tmp_path):
+    """Runs compile a block per combination of options, as integer literals (driver.SPECIALISE), with the model's
+    and the estimator's functions inlined into it (sgmcmc.engine.static.SPECIALISE); the test suite compiles one block
+    for all options, those functions called (tests/conftest.py). The three give the same bits: the options as
+    literals in this process, and the block as runs compile it in a process started with
+    SGMCMC_SPECIALISE_KERNELS=1, on a data model (minibatches, the full V̂) and on CCAdL's thermostat."""
+    generic = case_run(case)
+    monkeypatch.setattr(driver, "SPECIALISE", True)
+    literal = case_run(case)
+    output = tmp_path / "runs.npz"
+    child = subprocess.run([sys.executable, "-c", AS_RUNS_COMPILE, str(case), str(output)], capture_output=True,
+                           text=True, cwd=ROOT, env=dict(os.environ, SGMCMC_SPECIALISE_KERNELS="1", PYTHONPATH=str(ROOT)),
+                           timeout=600)
+    assert child.returncode == 0, child.stderr
+    with np.load(output) as saved:
+        as_runs = (saved["arr_0"], saved["arr_1"])
+    for run in (literal, as_runs):
+        np.testing.assert_array_equal(run[0], generic[0])
+        np.testing.assert_array_equal(run[1], generic[1])
 
 
 def _recipe(name, dim, gradient, variance, parameter, metric, step_size):

@@ -21,6 +21,10 @@ from tests.deliberate_bugs import (HOTTER_THERMOSTAT, METRIC_WITHOUT_ITS_DERIVAT
 from tests.helpers import build, sample_and_score
 
 KL_1D, MOMENT_1D = 0.005, 0.05
+# The 1D targets of the checks below. The Gaussian's runs are make validate's: its compiled blocks (one per
+# integrator, a few seconds each from a cold cache) are compiled there anyway for the default runs of
+# tests/test_defaults.py, and they took make test past its 10 minutes; the double well's blocks serve most of make test.
+TARGETS_1D = [pytest.param("gaussian_1d", marks=pytest.mark.validate), "double_well"]
 KL_2D, MOMENT_2D = 0.01, 0.05
 
 # (sampler, step size, steps) per target: Hamiltonian samplers at ε = 0.05, first-order ones smaller.
@@ -45,7 +49,7 @@ CORRECT_2D = [
 ]
 
 
-@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.parametrize("target_name", TARGETS_1D)
 @pytest.mark.parametrize("name, params, step_size, n_steps", CORRECT_1D)
 def test_correct_sampler_matches_exact_1d_density(name, params, step_size, n_steps, target_name):
     check = sample_and_score(build(name, target_name, **params), step_size, n_steps)
@@ -62,7 +66,8 @@ def test_correct_sampler_matches_exact_2d_density(name, params, step_size, n_ste
 # --- naive samplers are measurably wrong ----------------------------------------------------------
 
 
-@pytest.mark.parametrize("target_name, kl_floor", [("gaussian_1d", 0.02), ("double_well", 0.01)])
+@pytest.mark.parametrize("target_name, kl_floor", [pytest.param("gaussian_1d", 0.02, marks=pytest.mark.validate),
+                                                   ("double_well", 0.01)])
 def test_naive_sgrhmc_is_wrong_and_stays_wrong_as_the_step_shrinks(target_name, kl_floor):
     for step_size, n_steps in [(0.05, 3000), (0.025, 6000)]:
         naive = sample_and_score(build("naive_sgrhmc", target_name), step_size, n_steps)
@@ -76,7 +81,7 @@ def test_naive_sgrhmc_is_wrong_in_2d():
     assert not check.passes(KL_2D, MOMENT_2D) and check.kl > 0.02, check
 
 
-@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.parametrize("target_name", TARGETS_1D)
 def test_naive_sghmc_without_mh_is_wrong_and_mh_fixes_it(target_name):
     naive = sample_and_score(build("naive_sghmc", target_name, n_leapfrog=50, metropolis=False), 0.1, 600)
     with_mh = sample_and_score(build("naive_sghmc", target_name, n_leapfrog=50, metropolis=True), 0.1, 600)
@@ -91,7 +96,7 @@ def test_naive_sghmc_without_mh_is_wrong_and_mh_fixes_it(target_name):
 @pytest.mark.parametrize(
     "name, step_size", [("sgld", 0.02), ("sgrld", 0.02), ("sghmc", 0.05), ("sgrhmc", 0.05)],
 )
-@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.parametrize("target_name", TARGETS_1D)
 def test_factor_two_in_injected_noise_is_caught(monkeypatch, name, step_size, target_name):
     """The engine's blocks with twice the injected variance (tests/deliberate_bugs.py)."""
     sampler = build(name, target_name)
@@ -109,7 +114,7 @@ def _thermostat_mean(sampler, step_size=0.05, n_steps=3000, n_chains=1000, seed=
     return outcome.thermostat_mean
 
 
-@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.parametrize("target_name", TARGETS_1D)
 def test_sgnht_thermostat_absorbs_doubled_noise_but_shows_it(monkeypatch, target_name):
     """The thermostat controls the kinetic temperature, so SGNHT still samples the target with a
     factor 2 in its injected noise (Ding et al. 2014): the error shows in E ξ, which moves from A
@@ -121,7 +126,7 @@ def test_sgnht_thermostat_absorbs_doubled_noise_but_shows_it(monkeypatch, target
     assert doubled > 1.7, doubled
 
 
-@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.parametrize("target_name", TARGETS_1D)
 def test_sgnht_with_wrong_thermostat_correction_is_caught(monkeypatch, target_name):
     """Γ_ξ = −1 sets the kinetic temperature; with −2 instead the chains sample exp(−U/2). The engine's thermostat
     with ε taken off ξ' after each step (tests/deliberate_bugs.py)."""
@@ -133,7 +138,7 @@ def test_sgnht_with_wrong_thermostat_correction_is_caught(monkeypatch, target_na
 
 
 @pytest.mark.parametrize("name", ["sgrld", "sgrhmc"])
-@pytest.mark.parametrize("target_name", ["gaussian_1d", "double_well"])
+@pytest.mark.parametrize("target_name", TARGETS_1D)
 def test_missing_gamma_is_caught(monkeypatch, name, target_name):
     """The engine's blocks with the metric's ∂S set to 0 after the metric function (tests/deliberate_bugs.py)."""
     sampler = build(name, target_name)
@@ -143,6 +148,7 @@ def test_missing_gamma_is_caught(monkeypatch, name, target_name):
     assert not check.passes(KL_1D, MOMENT_1D), check
 
 
+@pytest.mark.validate  # on the Gaussian: see TARGETS_1D
 def test_halving_the_step_does_not_make_sgrhmc_worse():
     """Discretisation bias is O(ε) for the recipe sampler (google-research cold-posterior test idea)."""
     coarse = sample_and_score(build("sgrhmc", "gaussian_1d"), 0.1, 2000)
