@@ -48,9 +48,10 @@ warnings.filterwarnings("ignore", message=".*is not in scope", category=NumbaIRA
 # the suite compiles, each in less time. The driver types a block's options as plain integers (sgmcmc.engine.driver),
 # and ``callN`` calls a StaticFunction's compiled function instead of inlining its source. Measured with
 # scripts/block_compile_time.py (a cold block): gaussian_1d:sgld 5.0 s against 7.9 s inlined, gaussian_1d:sgnht 4.8
-# against 10.0. A chain-step of these generic blocks costs the same either way (scripts/engine_step_cost.py, SGLD on
-# the double well: 339 against 326 ns); the engine's own small helpers stay inlined (called, the step took 774 ns).
-# The same source, so the same samples (tests/engine/test_driver.py).
+# against 10.0. A chain-step costs the same on the double well's formula (scripts/engine_step_cost.py, SGLD: 339
+# against 326 ns) but more on trajectories and minibatches (results/test-times/inline-20261129.md: make validate's
+# default runs of Normal-Gamma 1.5x, of the lecture quartic's SGHMC with MH 2x); the engine's own small helpers stay
+# inlined (called, SGLD's step on the double well took 774 ns). The same samples either way (tests/engine/test_driver.py).
 SPECIALISE = os.environ.get("SGMCMC_SPECIALISE_KERNELS", "1") != "0"
 
 # the live compiled functions of this process by key: a cached block's types name them, and are rebuilt from them
