@@ -8,7 +8,7 @@ block (the suite's generic blocks, ``SGMCMC_SPECIALISE_KERNELS=0``, and the bloc
 - numba's reference-count operations (NRT_Incref and NRT_Decref) a chain-step, counted with ``NUMBA_DEBUG_NRT=1``
   (which prints one line per operation) as the difference between a block of 20 steps and one of 10, at 1 chain.
 
-    python scripts/data_step_cost.py [--output results/test-times/data-step-cost-<date>.json]
+    python scripts/data_step_cost.py [--output results/bench/data-step-cost-<date>.json]
 """
 
 from __future__ import annotations
