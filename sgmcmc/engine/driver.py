@@ -9,6 +9,9 @@ step draws a minibatch: its uniforms, then its standard normals; else the normal
 The backend is explicit (:data:`COMPILED` or :data:`PYTHON`): the compiled block, or the very same driver, integrator
 and estimator source run as plain Python (the readable reference; the small shared helpers, the injected noise's
 factorisation and the finiteness test, stay compiled). Both give the same samples for the same random numbers.
+
+Compiled, :func:`run_block` hands the steps its arrays without reference counts (:mod:`sgmcmc.engine.unowned`): its
+arguments, and each chain's working arrays, kept alive to the chain's last step.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
 from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, choose_rows, running_size
 from sgmcmc.engine.injection import FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, OK, finite_state
 from sgmcmc.engine.static import SPECIALISE, StaticFunction, call20, static
+from sgmcmc.engine.unowned import keep, unowned
 from sgmcmc.noise import clip_counters
 from sgmcmc.state import SamplerState
 
@@ -60,6 +64,8 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
     keep_carry, keep_reflected = carry_path.shape[1] > 0, reflected_path.shape[1] > 0
     uniform = 0.0
     same_rows = rows.shape[0] == 1 and rows.shape[1] == 1
+    # what the steps are handed, without reference counts (sgmcmc.engine.unowned): the arguments, alive for the call
+    source, parameters, variance, rows = unowned(source), unowned(parameters), unowned(variance), unowned(rows)
     batch = rows[0, 0]
     for i in range(n_chains):
         # the working arrays of a chain's steps: the step's normals, ∇Ũ, the injected noise, D's and T's diagonals,
@@ -67,11 +73,11 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
         # every step, as normals[k, :, i], costs reference counts that measured more than a step of the double
         # well), nor once per block (measured: SGLD on the double well took 70-95 ns a chain-step with them made once
         # per block against 22 ns made per chain, the same source otherwise)
-        step_normals, gradient, noise = np.empty((slots, d)), np.empty(d), np.empty(d)
-        diffusion, scale, at, correction = np.empty(d), np.empty(d), np.empty(d), np.empty(d)
-        square = np.empty((variance.shape[0], d))  # (d, d) where V̂ enters (its full draw's scratch), else (1, d)
-        theta, momentum, xi, carry = theta0[i].copy(), momentum0[i].copy(), xi0[i].copy(), carry0[i].copy()
-        state = memory[i].copy()
+        owners = (np.empty((slots, d)), np.empty(d), np.empty(d), np.empty(d), np.empty(d), np.empty(d), np.empty(d),
+                  np.empty((variance.shape[0], d)),  # (d, d) where V̂ enters (its full draw's scratch), else (1, d)
+                  theta0[i].copy(), momentum0[i].copy(), xi0[i].copy(), carry0[i].copy(), memory[i].copy())
+        (step_normals, gradient, noise, diffusion, scale, at, correction, square, theta, momentum, xi, carry,
+         state) = unowned(owners)  # kept alive to the chain's last step (keep, below)
         bad_step[i], bad_code[i] = n_steps, OK
         for k in range(n_steps):
             if not same_rows:
@@ -108,6 +114,7 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
                 reflected_path[i, k] = reflected
         for j in range(state.shape[0]):
             memory[i, j] = state[j]
+        keep(owners)
 
 
 @numba.njit(cache=True)

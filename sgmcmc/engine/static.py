@@ -52,6 +52,9 @@ warnings.filterwarnings("ignore", message=".*is not in scope", category=NumbaIRA
 # against 326 ns) but more on trajectories and minibatches (results/test-times/inline-20261129.md: make validate's
 # default runs of Normal-Gamma 1.5x, of the lecture quartic's SGHMC with MH 2x); the engine's own small helpers stay
 # inlined (called, SGLD's step on the double well took 774 ns). The same samples either way (tests/engine/test_driver.py).
+# Those costs were mostly reference counts; with the driver's arrays unowned (sgmcmc/engine/unowned.py) a chain-step of
+# Normal-Gamma takes 647-993 ns called against 293-711 ns inlined (results/bench/data-step-cost-20261129-unowned.json;
+# 1,169-1,702 and 722-1,178 ns before, data-step-cost-20261129.json).
 SPECIALISE = os.environ.get("SGMCMC_SPECIALISE_KERNELS", "1") != "0"
 
 # the live compiled functions of this process by key: a cached block's types name them, and are rebuilt from them
