@@ -238,6 +238,20 @@ def _clipped(path: np.ndarray) -> np.ndarray:
     return path & (CLIP_DRAW - 1)
 
 
+def compile_reason(error: Exception) -> str:
+    """One line of why numba refused a block: the innermost of its nested typing errors (what it could not type) and
+    where, in the first file of the model's the error names (not numba's, not the engine's)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    causes = [after for before, after in zip(lines, lines[1:]) if before.endswith("(step: nopython frontend)")]
+    causes += [line.removeprefix("TypingError:").strip() for line in lines
+               if line.startswith("TypingError:") and "Failed in nopython" not in line]
+    specific = [cause for cause in causes if not cause.startswith(("No implementation of function", "Failed in"))]
+    reason = (specific or causes or lines or [type(error).__name__])[-1]
+    places = [line for line in lines if line.startswith('File "') and "site-packages" not in line
+              and "sgmcmc/engine" not in line and "<string>" not in line]
+    return f"{reason}; {places[-1].removesuffix(':')}" if places else reason
+
+
 @dataclass(frozen=True)
 class Blocks:
     """A sampler's integrator on a target's gradient source, as a block runner ``blocks(rng, state, step_sizes, start)
@@ -335,8 +349,7 @@ class Blocks:
         try:
             self(np.random.default_rng(0), state, np.zeros(0), 0)
         except numba.core.errors.NumbaError as error:
-            lines = [line for line in str(error).splitlines() if line.strip()]
-            return lines[1] if len(lines) > 1 else lines[0] if lines else type(error).__name__
+            return compile_reason(error)
         return None
 
     def __call__(self, rng: np.random.Generator, state, step_sizes: np.ndarray, start: int) -> Block:

@@ -47,14 +47,18 @@ and cached on disk.
 from __future__ import annotations
 
 import math
+from types import FunctionType
 from typing import Optional
 
 import numba
+from numba import types
+from numba.core.registry import CPUDispatcher
 from numba.extending import register_jitable
 import numpy as np
 
 from sgmcmc.engine.injection import set_variance_diagonal
-from sgmcmc.engine.static import arity, call1, call2, call3, call4, call7, lead2, lead4, static
+from sgmcmc.engine.static import (StaticFunction, arity, call1, call2, call3, call4, call7, callback, lead2, lead4,
+                                  static)
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
 PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
@@ -469,6 +473,33 @@ def choose_rows(uniforms, n_data, out, chosen):
                 chosen[out[k, c, m]] = False
 
 
+# what each of a model's functions returns, where the blocks call it in Python (numba's object mode: a model the
+# compiler refuses, static.callback)
+_VECTOR, _MATRIX = types.float64[::1], types.float64[:, ::1]
+RETURNS = {"gradient": _MATRIX, "potential": _VECTOR, "row_gradients": _MATRIX, "prior_gradient": _VECTOR,
+           "row_gradient_sums": types.UniTuple(_VECTOR, 2), "row_log_likelihoods": _VECTOR,
+           "prior_log_density": types.float64}
+
+
+def _door(functions: dict, name: str, callbacks: bool, inline: bool = False):
+    """The model's function ``name`` as the blocks call it: compiled (its source inlined or called), or, with
+    ``callbacks`` or where it is not a plain function (a bound method, a closure), in Python from the compiled blocks
+    (:func:`~sgmcmc.engine.static.callback`)."""
+    function = functions[name]
+    plain = isinstance(function, CPUDispatcher) or (isinstance(function, FunctionType) and not function.__closure__)
+    if callbacks or not plain:  # a bound method, a closure over Python objects: not compiled at all
+        return callback(function, RETURNS[name], name)
+    return static(function, inline=inline)
+
+
+def called_in_python(source: tuple) -> list[str]:
+    """The model's functions in ``source`` that the blocks call in Python (:func:`_door`), by their :data:`RETURNS`
+    names."""
+    parts = [*source[1:3], *source[7]] if len(source) > 7 else list(source[1:3])
+    return sorted({part.key.split("callback<")[1].split(">")[0] for part in parts
+                   if isinstance(part, StaticFunction) and "callback<" in part.key})
+
+
 def on_rows(functions: dict) -> bool:
     """Whether a target's functions are a data model's: its rows door, its sums door or both."""
     return "row_gradients" in functions or "row_gradient_sums" in functions
@@ -480,7 +511,8 @@ def has_potential(functions: dict) -> bool:
     return "potential" in functions or ("row_log_likelihoods" in functions and "prior_log_density" in functions)
 
 
-def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0, every_row: bool = False) -> Optional[tuple]:
+def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0, every_row: bool = False,
+              callbacks: bool = False) -> Optional[tuple]:
     """The source of what a target hands the engine (its ``engine_functions()``): for a data model on rows
     (``row_gradients(θ, rows)``, ``prior_gradient(θ)``, ``data`` (N, width), ``n_data``) :func:`minibatch_gradient`'s;
     for a density model with a vectorised gradient (``gradient(θ)``, its ``sign``, ``noise_factor`` L; optionally its
@@ -496,14 +528,14 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0, ev
     ``estimator_state`` (``n_chains`` → (c, ``estimator_size``), read at each block's start), else None. A model
     that estimates ∇Ũ by itself (``batch_gradient(θ, rows, seed, parameters)``, ``parameters``) gets
     :func:`batch_estimate`'s. A data model on rows that hands over ``row_log_likelihoods(θ, rows)`` and
-    ``prior_log_density(θ[, hyperparameters])`` has its exact U, :func:`rows_potential`."""
+    ``prior_log_density(θ[, hyperparameters])`` has its exact U, :func:`rows_potential`. With ``callbacks`` the
+    model's functions (:data:`RETURNS`) are called in Python from the compiled blocks: a model the compiler refuses."""
     if "batch_gradient" in functions:
         gradient = static(functions["batch_gradient"], inline=False)
         return (static(batch_estimate), gradient, gradient, np.ascontiguousarray(functions["parameters"], dtype=float),
                 np.zeros(1), static(no_potential), static(no_noise), ())
     if "row_log_likelihoods" in functions and "prior_log_density" in functions:
-        density = (static(functions["row_log_likelihoods"], inline=False),
-                   static(functions["prior_log_density"], inline=False))
+        density = (_door(functions, "row_log_likelihoods", callbacks), _door(functions, "prior_log_density", callbacks))
         energy = static(rows_potential)
     else:
         density, energy = (), static(no_potential)
@@ -512,8 +544,8 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0, ev
     plain = "update_every" not in functions and "centre" not in functions
     sums = every_row or functions.get("minibatch_sums", True)
     if "row_gradient_sums" in functions and sums and plain and running in (NO_RUNNING, RUNNING_DIAGONAL):
-        return (static(sums_gradient), static(functions["row_gradient_sums"], inline=False),
-                static(functions["prior_gradient"], inline=False), np.ascontiguousarray(functions["data"], dtype=float),
+        return (static(sums_gradient), _door(functions, "row_gradient_sums", callbacks),
+                _door(functions, "prior_gradient", callbacks), np.ascontiguousarray(functions["data"], dtype=float),
                 np.array([float(functions["n_data"]), PLAIN, running, scale]), energy, static(sums_noise), density)
     if "row_gradient_sums" in functions and "row_gradients" not in functions:
         return None  # the sums alone serve no other estimate (the control variates, SVRG, the full running estimate)
@@ -526,18 +558,19 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0, ev
             numbers = np.concatenate([[float(functions["n_data"]), CONTROL_VARIATES if centred else PLAIN, running,
                                        scale], np.ravel(functions["centre"]) if centred else [],
                                       np.ravel(functions["centre_mean"]) if centred else []]).astype(float)
-        return (static(minibatch_gradient), static(functions["row_gradients"], inline=False),
-                static(functions["prior_gradient"], inline=False),
+        return (static(minibatch_gradient), _door(functions, "row_gradients", callbacks),
+                _door(functions, "prior_gradient", callbacks),
                 np.ascontiguousarray(functions["data"], dtype=float), numbers, energy, static(minibatch_noise), density)
     potential = functions.get("potential")
     constant_noise = static(no_noise)
     if "gradient" in functions:
-        gradient = static(functions["gradient"])
+        gradient = _door(functions, "gradient", callbacks, inline=True)
         numbers = np.concatenate([[float(functions["sign"])], np.ravel(functions["noise_factor"])]).astype(float)
         if potential is None:  # the slot of U is not read: any function of the right kind fills it
             return (static(density_gradient), gradient, gradient, np.zeros(1), numbers, static(no_potential),
                     constant_noise, ())
-        return (static(density_gradient), gradient, static(potential), np.array([float(functions["potential_sign"])]),
+        return (static(density_gradient), gradient, _door(functions, "potential", callbacks, inline=True),
+                np.array([float(functions["potential_sign"])]),
                 numbers, static(density_potential), constant_noise, ())
     gradient = static(functions["gradient_into"])
     numbers = np.concatenate([[1.0], np.ravel(functions["noise_factor"])]).astype(float)

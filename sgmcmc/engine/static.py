@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Callable
 
 import numba
+import numpy as np
 from numba import types
 from numba.core.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
 from numba.core.errors import NumbaExperimentalFeatureWarning, NumbaIRAssumptionWarning
@@ -124,6 +125,33 @@ def static(function: Callable, cacheable: bool = True, inline: bool = True) -> S
     if key not in _LIVE:  # numba interns a type by its key: one dispatcher per key, kept alive with it
         _LIVE[key] = function if isinstance(function, CPUDispatcher) else numba.njit(function)
     return StaticFunction(_LIVE[key], key)
+
+
+def callback(function: Callable, output: types.Type, name: str = "") -> StaticFunction:
+    """``function``, any Python callable the compiler refuses (a model's bound method, a closure), as a
+    :class:`StaticFunction` that compiled code calls in numba's object mode (``numba.objmode``): the arguments boxed
+    as numpy arrays over the same memory, the result converted to ``output`` (float64 arrays made contiguous, a float,
+    or a tuple of arrays). It takes the required positional parameters ``function`` takes (:func:`arity`); ``name``
+    names it in its key (the model's door, say). Called,
+    not inlined, and cached in this process only (a closure). Measured on a method of one line, θ (1, 10): 3.4-6.9 µs
+    a call from a compiled loop against 2.5 µs from Python."""
+    names = ", ".join(f"a{i}" for i in range(arity(function)))
+    if isinstance(output, types.BaseTuple):
+        convert = lambda value: tuple(np.ascontiguousarray(part, dtype=np.float64) for part in value)  # noqa: E731
+    elif isinstance(output, types.Array):
+        convert = lambda value: np.ascontiguousarray(value, dtype=np.float64)  # noqa: E731
+    else:
+        convert = float
+    namespace = {"numba": numba, "function": function, "convert": convert, "output": output}
+    exec(f"def make():\n"
+         f"    def trampoline({names}):\n"
+         f"        with numba.objmode(value=output):\n"
+         f"            value = convert(function({names}))\n"
+         f"        return value\n"
+         f"    return trampoline\n", namespace)
+    trampoline = namespace["make"]()
+    trampoline.__qualname__ = f"callback<{name or getattr(function, '__qualname__', type(function).__name__)}>"
+    return static(trampoline, cacheable=False, inline=False)
 
 
 class StaticFunctionType(types.Dispatcher):

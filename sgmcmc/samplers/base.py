@@ -19,8 +19,8 @@ import numpy as np
 
 from sgmcmc.engine.blocks import gradient_noise_mode
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
-from sgmcmc.engine.estimators import (FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, has_potential, on_rows,
-                                      source_of)
+from sgmcmc.engine.estimators import (FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, called_in_python,
+                                      has_potential, on_rows, source_of)
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
                                        THETA_FIRST, langevin, momentum_friction, ou_splitting, preconditioned,
@@ -309,11 +309,24 @@ class Sampler(ABC):
                         reflect=static(functions["reflect"]) if "reflect" in functions else None,
                         batches=functions.get("batches"), passes=self.engine_passes())
         error = blocks.compile_error(d)
-        if error is not None:
-            log.warning("%s on %s runs on the Python path (the engine's blocks uncompiled, much slower): the compiler "
-                        "refuses the model (%s)", self.name, getattr(self.target, "spec", self.target.name), error)
-            return replace(blocks, backend=PYTHON)
-        return blocks
+        where = f"{self.name} on {getattr(self.target, 'spec', self.target.name)}"
+        methods = called_in_python(source)
+        if error is None and methods:
+            log.warning("%s calls the model's functions in Python from the compiled blocks, one chain at a time (slower "
+                        "than a model the compiler takes; see sgmcmc/targets/user.py): its %s %s not plain functions "
+                        "(a method, a closure)", where, ", ".join(methods), "is" if len(methods) == 1 else "are")
+        if error is None:
+            return blocks
+        called = replace(blocks, source=source_of(functions, running, scale, not self.uses_stochastic_gradient,
+                                                  callbacks=True))
+        if called.compile_error(d) is None:
+            log.warning("%s calls the model's functions in Python from the compiled blocks, one chain at a time (slower "
+                        "than a model the compiler takes; see sgmcmc/targets/user.py): the compiler refuses the model "
+                        "(%s)", where, error)
+            return called
+        log.warning("%s runs on the Python path (the engine's blocks uncompiled, much slower): the compiler refuses the "
+                    "model (%s)", where, error)
+        return replace(blocks, backend=PYTHON)
 
     # True in the body of each class whose numpy steps a compiled kernel reproduces; a subclass (which may override
     # them) runs on the numpy steps unless it sets it too.
