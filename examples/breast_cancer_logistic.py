@@ -11,9 +11,8 @@ the minibatches. The contract is in ``sgmcmc/targets/user.py``; run it with
     python run.py target=custom target.model=examples/breast_cancer_logistic.py:BreastCancerLogistic \
         sampler=sghmc sampler.step_size=0.002 sampler.noise_estimate=zero run.n_chains=8 run.n_steps=20000
 
-Its methods are called in Python from the compiled blocks, one chain at a time (they take every chain at once, which
-the blocks do not use; the run says so in one line); a model written on rows, as ``examples/robust_regression.py``,
-is compiled into the blocks.
+It runs on the samplers' numpy steps (its methods take every chain at once); a model written on rows, as
+``examples/robust_regression.py``, runs on the compiled blocks.
 """
 
 import numpy as np

@@ -21,9 +21,9 @@ first, and every method returns one row per chain.
 - its stochastic gradient is the exact one plus N(0, v·I) noise, v = ``target.noise_variance`` (0: exact);
 - where its gradient (``grad_log_density`` or ``grad_potential``) is a ``staticmethod`` the compiler takes (plain numpy
   on arrays, or a ``numba.njit`` function; no ``self``), the compiled blocks call it on one chain at a time, as θ of
-  shape (1, dim) (:func:`sgmcmc.engine.estimators.density_gradient`); a method is called in Python from the compiled
-  blocks, one chain at a time (numba's object mode: slower, and the run says so in one line). HMC's and
-  the other Metropolis–Hastings tests take ``log_density`` (or ``potential``) the same way.
+  shape (1, dim) (:func:`sgmcmc.engine.estimators.density_gradient`); a method runs on the numpy steps. HMC's and
+  the other Metropolis–Hastings tests take ``log_density`` (or ``potential``) the same way when it is a
+  ``staticmethod`` too.
 
 **A data model** gives per-example terms, and the runner draws the minibatches (SPEC §1 "Common",
 :class:`sgmcmc.targets.data.DataTarget`: ∇Ũ = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ)):
@@ -51,11 +51,10 @@ on the rows of one array, with functions the compiler takes (plain numpy on arra
 The samplers that take one gradient a step (SGLD, SGRLD, SGHMC, the SGRHMCs, SGNHT, CCAdL, BAOAB, BADODAB, pSGLD with
 its running preconditioner; with ``noise_estimate`` zero, running, or known: the minibatches' covariance over all
 the rows, :func:`sgmcmc.engine.estimators.minibatch_gradient`) then run on the engine's compiled blocks
-(:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in one line and the compiled
-blocks call the model's functions in Python (numba's object mode, one chain at a time: the same samples, slower), or,
-where even that does not compile, run uncompiled (the engine's Python path, much slower). A data model in the
-vectorised form above runs on the same blocks, its functions called in Python one chain at a time on the indices of
-the chain's minibatch. Everything else sees a model on rows through the vectorised contract (:class:`RowModel`).
+(:mod:`sgmcmc.engine.driver`); if the compiler refuses a function, the run says so in one line, with what numba
+could not type and where, and the compiled blocks call the model's functions in Python (numba's object mode, one chain
+at a time: the same samples, slower), or, where even that does not compile, run uncompiled (the engine's Python path,
+much slower). Everything else sees it through the contract above (:class:`RowModel`).
 
 **The checks** (:func:`check_model`, at build time, before any run folder exists): the required methods are there,
 ``dim`` (and ``n_data``) are positive integers, θ₀ (for two chain counts) and every value at θ₀ have the promised
@@ -290,25 +289,19 @@ class UserDensityTarget(_UserTarget, Target):
     def _noise_factor(self) -> np.ndarray:
         return np.sqrt(self.noise_variance) * np.eye(self.dim)
 
-    def engine_functions(self) -> dict:
-        """The model's gradient, its sign (−1 for ∇log π) and the gradient noise's factor √v·I, and its value (U or
-        log π, with its sign) where it has one, for the engine (:func:`sgmcmc.engine.estimators.source_of`): a
-        ``staticmethod`` the compiler takes runs compiled; a method, or one the compiler refuses, is called in Python
-        from the compiled blocks."""
-        functions = {"gradient": _plain(self.model, self.gradient_name),
-                     "sign": 1.0 if self.gradient_name == "grad_potential" else -1.0,
+    def engine_functions(self) -> Optional[dict]:
+        """A gradient that is a ``staticmethod`` (see the module docstring), its sign (−1 for ∇log π) and the gradient
+        noise's factor √v·I, and the value (U or log π) where it is a staticmethod too, for the engine
+        (:func:`sgmcmc.engine.estimators.source_of`); None for a method."""
+        gradient = inspect.getattr_static(type(self.model), self.gradient_name, None)
+        if not isinstance(gradient, staticmethod):
+            return None
+        functions = {"gradient": gradient.__func__, "sign": 1.0 if self.gradient_name == "grad_potential" else -1.0,
                      "noise_factor": self._noise_factor, "noise_covariance": self.variance}
-        if self.has_potential:
-            functions.update(potential=_plain(self.model, self.value_name),
-                             potential_sign=1.0 if self.value_name == "potential" else -1.0)
+        value = inspect.getattr_static(type(self.model), self.value_name, None)
+        if self.has_potential and isinstance(value, staticmethod):
+            functions.update(potential=value.__func__, potential_sign=1.0 if self.value_name == "potential" else -1.0)
         return functions
-
-
-def _plain(model, name: str):
-    """The model's function ``name``: the plain function of a ``staticmethod`` (which the compiler may take), else
-    the bound method."""
-    found = inspect.getattr_static(type(model), name, None)
-    return found.__func__ if isinstance(found, staticmethod) else getattr(model, name)
 
 
 class UserDataTarget(_UserTarget, DataTarget):
@@ -345,33 +338,13 @@ class UserDataTarget(_UserTarget, DataTarget):
         ``row_gradient_sums``, ``row_log_likelihoods`` and ``prior_log_density`` where it has them: the last two are a
         Metropolis–Hastings test's U), data and N; None for the vectorised form."""
         if not isinstance(self.model, RowModel):
-            return self._index_functions()
+            return None
         model = self.model.wrapped
         functions = {"row_gradients": model.row_gradients, "prior_gradient": model.prior_gradient,
                      "data": self.model.data, "n_data": self.n_data}
         for name in ("row_gradient_sums", "row_log_likelihoods", "prior_log_density"):
             if hasattr(model, name):
                 functions[name] = getattr(model, name)
-        return functions
-
-    def _index_functions(self) -> dict:
-        """A model in the vectorised form seen as a model on rows, for the engine: its "data" are the example indices
-        (N, 1), and each function calls the target's (the model's) on one chain (θ (1, dim), the indices (1, m));
-        closures, which the blocks call in Python (one chain at a time)."""
-        model = self.model
-
-        def chain(theta):
-            return np.reshape(theta, (1, -1))
-
-        def indices(rows):
-            return rows[:, 0].astype(np.int64).reshape(1, -1)
-
-        functions = {"row_gradients": lambda theta, rows: self.log_likelihood_gradients(chain(theta), indices(rows))[0],
-                     "prior_gradient": lambda theta: self.log_prior_gradient(chain(theta))[0],
-                     "data": np.arange(self.n_data, dtype=float).reshape(-1, 1), "n_data": self.n_data}
-        if self.has_potential:
-            functions.update(row_log_likelihoods=lambda theta, rows: model.log_likelihood(chain(theta), indices(rows))[0],
-                             prior_log_density=lambda theta: model.log_prior(chain(theta))[0])
         return functions
 
 

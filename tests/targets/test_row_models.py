@@ -1,6 +1,6 @@
 """A user's data model on rows (``sgmcmc/targets/user.py``, "A data model on rows"), and a density model whose gradient
 is a staticmethod, run on the engine's compiled blocks with no formula to name and sample their exact distribution; a
-model the compiler refuses, or a method, is called in Python from the compiled blocks, with a one-line warning."""
+model the compiler refuses is called in Python from the compiled blocks, with a one-line warning."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
-from sgmcmc.state import SamplerState
 from sgmcmc.targets.user import user_target
 from tests.engine.test_driver import flat_prior, gaussian_examples
 from tests.helpers import door_potentials
@@ -241,7 +240,7 @@ class CorrelatedGaussian:
 
 
 class MethodGaussian(CorrelatedGaussian):
-    """The same model with its gradient a method (it has ``self``): called in Python from the compiled blocks."""
+    """The same model with its gradient a method (it has ``self``): the numpy steps."""
 
     def grad_log_density(self, theta):
         return -(theta - self.mean) @ self.precision
@@ -280,20 +279,9 @@ def test_a_density_models_engine_blocks_are_its_numpy_steps(name, params):
     assert not np.allclose(engine.theta[:, 0], engine.theta[:, -1])
 
 
-def test_a_density_model_with_a_method_gradient_is_called_in_python_from_the_compiled_blocks(caplog):
-    """A gradient that is a method (it has ``self``) runs on the compiled blocks, called in Python, and the run says
-    so; its samples are those of the same model with a staticmethod gradient (compiled) on the same draws."""
-    target = user_target(MethodGaussian(), "MethodGaussian", noise_variance=0.5)
-    with caplog.at_level(logging.WARNING):
-        blocks = kernel_of(make_sampler("sgld", target, noise_estimate="known"))
-    assert blocks.backend == COMPILED and "gradient" in called_in_python(blocks.source)
-    assert any("MethodGaussian calls the model's functions in Python" in record.getMessage() for record in caplog.records)
-    compiled = kernel_of(make_sampler("sgld", user_target(CorrelatedGaussian(), "CorrelatedGaussian", noise_variance=0.5),
-                                      noise_estimate="known"))
-    start = SamplerState(theta=np.random.default_rng(0).standard_normal((3, 2)))
-    runs = [run(np.random.default_rng(1), start, np.full(50, 0.02), 0) for run in (blocks, compiled)]
-    np.testing.assert_allclose(runs[0].theta, runs[1].theta, rtol=1e-12, atol=1e-12)
-    assert not np.allclose(runs[0].theta[:, 0], runs[0].theta[:, -1])
+def test_a_density_model_with_a_method_gradient_runs_on_the_numpy_steps():
+    target = user_target(MethodGaussian(), "MethodGaussian")
+    assert target.engine_functions() is None and kernel_of(make_sampler("sgld", target, noise_estimate="zero")) is None
 
 
 def test_control_variates_on_a_row_model_run_on_the_engine_and_count_their_gradients():
