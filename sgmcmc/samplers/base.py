@@ -114,6 +114,17 @@ def diagonal_matrices(diagonal: np.ndarray) -> np.ndarray:
     return out
 
 
+def per_example_gradients(target: Target) -> bool:
+    """Whether ``target`` can give its per-example gradients: a density model (it has no examples), or a data model
+    whose functions (:meth:`~sgmcmc.targets.base.Target.engine_functions`) include the rows door ``row_gradients``;
+    not one that hands over its minibatch sums alone (the BNN's, BPMF's: one chain's per-example gradients would be
+    hundreds of MB)."""
+    if not isinstance(target, DataTarget):
+        return True
+    functions = target.engine_functions()
+    return functions is None or not on_rows(functions) or "row_gradients" in functions
+
+
 class Sampler(ABC):
     """Base class of every sampler: binds a target and the sampler's parameters.
 
@@ -166,6 +177,10 @@ class Sampler(ABC):
         if self.integrator == "aboba" and (noise_estimate == "running" or (noise_estimate == "known" and knows_noise)):
             raise ValueError(f"integrator aboba has no gradient-noise correction: use noise_estimate=zero "
                              f"(got {noise_estimate})")
+        if noise_estimate == "running" and running_form == "full" and not per_example_gradients(target):
+            raise ValueError(f"sampler.running_form=full: target {target.name!r} hands over no per-example gradients "
+                             f"(its minibatch sums alone), so the full {target.dim}x{target.dim} running estimate "
+                             f"cannot be formed; use sampler.running_form=diagonal")
         self.noise_estimate = noise_estimate
         self.running_form = running_form
         self.noise_clip = bool(noise_clip)

@@ -64,7 +64,7 @@ from sgmcmc.engine import estimators, integrators
 from sgmcmc.engine.estimators import on_rows, running_size, source_of
 from sgmcmc.engine.static import static
 from sgmcmc.recipe import Recipe
-from sgmcmc.samplers.base import Sampler, diagonal_matrices
+from sgmcmc.samplers.base import Sampler, diagonal_matrices, per_example_gradients
 from sgmcmc.schema import Key, choice, real
 from sgmcmc.state import SamplerState, StepInfo
 
@@ -127,6 +127,10 @@ class PSGLD(Sampler):
         if self.preconditioner == "stationary" and not target.has_exact_gradient:
             raise ValueError(f"preconditioner=stationary needs the exact gradient, which target {target.name!r} does "
                              f"not have (use preconditioner=running)")
+        if self.preconditioner == "stationary" and not per_example_gradients(target):
+            raise ValueError(f"sampler.preconditioner=stationary: its V(θ) and Γ need the per-example gradients over all "
+                             f"N rows at every step, and target {target.name!r} hands over its minibatch sums alone; "
+                             f"use sampler.preconditioner=running")
 
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)

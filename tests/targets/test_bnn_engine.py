@@ -84,11 +84,19 @@ def test_the_engine_blocks_are_the_numpy_steps_and_read_the_precisions_at_each_b
     blocks_across_a_change(make_sampler(name, target, **params), change, np.full(15, 0.01), n_chains=3)
 
 
-def test_estimates_the_sums_do_not_serve_stay_on_the_numpy_steps():
-    """The full running estimate (d × d) needs the per-example rows, which the BNN does not hand over."""
+def test_estimates_the_sums_do_not_serve_are_refused_with_the_key_to_change():
+    """The full running estimate (d × d) and pSGLD's stationary preconditioner need the per-example rows, which the
+    BNN does not hand over: each is refused in one line naming the key and its remedy; the diagonal estimate and the
+    running preconditioner run on the blocks."""
     target = _target()
-    full = make_sampler("sghmc", target, noise_estimate="running", running_form="full")
-    assert kernel_of(full, PYTHON) is None
+    with pytest.raises(ValueError, match=r"^sampler.running_form=full: .* use sampler.running_form=diagonal$"):
+        make_sampler("sghmc", target, noise_estimate="running", running_form="full")
+    for name in ("psgld", "psgld_no_gamma"):
+        with pytest.raises(ValueError, match=r"^sampler.preconditioner=stationary: .* use sampler.preconditioner=running$"):
+            make_sampler(name, target, noise_estimate="zero")
+        assert isinstance(kernel_of(make_sampler(name, target, preconditioner="running"), PYTHON), Blocks)
+    diagonal = make_sampler("sghmc", target, noise_estimate="running", running_form="diagonal")
+    assert isinstance(kernel_of(diagonal, PYTHON), Blocks)
     assert isinstance(kernel_of(make_sampler("sgld", target), PYTHON), Blocks)
 
 

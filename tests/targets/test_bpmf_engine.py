@@ -57,8 +57,9 @@ def test_the_engine_blocks_are_the_numpy_steps_and_read_the_hyperparameters_at_e
     blocks_across_a_change(make_sampler(name, target, **params), change, np.full(12, 0.002), seed=4)
 
 
-def test_the_numpy_reference_and_the_full_running_estimate_stay_on_the_numpy_steps(ratings_file):
+def test_the_numpy_reference_stays_on_the_numpy_steps_and_the_full_running_estimate_is_refused(ratings_file):
     target = _target(ratings_file)
     assert kernel_of(make_sampler("sgld", _target(ratings_file, kernels=False)), PYTHON) is None
-    assert kernel_of(make_sampler("sghmc", target, noise_estimate="running", running_form="full"), PYTHON) is None
+    with pytest.raises(ValueError, match=r"^sampler.running_form=full: .* use sampler.running_form=diagonal$"):
+        make_sampler("sghmc", target, noise_estimate="running", running_form="full")
     assert isinstance(kernel_of(make_sampler("sgld", target), PYTHON), Blocks)
