@@ -28,7 +28,7 @@ from sgmcmc.engine.blocks import Block, first_failure
 from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
 from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, choose_rows, running_size
 from sgmcmc.engine.injection import FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, OK, finite_state
-from sgmcmc.engine.static import SPECIALISE, StaticFunction, call20, static
+from sgmcmc.engine.static import SPECIALISE, StaticFunction, bind, call20, static
 from sgmcmc.engine.unowned import keep, unowned
 from sgmcmc.noise import clip_counters
 from sgmcmc.state import SamplerState
@@ -382,6 +382,7 @@ class Blocks:
                      uniforms, rows, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path,
                      reflected_path, accept_path, bad_step, bad_code)
         source = (*self.source, NO_REFLECTION if self.reflect is None else self.reflect)
+        bind(source, self.parameters)  # the model's functions called in Python: this block's own
         if self.backend == COMPILED:
             _compiled_entry(self.step, source, arguments)(self.step, source, *arguments)
         else:

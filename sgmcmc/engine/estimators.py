@@ -57,7 +57,7 @@ from numba.extending import register_jitable
 import numpy as np
 
 from sgmcmc.engine.injection import set_variance_diagonal
-from sgmcmc.engine.static import (StaticFunction, arity, call1, call2, call3, call4, call7, callback, lead2, lead4,
+from sgmcmc.engine.static import (Callback, arity, call1, call2, call3, call4, call7, callback, lead2, lead4,
                                   static)
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
@@ -496,8 +496,7 @@ def called_in_python(source: tuple) -> list[str]:
     """The model's functions in ``source`` that the blocks call in Python (:func:`_door`), by their :data:`RETURNS`
     names."""
     parts = [*source[1:3], *source[7]] if len(source) > 7 else list(source[1:3])
-    return sorted({part.key.split("callback<")[1].split(">")[0] for part in parts
-                   if isinstance(part, StaticFunction) and "callback<" in part.key})
+    return sorted({part.name for part in parts if isinstance(part, Callback)})
 
 
 def on_rows(functions: dict) -> bool:

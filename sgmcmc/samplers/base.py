@@ -328,8 +328,9 @@ class Sampler(ABC):
         methods = called_in_python(source)
         if error is None and methods:
             log.warning("%s calls the model's functions in Python from the compiled blocks, one chain at a time (slower "
-                        "than a model the compiler takes; see sgmcmc/targets/user.py): its %s %s not plain functions "
-                        "(a method, a closure)", where, ", ".join(methods), "is" if len(methods) == 1 else "are")
+                        "than a model the compiler takes; see sgmcmc/targets/user.py): its %s %s (a method, a closure)",
+                        where, ", ".join(methods), "is not a plain function" if len(methods) == 1 else
+                        "are not plain functions")
         if error is None:
             return blocks
         called = replace(blocks, source=source_of(functions, running, scale, not self.uses_stochastic_gradient,

@@ -132,6 +132,48 @@ def test_a_model_the_compiler_refuses_is_called_in_python_from_the_compiled_bloc
     runs = [blocks(np.random.default_rng(1), start, np.full(20, 0.01), 0) for blocks in (fallback, compiled)]
     assert runs[0].stop == runs[1].stop == 20
     np.testing.assert_allclose(runs[0].theta, runs[1].theta, rtol=1e-12, atol=1e-12)
+    # a second model of the class, with other data, has the same compiled calls (cached on disk: one compile per
+    # class) and gives its own compiled counterpart's samples
+    other = make_sampler("sgld", user_target(Uncompilable(seed=5), "Uncompilable", batch_size=10),
+                         noise_estimate="zero").engine_blocks()
+    assert other.source[1].key == fallback.source[1].key
+    other_compiled = make_sampler("sgld", user_target(GaussianMean(seed=5), "GaussianMean", batch_size=10),
+                                  noise_estimate="zero").engine_blocks()
+    others = [blocks(np.random.default_rng(1), start, np.full(20, 0.01), 0) for blocks in (other, other_compiled)]
+    np.testing.assert_allclose(others[0].theta, others[1].theta, rtol=1e-12, atol=1e-12)
+
+
+class Tempered(GaussianMean):
+    """The same model with its likelihood's gradient scaled by ``self.power``: a method, which each model of the class
+    has bound to itself."""
+
+    def __init__(self, power, **kwargs):
+        super().__init__(**kwargs)
+        self.power = power
+
+    def row_gradients(self, theta, rows):
+        return self.power * (rows - theta)
+
+    def row_log_likelihoods(self, theta, rows):
+        return -0.5 * self.power * np.sum((rows - theta) ** 2, axis=1)
+
+
+def test_each_block_calls_its_own_models_method_whichever_model_was_built_last():
+    """Two models of one class share their compiled calls (one slot, filled at each block's start): a block of the
+    model built first, run after the second was built, still calls the first model's method (its samples are the
+    same run's before the second existed), and the two models' samples differ."""
+    first = make_sampler("sgld", user_target(Tempered(1.0), "Tempered", batch_size=10), noise_estimate="zero")
+    blocks = first.engine_blocks()
+    assert called_in_python(blocks.source) == ["row_gradients"]
+    start = first.init(np.random.default_rng(0).standard_normal((3, 2)), np.random.default_rng(0))
+    before = blocks(np.random.default_rng(1), start, np.full(20, 0.01), 0)
+    second = make_sampler("sgld", user_target(Tempered(0.5), "Tempered", batch_size=10),
+                          noise_estimate="zero").engine_blocks()
+    assert second.source[1].key == blocks.source[1].key
+    after = blocks(np.random.default_rng(1), start, np.full(20, 0.01), 0)
+    np.testing.assert_array_equal(after.theta, before.theta)
+    tempered = second(np.random.default_rng(1), start, np.full(20, 0.01), 0)
+    assert not np.allclose(tempered.theta, before.theta, rtol=1e-3)
 
 
 @pytest.mark.parametrize("estimate, running_form", [("running", "full"), ("running", "diagonal"), ("known", "full")])
