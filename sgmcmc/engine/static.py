@@ -28,6 +28,7 @@ import importlib.util
 import inspect
 import os
 import sys
+import tempfile
 import warnings
 from functools import cache
 from pathlib import Path
@@ -213,12 +214,7 @@ def callback(function: Callable, output: types.Type, name: str = "") -> Callback
               f"    return value\n")
     module_name = f"sgmcmc_callback_{hashlib.sha256(source.encode()).hexdigest()[:16]}"
     if module_name not in sys.modules:
-        path = CALLBACK_FOLDER / f"{module_name}.py"
-        if not path.exists():  # written once, atomically (test workers may write it at once): its cache stays valid
-            CALLBACK_FOLDER.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_text(source)
-            os.replace(partial, path)
+        path = _written(module_name, source)
         spec = importlib.util.spec_from_file_location(module_name, path)
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
@@ -226,6 +222,25 @@ def callback(function: Callable, output: types.Type, name: str = "") -> Callback
     made = static(sys.modules[module_name].trampoline, inline=False)
     CALLBACKS[slot] = function
     return Callback(made.dispatcher, made.key, slot, function, name, kind)
+
+
+def _written(module_name: str, source: str) -> Path:
+    """The trampoline module's file, written once, atomically (test workers may write it at once), so that its cache
+    stays valid: in :data:`CALLBACK_FOLDER`, or in the system's temporary folder where that cannot be written (a
+    read-only installation without ``SGMCMC_CACHE``)."""
+    for folder in (CALLBACK_FOLDER, Path(tempfile.gettempdir()) / f"sgmcmc-callbacks-{os.getuid()}"):
+        path = folder / f"{module_name}.py"
+        if path.exists():
+            return path
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = path.with_suffix(f".{os.getpid()}.tmp")
+            partial.write_text(source)
+            os.replace(partial, path)
+            return path
+        except OSError:
+            continue
+    raise OSError(f"cannot write the callback module {module_name}: set SGMCMC_CACHE to a writable folder")
 
 
 def bind(*values) -> None:

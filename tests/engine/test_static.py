@@ -1,10 +1,17 @@
 """sgmcmc.engine.static's ``leadN``: a model's function called with as many of the leading arguments as it takes, the
-same compiled (chosen when the caller compiles) and as plain Python."""
+same compiled (chosen when the caller compiles) and as plain Python; and its callbacks (a bound method called from
+compiled code in object mode)."""
+
+import os
+import tempfile
+from pathlib import Path
 
 import numba
 import numpy as np
+from numba import types
 
-from sgmcmc.engine.static import arity, lead3, static
+import sgmcmc.engine.static as static_module
+from sgmcmc.engine.static import arity, bind, call1, callback, lead3, static
 
 
 def takes_one(a):
@@ -33,3 +40,29 @@ def test_the_leading_arguments_a_function_takes():
     assert [arity(f) for f in expected] == [1, 2, 3]
     assert arity(static(takes_two)) == 2
     np.testing.assert_array_equal(lead3(takes_two, np.ones(2), np.zeros(2), None), np.ones(2))
+
+
+class Scaled:
+    def __init__(self, factor):
+        self.factor = factor
+
+    def gradient(self, theta):
+        return self.factor * theta
+
+
+@numba.njit
+def calls(function, theta):
+    return call1(function, theta)
+
+
+def test_a_callback_where_the_cache_folder_cannot_be_written_is_written_to_the_temporary_folder(monkeypatch):
+    """A read-only installation without SGMCMC_CACHE: the trampoline goes to the system's temporary folder, and compiled
+    code calls the bound method through it (its own instance's, once bound)."""
+    monkeypatch.setattr(static_module, "CALLBACK_FOLDER", Path("/proc/not-a-folder/callbacks"))
+    first, second = (callback(Scaled(factor).gradient, types.float64[::1], "gradient") for factor in (2.0, 3.0))
+    assert Path(first.dispatcher.py_func.__code__.co_filename).parent == Path(tempfile.gettempdir()) / f"sgmcmc-callbacks-{os.getuid()}"
+    bind(first)
+    np.testing.assert_array_equal(calls(first, np.ones(3)), np.full(3, 2.0))
+    bind(second)
+    np.testing.assert_array_equal(calls(second, np.ones(3)), np.full(3, 3.0))
+    np.testing.assert_array_equal(first.python(np.ones(3)), np.full(3, 2.0))  # the Python backend: its own function
