@@ -23,12 +23,15 @@ wanted).
 from __future__ import annotations
 
 import functools
+import getpass
 import hashlib
 import importlib.util
 import inspect
 import os
+import stat
 import sys
 import tempfile
+import threading
 import warnings
 from functools import cache
 from pathlib import Path
@@ -131,10 +134,10 @@ def static(function: Callable, cacheable: bool = True, inline: bool = True) -> S
     return StaticFunction(_LIVE[key], key)
 
 
-# The live Python functions that the compiled callbacks call, by their slot (:class:`Callback`): compiled code reads
-# this dict at run time (numba's object mode looks a global up when the code runs), and :func:`bind` fills it with a
-# block's own functions before the block runs.
-CALLBACKS: dict[str, Callable] = {}
+# The live Python functions that the compiled callbacks call, by their slot (:class:`Callback`), per thread: compiled
+# code looks them up when it runs (:func:`bound`, in numba's object mode), and :func:`bind` fills the running thread's
+# table with a block's own functions before the block runs.
+_BOUND = threading.local()
 # where the callbacks' trampolines are written, one small module each, so that numba's on-disk cache finds them (and the
 # blocks compiled with them) in the next process: ``$SGMCMC_CACHE/callbacks``, else the project's ``.cache/callbacks``
 CALLBACK_FOLDER = Path(os.environ.get("SGMCMC_CACHE", ENGINE.parents[1] / ".cache")) / "callbacks"
@@ -142,7 +145,8 @@ CALLBACK_FOLDER = Path(os.environ.get("SGMCMC_CACHE", ENGINE.parents[1] / ".cach
 
 class Callback(StaticFunction):
     """A Python function that compiled code calls in object mode (:func:`callback`): ``slot`` is its place in
-    :data:`CALLBACKS`, ``function`` the function :func:`bind` puts there, ``name`` the model's door it serves."""
+    the running thread's table (:func:`bound`), ``function`` the function :func:`bind` puts there, ``name`` the model's
+    door it serves."""
 
     def __init__(self, dispatcher: CPUDispatcher, key: str, slot: str, function: Callable, name: str, kind: str):
         super().__init__(dispatcher, key)
@@ -197,7 +201,7 @@ def callback(function: Callable, output: types.Type, name: str = "") -> Callback
     the model's door it serves. Called, not inlined.
 
     The trampoline is a module of its own in :data:`CALLBACK_FOLDER`, written once for its slot (:func:`_slot`), its
-    arity and its output, that calls ``CALLBACKS[slot]``: numba caches it, and the blocks compiled with it, on disk like
+    arity and its output, that calls ``bound(slot)``: numba caches it, and the blocks compiled with it, on disk like
     any other function, so the next process (the next test) with a model of the same class compiles nothing. The
     blocks :func:`bind` the function before they run. Measured on a method of one line, θ (1, 10): 3.4-6.9 µs a call
     from a compiled loop against 2.5 µs from Python."""
@@ -205,12 +209,12 @@ def callback(function: Callable, output: types.Type, name: str = "") -> Callback
     slot = _slot(function, name)
     kind_source, kind = _type_source(output)
     source = (f'"""Written by sgmcmc.engine.static.callback: {slot} called in object mode."""\n\n'
-              f"import numba\nfrom numba import types\n\nfrom sgmcmc.engine.static import CALLBACKS, _converted\n\n"
+              f"import numba\nfrom numba import types\n\nfrom sgmcmc.engine.static import _converted, bound\n\n"
               f"OUTPUT = {kind_source}\n\n\n"
               f"@numba.njit(cache=True)\n"
               f"def trampoline({names}):\n"
               f"    with numba.objmode(value=OUTPUT):\n"
-              f"        value = _converted(CALLBACKS[{slot!r}]({names}), {kind!r})\n"
+              f"        value = _converted(bound({slot!r})({names}), {kind!r})\n"
               f"    return value\n")
     module_name = f"sgmcmc_callback_{hashlib.sha256(source.encode()).hexdigest()[:16]}"
     if module_name not in sys.modules:
@@ -220,22 +224,27 @@ def callback(function: Callable, output: types.Type, name: str = "") -> Callback
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
     made = static(sys.modules[module_name].trampoline, inline=False)
-    CALLBACKS[slot] = function
+    _table()[slot] = function
     return Callback(made.dispatcher, made.key, slot, function, name, kind)
 
 
 def _written(module_name: str, source: str) -> Path:
-    """The trampoline module's file, written once, atomically (test workers may write it at once), so that its cache
-    stays valid: in :data:`CALLBACK_FOLDER`, or in the system's temporary folder where that cannot be written (a
-    read-only installation without ``SGMCMC_CACHE``)."""
-    for folder in (CALLBACK_FOLDER, Path(tempfile.gettempdir()) / f"sgmcmc-callbacks-{os.getuid()}"):
+    """The trampoline module's file, written once (each writer through a file of its own, moved into place: test workers
+    may write it at once) so that its cache stays valid, and rewritten where it holds anything else: in
+    :data:`CALLBACK_FOLDER`, or where that cannot be written (a read-only installation without ``SGMCMC_CACHE``) in a
+    folder of this user's in the system's temporary folder, used only if no one else can write to it."""
+    fallback = Path(tempfile.gettempdir()) / f"sgmcmc-callbacks-{getpass.getuser()}"
+    for folder in (CALLBACK_FOLDER, fallback):
         path = folder / f"{module_name}.py"
-        if path.exists():
-            return path
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            partial = path.with_suffix(f".{os.getpid()}.tmp")
-            partial.write_text(source)
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            if folder == fallback and not _private(folder):
+                continue
+            if path.is_file() and path.read_text() == source:
+                return path
+            handle, partial = tempfile.mkstemp(suffix=".tmp", dir=folder)
+            with os.fdopen(handle, "w") as file:
+                file.write(source)
             os.replace(partial, path)
             return path
         except OSError:
@@ -243,12 +252,31 @@ def _written(module_name: str, source: str) -> Path:
     raise OSError(f"cannot write the callback module {module_name}: set SGMCMC_CACHE to a writable folder")
 
 
+def _private(folder: Path) -> bool:
+    """Whether ``folder`` is a real folder that only this user can write to (where the system has user ids)."""
+    info = folder.lstat()
+    if not stat.S_ISDIR(info.st_mode):
+        return False
+    return not hasattr(os, "getuid") or (info.st_uid == os.getuid() and not info.st_mode & 0o022)
+
+
+def _table() -> dict:
+    """This thread's functions of the callbacks, by slot."""
+    return _BOUND.__dict__.setdefault("table", {})
+
+
+def bound(slot: str) -> Callable:
+    """The function bound to ``slot`` in this thread (:func:`bind`): what a trampoline calls."""
+    return _table()[slot]
+
+
 def bind(*values) -> None:
-    """Put each :class:`Callback` in ``values`` (and in the tuples among them, at any depth) in :data:`CALLBACKS`: its
-    own function, for the block about to run (another model of the same class may have bound its own since)."""
+    """Put each :class:`Callback` in ``values`` (and in the tuples among them, at any depth) in this thread's table:
+    its own function, for the block about to run (another model of the same class may have bound its own since)."""
+    table = _table()
     for value in values:
         if isinstance(value, Callback):
-            CALLBACKS[value.slot] = value.function
+            table[value.slot] = value.function
         elif isinstance(value, tuple):
             bind(*value)
 

@@ -2,8 +2,9 @@
 same compiled (chosen when the caller compiles) and as plain Python; and its callbacks (a bound method called from
 compiled code in object mode)."""
 
-import os
+import getpass
 import tempfile
+import threading
 from pathlib import Path
 
 import numba
@@ -60,9 +61,15 @@ def test_a_callback_where_the_cache_folder_cannot_be_written_is_written_to_the_t
     code calls the bound method through it (its own instance's, once bound)."""
     monkeypatch.setattr(static_module, "CALLBACK_FOLDER", Path("/proc/not-a-folder/callbacks"))
     first, second = (callback(Scaled(factor).gradient, types.float64[::1], "gradient") for factor in (2.0, 3.0))
-    assert Path(first.dispatcher.py_func.__code__.co_filename).parent == Path(tempfile.gettempdir()) / f"sgmcmc-callbacks-{os.getuid()}"
+    assert Path(first.dispatcher.py_func.__code__.co_filename).parent == Path(tempfile.gettempdir()) / f"sgmcmc-callbacks-{getpass.getuser()}"
     bind(first)
     np.testing.assert_array_equal(calls(first, np.ones(3)), np.full(3, 2.0))
     bind(second)
     np.testing.assert_array_equal(calls(second, np.ones(3)), np.full(3, 3.0))
     np.testing.assert_array_equal(first.python(np.ones(3)), np.full(3, 2.0))  # the Python backend: its own function
+    # each thread has its own bindings: a block of the other model in another thread leaves this thread's alone
+    bind(first)
+    other = threading.Thread(target=lambda: (bind(second), calls(second, np.ones(3))))
+    other.start()
+    other.join()
+    np.testing.assert_array_equal(calls(first, np.ones(3)), np.full(3, 2.0))
