@@ -306,11 +306,11 @@ class ControlVariates(CentredGradients):
                 "optimiser": self.optimiser, "optimiser_message": self.optimiser_message}
 
     def engine_functions(self):
-        """The base's functions on rows with θ̂ and ḡ(θ̂) (:func:`sgmcmc.engine.estimators.minibatch_gradient`'s
-        control variates) and ``advanced(gradients)``, which counts 2n evaluations a gradient; None where the base
-        hands the engine none."""
+        """The base's functions (on rows, or vectorised) with θ̂ and ḡ(θ̂)
+        (:func:`sgmcmc.engine.estimators.minibatch_gradient`'s control variates) and ``advanced(gradients)``, which
+        counts 2n evaluations a gradient; None where the base hands the engine none."""
         functions = self.base.engine_functions()
-        if functions is None or "row_gradients" not in functions:
+        if functions is None or not {"row_gradients", "vectorised_row_gradients"} & functions.keys():
             return None
         return {**functions, "centre": self.centre[0], "centre_mean": self.centre_mean[0], "advanced": self._advanced}
 

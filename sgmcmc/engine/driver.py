@@ -28,6 +28,7 @@ from sgmcmc.engine.blocks import Block, first_failure
 from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
 from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, choose_rows, running_size
 from sgmcmc.engine.injection import FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, OK, finite_state
+from sgmcmc.engine.replay import TAIL, Replay
 from sgmcmc.engine.static import SPECIALISE, StaticFunction, bind, call20, static
 from sgmcmc.engine.unowned import keep, unowned
 from sgmcmc.noise import clip_counters
@@ -320,6 +321,7 @@ class Blocks:
     reflect: Optional[StaticFunction] = None
     batches: Optional[Callable] = None
     passes: int = 1
+    replay: Optional[dict] = None
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
@@ -381,25 +383,84 @@ class Blocks:
         arguments = (self.parameters, self.options, self.variance, theta0, momentum0, xi0, carry0, memory, normals,
                      uniforms, rows, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path,
                      reflected_path, accept_path, bad_step, bad_code)
-        source = (*self.source, NO_REFLECTION if self.reflect is None else self.reflect)
-        bind(source, self.parameters)  # the model's functions called in Python: this block's own
-        if self.backend == COMPILED:
-            _compiled_entry(self.step, source, arguments)(self.step, source, *arguments)
+        reflect = NO_REFLECTION if self.reflect is None else self.reflect
+        if self.replay is not None:
+            self._replayed(reflect, arguments)
         else:
-            run_block.py_func(self.step.python, python_source(source), python_source(self.parameters), *arguments[1:])
+            source = (*self.source, reflect)
+            self._runner(source, arguments)(source, arguments)
         return self._block(given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path,
                            clipped_path, reflected_path, accept_path, bad_step, bad_code, memory)
+
+    def _runner(self, source: tuple, arguments: tuple) -> Callable:
+        """``run(source, arguments)``: run_block on arguments of these types, compiled (its entry point found once) or
+        as plain Python (:attr:`backend`), with the model's functions called in Python bound to this block's own."""
+        bind(source, self.parameters)
+        if self.backend == COMPILED:
+            entry = _compiled_entry(self.step, source, arguments)
+            return lambda source, arguments: entry(self.step, source, *arguments)
+        parameters = python_source(self.parameters)
+        return lambda source, arguments: run_block.py_func(self.step.python, python_source(source), parameters,
+                                                           *arguments[1:])
+
+    def _replayed(self, reflect: StaticFunction, arguments: tuple) -> None:
+        """The block step by step, each step run again until the model has answered every chain's calls
+        (:mod:`sgmcmc.engine.replay`): the same arguments and paths as one run_block call, and the same samples."""
+        (parameters, options, variance, theta, momentum, xi, carry, memory, normals, uniforms, rows, step_sizes,
+         theta_path, momentum_path, xi_path, carry_path, clipped_path, reflected_path, accept_path, bad_step,
+         bad_code) = arguments
+        n_chains, n_steps = theta.shape[0], step_sizes.size
+        replay = Replay(self.replay, n_chains, theta.shape[1], rows.shape[2])
+        source = (*self.source, replay.table(), reflect)
+        run = self._runner(source, arguments)  # compile_error's block of no steps: compiled, nothing run
+        if n_steps == 0:
+            run(source, arguments)
+            return
+        paths = [np.empty((n_chains, 1) + path.shape[2:]) if path.shape[1] else path
+                 for path in (theta_path, momentum_path, xi_path, carry_path, accept_path)]
+        counts = [np.zeros((n_chains, 1 if path.shape[1] else 0), dtype=np.int64)
+                  for path in (clipped_path, reflected_path)]
+        chains = np.arange(n_chains)
+        for k in range(n_steps):
+            replay.clear()
+            saved = memory.copy()
+            while True:
+                memory[:, -TAIL] = chains
+                memory[:, -1] = 0
+                run((*self.source, replay.table(), reflect),
+                    (parameters, options, variance, theta, momentum, xi, carry, memory, normals[k:k + 1],
+                     uniforms[k:k + 1] if uniforms.shape[0] else uniforms,
+                     rows if rows.shape[0] == 1 else rows[k:k + 1], step_sizes[k:k + 1], *paths[:4], *counts, paths[4],
+                     bad_step, bad_code))
+                if not replay.fill():
+                    break
+                memory[:] = saved
+            for whole, path in zip((theta_path, momentum_path, xi_path, carry_path, accept_path, clipped_path,
+                                    reflected_path), (*paths, *counts)):
+                if path.shape[1]:
+                    whole[:, k] = path[:, 0]
+            failed = bad_step < 1
+            if failed.any():
+                bad_step[failed], bad_step[~failed] = k, n_steps
+                bad_code[~failed] = OK
+                return
+            # copies: the one-step paths are written again by the next step's passes
+            theta = paths[0][:, 0].copy()
+            momentum = paths[1][:, 0].copy() if momentum.shape[1] else momentum
+            xi = paths[2][:, :1].copy() if xi.shape[1] else xi
+            carry = paths[3][:, 0].copy() if carry.shape[1] else carry
+        bad_step[:] = n_steps
 
     def _memory(self, state, n_chains: int, dim: int, n_steps: int) -> np.ndarray:
         """Each chain's estimator memory (c, m): (t, Î_t) of a running noise estimate (zeros where the state has none
         yet), then the estimator's own state (:attr:`estimator_state`, asked for only by a block with steps)."""
         size = running_size(self.running, dim)
-        memory = np.zeros((n_chains, size + self.estimator_size))
+        memory = np.zeros((n_chains, size + self.estimator_size + (TAIL if self.replay is not None else 0)))
         if size and state.noise is not None:
             memory[:, 0] = state.noise_count
             memory[:, 1:size] = np.reshape(state.noise, (n_chains, size - 1))
         if self.estimator_state is not None and n_steps:
-            memory[:, size:] = self.estimator_state(n_chains)
+            memory[:, size:size + self.estimator_size] = self.estimator_state(n_chains)
         return memory
 
     def _carried(self, rng: np.random.Generator, state, n_steps: int):
@@ -416,7 +477,8 @@ class Blocks:
                reflected_path, accept_path, bad_step, bad_code, memory) -> Block:
         first, status, error = first_failure(bad_step, bad_code, step_sizes.size, start)
         if self.advanced is not None and first:
-            self.advanced(first * self.passes, memory[:, running_size(self.running, state.theta.shape[1]):])
+            self.advanced(first * self.passes, memory[:, running_size(self.running, state.theta.shape[1]):][
+                :, :self.estimator_size])
         theta = np.ascontiguousarray(theta_path[:, :first])
         momentum = np.ascontiguousarray(momentum_path[:, :first]) if self.momentum else None
         xi = np.ascontiguousarray(xi_path[:, :first]) if self.xi else None

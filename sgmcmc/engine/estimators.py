@@ -57,8 +57,7 @@ from numba.extending import register_jitable
 import numpy as np
 
 from sgmcmc.engine.injection import set_variance_diagonal
-from sgmcmc.engine.static import (Callback, arity, call1, call2, call3, call4, call7, callback, lead2, lead4,
-                                  static)
+from sgmcmc.engine.static import (Callback, arity, call1, call2, call3, call4, call7, callback, lead3, lead4, static)
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
 PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
@@ -109,12 +108,13 @@ def rows_potential(source, theta, memory):
     (``row_log_likelihoods(θ, rows)`` → (n,), ``prior_log_density(θ)``, or ``(θ, hyperparameters)`` of a hierarchical
     prior, given the chain's hyperparameters as its prior gradient is)."""
     data, numbers = source[3], source[4]
+    tail = memory[running_size(numbers[2], theta.shape[0]):]
     total = 0.0
     for start in range(0, data.shape[0], FULL_CHUNK):
-        values = call2(source[7][0], theta, data[start:min(start + FULL_CHUNK, data.shape[0])])
+        values = lead4(source[7][0], theta, data[start:min(start + FULL_CHUNK, data.shape[0])], tail, source)
         for i in range(values.shape[0]):
             total += values[i]
-    return -total - lead2(source[7][1], theta, memory[running_size(numbers[2], theta.shape[0]):])
+    return -total - lead3(source[7][1], theta, tail, source)
 
 
 @numba.njit(cache=True, inline="always")
@@ -132,24 +132,25 @@ def _add_noise(numbers, normals, out):
 def minibatch_gradient(source, theta, normals, rows, memory, out, variance):
     """−(N/n) Σ_{i∈rows} h_i − ∇log p(θ) of a data model, and its running noise estimate (see the module docstring)."""
     numbers, d = source[4], theta.shape[0]
+    tail = memory[running_size(numbers[2], d):]
     if numbers[1] == PLAIN and every_row(rows, source[3].shape[0]):  # the exact ∇U: the data as they are
         batch = gather(source[3], rows[:0])  # not read (no centre): of the type the other branch gives
-        examples = call2(source[1], theta, source[3])
+        examples = lead4(source[1], theta, source[3], tail, source)
     else:
         batch = gather(source[3], rows)
-        examples = call2(source[1], theta, batch)
+        examples = lead4(source[1], theta, batch, tail, source)
     centre = theta  # θ̂ where the estimator has one
     if numbers[1] != PLAIN:
         if numbers[1] == SVRG:  # the chain's (count, θ̂, ḡ(θ̂)), θ̂ renewed here before every update_every-th gradient
-            state = memory[running_size(numbers[2], d):]
+            state = tail
             centre, centre_mean = state[1:1 + d], state[1 + d:1 + 2 * d]
             if state[0] % numbers[4] == 0:
-                _renew_centre(source, theta, centre, centre_mean)
+                _renew_centre(source, theta, centre, centre_mean, tail)
             state[0] += 1.0
         else:
             centre, centre_mean = numbers[4:4 + d], numbers[4 + d:4 + 2 * d]
-        _control_variates(source, centre, centre_mean, batch, examples)
-    prior = lead2(source[2], theta, memory[running_size(numbers[2], d):])
+        _control_variates(source, centre, centre_mean, batch, examples, tail)
+    prior = lead3(source[2], theta, tail, source)
     n = examples.shape[0]
     for j in range(d):
         out[j] = 0.0
@@ -157,7 +158,7 @@ def minibatch_gradient(source, theta, normals, rows, memory, out, variance):
         for j in range(d):
             out[j] += examples[i, j]
     if numbers[2] == FULL_DATA:
-        _full_data_covariance(source, theta, numbers[1] != PLAIN, centre, numbers[3], variance)
+        _full_data_covariance(source, theta, numbers[1] != PLAIN, centre, numbers[3], variance, tail)
     elif numbers[2] != NO_RUNNING:
         _running_estimate(numbers, examples, out, memory, variance)
     scale = numbers[0] / n
@@ -181,7 +182,7 @@ def sums_gradient(source, theta, normals, rows, memory, out, variance):
     else:
         total, scatter = lead4(source[1], theta, gather(source[3], rows), numbers[2] == RUNNING_DIAGONAL,
                                hyperparameters)
-    prior = lead2(source[2], theta, hyperparameters)
+    prior = lead3(source[2], theta, hyperparameters, source)
     n = rows.shape[0]
     if numbers[2] == RUNNING_DIAGONAL:
         _running_diagonal(numbers, scatter, n, memory, variance)
@@ -224,16 +225,16 @@ def gather(data, rows):
 
 
 @register_jitable
-def _control_variates(source, centre, centre_mean, batch, examples):
+def _control_variates(source, centre, centre_mean, batch, examples, tail):
     """h_i + ḡ(θ̂) − h_i(θ̂) into ``examples`` (n, d), the rows' gradients h_i at θ."""
-    at_centre = call2(source[1], centre, batch)
+    at_centre = lead4(source[1], centre, batch, tail, source)
     for i in range(examples.shape[0]):
         for j in range(examples.shape[1]):
             examples[i, j] += centre_mean[j] - at_centre[i, j]
 
 
 @register_jitable
-def _renew_centre(source, theta, centre, centre_mean):
+def _renew_centre(source, theta, centre, centre_mean, tail):
     """SVRG's renewal: θ̂ = θ into ``centre`` and ḡ(θ̂) = (1/N) Σ_j g_j(θ̂) into ``centre_mean``, over all the data
     in chunks of rows."""
     data, d = source[3], theta.shape[0]
@@ -241,7 +242,8 @@ def _renew_centre(source, theta, centre, centre_mean):
         centre[j] = theta[j]
         centre_mean[j] = 0.0
     for start in range(0, data.shape[0], FULL_CHUNK):
-        chunk = call2(source[1], centre, gather(data, np.arange(start, min(start + FULL_CHUNK, data.shape[0]))))
+        chunk = lead4(source[1], centre, gather(data, np.arange(start, min(start + FULL_CHUNK, data.shape[0]))), tail,
+                      source)
         for i in range(chunk.shape[0]):
             for j in range(d):
                 centre_mean[j] += chunk[i, j]
@@ -250,7 +252,7 @@ def _renew_centre(source, theta, centre, centre_mean):
 
 
 @register_jitable
-def _full_data_covariance(source, theta, centred, centre, scale, variance):
+def _full_data_covariance(source, theta, centred, centre, scale, variance, tail):
     """V̂ = c·S_h²(θ) into ``variance`` (d, d), or its diagonal into the row (1, d) (d > 1): S_h² = Σ_i (h_i − h̄)
     (h_i − h̄)ᵀ/(N − 1) over all N rows, h_i = g_i(θ), or g_i(θ) − g_i(θ̂) where ``centred`` (the control variates'
     constant ḡ(θ̂) leaves it unchanged); summed in chunks of rows about the first chunk's mean, as
@@ -261,9 +263,9 @@ def _full_data_covariance(source, theta, centred, centre, scale, variance):
     shift, first, second = np.zeros(d), np.zeros(d), np.zeros((variance.shape[0], d))
     for start in range(0, n, FULL_CHUNK):
         batch = gather(data, np.arange(start, min(start + FULL_CHUNK, n)))
-        chunk = call2(source[1], theta, batch)
+        chunk = lead4(source[1], theta, batch, tail, source)
         if centred:
-            chunk = chunk - call2(source[1], centre, batch)
+            chunk = chunk - lead4(source[1], centre, batch, tail, source)
         if start == 0:  # loops, not np.mean and np.sum: numba's and numpy's sum in other orders
             for i in range(chunk.shape[0]):
                 for j in range(d):
@@ -303,7 +305,8 @@ def minibatch_noise(source, theta, memory, variance):
     numbers, d = source[4], theta.shape[0]
     if numbers[2] == FULL_DATA:
         centred = numbers[1] == CONTROL_VARIATES
-        _full_data_covariance(source, theta, centred, numbers[4:4 + d] if centred else theta, numbers[3], variance)
+        _full_data_covariance(source, theta, centred, numbers[4:4 + d] if centred else theta, numbers[3], variance,
+                              memory[running_size(numbers[2], d):])
     elif numbers[2] == RUNNING_FULL:
         for j in range(d):
             for k in range(d):
@@ -369,7 +372,7 @@ def rows_stationary(arguments, source, theta, rows, memory, normals, gradient, m
         if not of_noise:
             call7(exact[0], exact, point, normals, everything, hyperparameters, value, noise)
         if k == 0 or of_noise:
-            _full_data_covariance(exact, point, False, point, arguments[1][0], noise)
+            _full_data_covariance(exact, point, False, point, arguments[1][0], noise, hyperparameters)
         point[j] = theta[j]
         if k == 0:
             for i in range(d):
@@ -500,8 +503,9 @@ def called_in_python(source: tuple) -> list[str]:
 
 
 def on_rows(functions: dict) -> bool:
-    """Whether a target's functions are a data model's: its rows door, its sums door or both."""
-    return "row_gradients" in functions or "row_gradient_sums" in functions
+    """Whether a target's functions are a data model's: its rows door, its sums door or both, or a vectorised data
+    model's gradients (:func:`sgmcmc.engine.replay.on_replay`)."""
+    return bool({"row_gradients", "row_gradient_sums", "vectorised_row_gradients"} & functions.keys())
 
 
 def has_potential(functions: dict) -> bool:
@@ -538,7 +542,7 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0, ev
         energy = static(rows_potential)
     else:
         density, energy = (), static(no_potential)
-    if "prior_gradient" in functions and arity(functions["prior_gradient"]) > 1 and "estimator_state" not in functions:
+    if "prior_gradient" in functions and arity(functions["prior_gradient"]) == 2 and "estimator_state" not in functions:
         return None  # a prior of the chain's hyperparameters, and none handed over
     plain = "update_every" not in functions and "centre" not in functions
     sums = every_row or functions.get("minibatch_sums", True)

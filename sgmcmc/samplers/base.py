@@ -25,6 +25,7 @@ from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
 from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
                                        THETA_FIRST, langevin, momentum_friction, ou_splitting, preconditioned,
                                        thermostat, trajectory)
+from sgmcmc.engine.replay import on_replay
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.gradient_estimators import SVRG
@@ -122,7 +123,8 @@ def per_example_gradients(target: Target) -> bool:
     if not isinstance(target, DataTarget):
         return True
     functions = target.engine_functions()
-    return functions is None or not on_rows(functions) or "row_gradients" in functions
+    return (functions is None or not on_rows(functions)
+            or bool({"row_gradients", "vectorised_row_gradients"} & functions.keys()))
 
 
 class Sampler(ABC):
@@ -266,6 +268,7 @@ class Sampler(ABC):
         functions = self.engine_functions()
         if functions is None:
             return None
+        functions = on_replay(functions)
         data = on_rows(functions)
         slots, uniforms = self.engine_draws(data)
         if uniforms and not has_potential(functions):  # a Metropolis test needs the exact U
@@ -297,6 +300,9 @@ class Sampler(ABC):
             return None
         if "update_every" in functions and step is ou_splitting and running == FULL_DATA:
             return None  # the O step's V(θ₁) about each chain's own SVRG centre: not in its source's numbers
+        if "replay" in functions and (uniforms or running == FULL_DATA or "update_every" in functions
+                                      or not self.uses_stochastic_gradient):
+            return None  # a vectorised model's passes over all the data (U, V(θ), SVRG's renewals): the numpy steps
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions, running))
@@ -322,7 +328,7 @@ class Sampler(ABC):
                         estimator_size=int(functions.get("estimator_size", 0)),
                         replacement=bool(functions.get("replacement", False)) and self.uses_stochastic_gradient,
                         reflect=static(functions["reflect"]) if "reflect" in functions else None,
-                        batches=functions.get("batches"), passes=self.engine_passes())
+                        batches=functions.get("batches"), passes=self.engine_passes(), replay=functions.get("replay"))
         error = blocks.compile_error(d)
         where = f"{self.name} on {getattr(self.target, 'spec', self.target.name)}"
         methods = called_in_python(source)

@@ -33,6 +33,13 @@ first, and every method returns one row per chain.
 - ``grad_log_prior(θ)`` → (n, dim);
 - optionally ``log_likelihood(θ, index)`` → (n, b) and ``log_prior(θ)`` → (n,) (U(θ) for HMC and the check);
 
+it runs on the engine's compiled blocks (the same integrators and estimators as a data model on rows, below), each
+step run again until every chain's calls are answered, with one call of ``grad_log_likelihood`` and one of
+``grad_log_prior`` for all the chains a step (:mod:`sgmcmc.engine.replay`), for the samplers, noise estimates and
+estimators that take no pass over all the data: ``noise_estimate`` zero or running, plain minibatches or the control
+variates. The default ``known`` noise estimate, HMC's and SGHMC + MH's U, SVRG's renewals and pSGLD's stationary
+preconditioner run on the numpy steps.
+
 **A data model on rows** is the same, written so that the compiled blocks run it (no formula to name): per chain,
 on the rows of one array, with functions the compiler takes (plain numpy on arrays, or ``numba.njit`` functions; no
 ``self``, so ``staticmethod``s or module functions):
@@ -336,9 +343,11 @@ class UserDataTarget(_UserTarget, DataTarget):
     def engine_functions(self) -> Optional[dict]:
         """What a model on rows hands the engine (:func:`sgmcmc.engine.estimators.source_of`): its functions (with
         ``row_gradient_sums``, ``row_log_likelihoods`` and ``prior_log_density`` where it has them: the last two are a
-        Metropolis–Hastings test's U), data and N; None for the vectorised form."""
+        Metropolis–Hastings test's U), data and N; the vectorised form's ``vectorised_row_gradients(θ (c, d), index (c,
+        n))`` → (c, n, d) and ``vectorised_prior_gradient(θ)`` → (c, d) (:func:`sgmcmc.engine.replay.on_replay`)."""
         if not isinstance(self.model, RowModel):
-            return None
+            return {"vectorised_row_gradients": self.log_likelihood_gradients,
+                    "vectorised_prior_gradient": self.log_prior_gradient, "n_data": self.n_data}
         model = self.model.wrapped
         functions = {"row_gradients": model.row_gradients, "prior_gradient": model.prior_gradient,
                      "data": self.model.data, "n_data": self.n_data}

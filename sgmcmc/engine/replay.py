@@ -1,0 +1,154 @@
+"""A vectorised model on the engine's blocks: each step run again until every chain's gradients are answered.
+
+A vectorised data model (``grad_log_likelihood(θ, index)`` over all chains at once, :mod:`sgmcmc.targets.user`) is
+fast when one call serves every chain, and slow called per chain from compiled code (numba's object mode:
+``results/test-times/callbacks-vectorised-20261129.md``). Here the blocks run it step by step, each step in passes
+(:class:`Replay`): every chain runs the step (the same integrator and estimator as any data model on rows,
+:func:`sgmcmc.engine.estimators.minibatch_gradient`) with functions that answer the model's calls from a table of
+answers (:func:`replayed_rows`, :func:`replayed_prior`). The first call a chain makes that the table cannot answer is
+recorded (its point and rows) and answered with zeros; after the pass the model is called once for all the chains that
+recorded one, the answers are added to the table, the chains' states are put back, and the step runs again. A step
+whose gradient is taken at a point the step knows at its start (SGLD, SGHMC, SGNHT…) takes two passes for its rows'
+gradients and prior (both recorded in the first: they are taken at the same point) … and each further dependent
+call one more pass. The samples are those of the same model on rows, to rounding.
+
+A chain finds its table through its estimator memory's last two entries, (the chain's index, the calls it has made in
+this pass), which the functions get as the tail the blocks hand a model's functions (``lead4(first, θ, rows, tail,
+source)``), and the table as ``source[8]``: (the pending request's (kind, number of rows, pending) (c, 3), its point
+(c, d), its rows (c, m), the answers (c, capacity), their offsets (c, k + 1) and kinds (c, k), the answered count (c,)).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+# the model's calls the table answers: its rows' gradients (n, d), its prior's gradient (d,)
+ROWS, PRIOR = 0, 1
+KINDS = (ROWS, PRIOR)
+# where a chain's (index, calls made) sit in its estimator memory: its last two entries
+TAIL = 2
+# a slot of the table: empty, a call recorded for the model to answer, a call answered
+EMPTY, PENDING, ANSWERED = 0, 1, 2
+
+
+@numba.njit(cache=True)
+def _answer(kind, theta, rows, tail, table, size):
+    """The table's answer (size,) to the chain's next call (its index and the calls it has made in ``tail[-2:]``)
+    where the table holds one for this very call (its kind, point and rows), else zeros, the call recorded in its
+    slot for the model to answer after the pass (:meth:`Replay.fill`)."""
+    status, kinds, counts, point, asked, answers, offsets, overflow = table
+    chain, call = int(tail[tail.shape[0] - 2]), int(tail[tail.shape[0] - 1])
+    tail[tail.shape[0] - 1] = call + 1
+    out = np.zeros(size)
+    if rows.shape[0] > asked.shape[2]:  # more rows than a slot holds (a pass over all the data): not served
+        out[:] = np.nan
+        return out
+    if call >= status.shape[1]:  # no slot left: the table is made larger and the step run again
+        overflow[0] = 1
+        return out
+    same = status[chain, call] == ANSWERED and kinds[chain, call] == kind and counts[chain, call] == rows.shape[0]
+    for j in range(theta.shape[0]):
+        same = same and point[chain, call, j] == theta[j]
+    for m in range(rows.shape[0]):
+        same = same and asked[chain, call, m] == int(rows[m, 0])
+    if same:
+        start = offsets[chain, call]
+        for m in range(size):
+            out[m] = answers[chain, start + m]
+        return out
+    status[chain, call], kinds[chain, call], counts[chain, call] = PENDING, kind, rows.shape[0]
+    for j in range(theta.shape[0]):
+        point[chain, call, j] = theta[j]
+    for m in range(rows.shape[0]):
+        asked[chain, call, m] = int(rows[m, 0])
+    return out
+
+
+@numba.njit(cache=True)
+def replayed_rows(theta, rows, tail, source):
+    """The rows' gradients (n, d) of the chain's next call, from the table ``source[8]`` (``rows``: the minibatch's
+    rows of the data, each its index)."""
+    return _answer(ROWS, theta, rows, tail, source[8], rows.shape[0] * theta.shape[0]).reshape(
+        (rows.shape[0], theta.shape[0]))
+
+
+@numba.njit(cache=True)
+def replayed_prior(theta, tail, source):
+    """The prior's gradient (d,) of the chain's next call, from the table ``source[8]``."""
+    return _answer(PRIOR, theta, np.zeros((0, 1)), tail, source[8], theta.shape[0])
+
+
+class Replay:
+    """The table of one step's calls and answers for ``n_chains`` chains of dimension ``dim`` and calls of up to
+    ``rows`` rows, and the model's functions that answer them: ``answer[kind](points (n, d), index (n, m)) -> (n,
+    size)`` (``index`` unused by the prior)."""
+
+    def __init__(self, answer: dict, n_chains: int, dim: int, rows: int, slots: int = 4):
+        self.answer, self.shape = answer, (n_chains, dim, max(rows, 1))
+        self._allocate(slots)
+        self.used = np.zeros(n_chains, dtype=np.int64)
+        self.answers = np.zeros((n_chains, slots * (rows + 1) * dim))
+
+    def _allocate(self, slots: int) -> None:
+        n_chains, dim, rows = self.shape
+        self.status = np.zeros((n_chains, slots), dtype=np.int64)
+        self.kinds, self.counts = np.zeros_like(self.status), np.zeros_like(self.status)
+        self.offsets = np.zeros_like(self.status)
+        self.point = np.zeros((n_chains, slots, dim))
+        self.asked = np.zeros((n_chains, slots, rows), dtype=np.int64)
+        self.overflow = np.zeros(1, dtype=np.int64)
+
+    def table(self) -> tuple:
+        return (self.status, self.kinds, self.counts, self.point, self.asked, self.answers, self.offsets,
+                self.overflow)
+
+    def clear(self) -> None:
+        """A new step: no calls, no answers."""
+        self.status[:] = EMPTY
+        self.used[:] = 0
+
+    def fill(self) -> bool:
+        """Answer the recorded calls, one model call per kind and number of rows (a table too small for a step's
+        calls made twice as large); False where there was nothing to do: the pass had every answer it asked for."""
+        if self.overflow[0]:
+            self._allocate(2 * self.status.shape[1])
+            self.used[:] = 0
+            return True
+        chains, calls = np.nonzero(self.status == PENDING)
+        if chains.size == 0:
+            return False
+        kinds, counts = self.kinds[chains, calls], self.counts[chains, calls]
+        for kind, count in set(zip(kinds.tolist(), counts.tolist())):
+            chosen = (kinds == kind) & (counts == count)
+            at, slot = chains[chosen], calls[chosen]
+            values = np.asarray(self.answer[kind](self.point[at, slot], self.asked[at, slot, :count]), dtype=float)
+            self._add(at, slot, values.reshape(at.size, -1))
+        self.status[chains, calls] = ANSWERED
+        return True
+
+    def _add(self, chains: np.ndarray, slots: np.ndarray, values: np.ndarray) -> None:
+        """Each call's answer after its chain's others (the answers made larger where they are full)."""
+        size = values.shape[1]
+        needed = int(np.max(self.used[chains])) + values.shape[0] * size
+        if needed > self.answers.shape[1]:
+            self.answers = np.pad(self.answers, ((0, 0), (0, max(self.answers.shape[1], needed))))
+        for chain, slot, value in zip(chains.tolist(), slots.tolist(), values):
+            start = self.used[chain]
+            self.answers[chain, start:start + size] = value
+            self.offsets[chain, slot] = start
+            self.used[chain] = start + size
+
+
+def on_replay(functions: dict) -> dict:
+    """A target's functions (its ``engine_functions()``) as the blocks take them: a vectorised data model's
+    (``vectorised_row_gradients(θ (c, d), index (c, n))`` → (c, n, d), ``vectorised_prior_gradient(θ)`` → (c, d),
+    ``n_data``) as a data model on rows whose functions answer from the table (``data`` the column of row indices,
+    ``replay`` the model's answers by kind, for :class:`Replay`); any other's as they are."""
+    if "vectorised_row_gradients" not in functions:
+        return functions
+    prior = functions["vectorised_prior_gradient"]
+    return {**{key: value for key, value in functions.items() if not key.startswith("vectorised_")},
+            "row_gradients": replayed_rows, "prior_gradient": replayed_prior,
+            "data": np.arange(float(functions["n_data"])).reshape(-1, 1),
+            "replay": {ROWS: functions["vectorised_row_gradients"], PRIOR: lambda theta, index: prior(theta)}}

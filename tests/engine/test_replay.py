@@ -1,0 +1,123 @@
+"""A vectorised data model on the engine's blocks (sgmcmc/engine/replay.py): each step run again until the model has
+answered every chain's calls. Its samples are those of the same model on rows (whose blocks the recipe pins), the
+table answers a call only at the very point and rows it was asked at, and what it does not serve stays off it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sgmcmc.engine.driver import PYTHON
+from sgmcmc.engine.replay import ANSWERED, PENDING, PRIOR, ROWS, Replay, _answer
+from sgmcmc.gradient_estimators import make_estimator
+from sgmcmc.samplers import make_sampler
+from sgmcmc.targets.user import user_target
+from tests.targets.test_row_models import GaussianMean
+
+
+class VectorisedGaussianMean:
+    """GaussianMean's model in the vectorised contract: all chains' gradients in one call."""
+
+    def __init__(self, n_data=40, dim=2, seed=0):
+        self.rows = GaussianMean(n_data, dim, seed)
+        self.n_data, self.dim = n_data, dim
+
+    def grad_log_likelihood(self, theta, index):
+        return self.rows.data[index] - theta[:, None, :]
+
+    def grad_log_prior(self, theta):
+        return np.zeros_like(theta)
+
+    def log_likelihood(self, theta, index):
+        return -0.5 * np.sum((self.rows.data[index] - theta[:, None, :]) ** 2, axis=2)
+
+    def log_prior(self, theta):
+        return np.zeros(theta.shape[0])
+
+
+def paths(target, name, n_steps=25, n_chains=3, step_size=0.01, backend=None, estimator=None, **options):
+    """θ's path (c, K, d) of the sampler's blocks on ``target`` from θ₀ = 0, the random numbers of seed 1."""
+    if estimator is not None:
+        target = make_estimator(estimator, target, seed=0)
+    sampler = make_sampler(name, target, **options)
+    blocks = sampler.engine_blocks(**({} if backend is None else {"backend": backend}))
+    assert blocks is not None, f"{name} {options} is not on the engine"
+    rng = np.random.default_rng(1)
+    state = sampler.init(np.zeros((n_chains, target.dim)), rng)
+    block = blocks(rng, state, np.full(n_steps, step_size), 0)
+    assert block.status is None, block.error
+    return block.theta, blocks
+
+
+CASES = [("sgld", {"noise_estimate": "zero"}),
+         ("sghmc", {"noise_estimate": "running", "running_form": "full", "noise_clip": True}),
+         ("sgnht", {"noise_estimate": "zero"}),
+         ("baoab", {"noise_estimate": "running", "noise_clip": True}),
+         ("psgld", {"noise_estimate": "zero", "preconditioner": "running"}),
+         ("sgld", {"noise_estimate": "zero", "estimator": "control_variates"})]
+
+
+@pytest.mark.parametrize("name, options", CASES, ids=[f"{name}-{'-'.join(map(str, o.values()))}" for name, o in CASES])
+def test_a_vectorised_model_gives_the_samples_of_the_same_model_on_rows(name, options):
+    vectorised = user_target(VectorisedGaussianMean(), batch_size=8)
+    on_rows = user_target(GaussianMean(), batch_size=8)
+    theta, blocks = paths(vectorised, name, **options)
+    expected, _ = paths(on_rows, name, **options)
+    assert blocks.replay is not None
+    assert np.abs(theta).max() > 0.05  # the chains moved
+    np.testing.assert_allclose(theta, expected, rtol=0, atol=1e-12)
+
+
+def test_the_python_backend_replays_the_same_samples():
+    vectorised = user_target(VectorisedGaussianMean(), batch_size=8)
+    compiled, _ = paths(vectorised, "sghmc", n_steps=6, noise_estimate="zero")
+    python, _ = paths(vectorised, "sghmc", n_steps=6, noise_estimate="zero", backend=PYTHON)
+    np.testing.assert_allclose(python, compiled, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name, options", [("hmc", {}), ("sgld", {"noise_estimate": "known"}),
+                                           ("sgld", {"noise_estimate": "zero", "estimator": "svrg"})])
+def test_what_needs_passes_over_all_the_data_stays_off_the_replay(name, options):
+    target = user_target(VectorisedGaussianMean(), batch_size=8)
+    estimator = options.pop("estimator", None)
+    if estimator is not None:
+        target = make_estimator(estimator, target, seed=0)
+    assert make_sampler(name, target, **options).engine_blocks() is None
+
+
+def table_call(replay, kind, theta, rows, tail):
+    """One call of the table's function as plain Python (a call the compiled blocks make)."""
+    size = rows.shape[0] * theta.size if kind == ROWS else theta.size
+    return _answer.py_func(kind, theta, rows.reshape(-1, 1).astype(float), tail, replay.table(), size)
+
+
+def test_the_table_answers_a_call_only_at_the_point_and_rows_it_was_asked_at():
+    asked = []
+
+    def rows_answer(points, index):
+        asked.append((points.copy(), index.copy()))
+        return points[:, None, :] + index[:, :, None]  # (n, m, d)
+
+    replay = Replay({ROWS: rows_answer, PRIOR: lambda points, index: -points}, n_chains=2, dim=2, rows=3, slots=1)
+    theta, rows = np.array([1.0, 2.0]), np.array([4, 0, 2])
+    tail = np.array([1.0, 0.0])  # chain 1, no call made yet
+    assert not table_call(replay, ROWS, theta, rows, tail).any()  # recorded, answered with zeros
+    assert table_call(replay, PRIOR, theta, rows[:0], tail).shape == (2,)  # no slot left: the table grows
+    assert replay.fill() and replay.status.shape[1] == 2 and not asked
+    tail[:] = (1.0, 0.0)
+    table_call(replay, ROWS, theta, rows, tail)
+    table_call(replay, PRIOR, theta, rows[:0], tail)
+    assert list(replay.status[1]) == [PENDING, PENDING] and not replay.status[0].any()
+    assert replay.fill() and len(asked) == 1
+    np.testing.assert_array_equal(asked[0][1], [rows])
+    tail[:] = (1.0, 0.0)
+    np.testing.assert_array_equal(table_call(replay, ROWS, theta, rows, tail), (theta + rows[:, None]).ravel())
+    np.testing.assert_array_equal(table_call(replay, PRIOR, theta, rows[:0], tail), -theta)
+    assert not replay.fill()  # every call answered: the step is done
+    tail[:] = (1.0, 0.0)
+    moved = theta + 1e-9  # another point (an earlier answer moved it): asked again, not answered from the table
+    assert not table_call(replay, ROWS, moved, rows, tail).any()
+    assert replay.status[1, 0] == PENDING and replay.status[1, 1] == ANSWERED
+    tail[:] = (1.0, 0.0)
+    replay.fill()
+    assert not table_call(replay, ROWS, moved, rows[::-1], tail).any()  # other rows: asked again too
