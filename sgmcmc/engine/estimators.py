@@ -542,8 +542,9 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0, ev
         energy = static(rows_potential)
     else:
         density, energy = (), static(no_potential)
-    if "prior_gradient" in functions and arity(functions["prior_gradient"]) == 2 and "estimator_state" not in functions:
-        return None  # a prior of the chain's hyperparameters, and none handed over
+    if ("prior_gradient" in functions and arity(functions["prior_gradient"]) > 1 and "estimator_state" not in functions
+            and "replay" not in functions):
+        return None  # a prior of the chain's hyperparameters, and none handed over (the replay's takes its table)
     plain = "update_every" not in functions and "centre" not in functions
     sums = every_row or functions.get("minibatch_sums", True)
     if "row_gradient_sums" in functions and sums and plain and running in (NO_RUNNING, RUNNING_DIAGONAL):

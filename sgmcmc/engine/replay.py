@@ -6,16 +6,22 @@ fast when one call serves every chain, and slow called per chain from compiled c
 (:class:`Replay`): every chain runs the step (the same integrator and estimator as any data model on rows,
 :func:`sgmcmc.engine.estimators.minibatch_gradient`) with functions that answer the model's calls from a table of
 answers (:func:`replayed_rows`, :func:`replayed_prior`). The first call a chain makes that the table cannot answer is
-recorded (its point and rows) and answered with zeros; after the pass the model is called once for all the chains that
-recorded one, the answers are added to the table, the chains' states are put back, and the step runs again. A step
-whose gradient is taken at a point the step knows at its start (SGLD, SGHMC, SGNHT…) takes two passes for its rows'
-gradients and prior (both recorded in the first: they are taken at the same point) … and each further dependent
-call one more pass. The samples are those of the same model on rows, to rounding.
+recorded (its kind, point and rows) and answered with zeros, and so is every later call of the pass that the table
+cannot answer; after the pass the model is called once per kind and number of rows for all the recorded calls of all
+the chains, the answers are put in the table, the chains' estimator states are put back, and the step runs again,
+until a pass records nothing (a call is answered only where its kind, point and rows are those it was asked at). A
+step whose calls are at points it knows at its start (SGLD, SGHMC, SGNHT, BAOAB…: the rows' gradients and the prior
+at θ, the control variates' at θ and the centre) takes two passes; a call at a point moved by an earlier answer one
+more pass (a trajectory's m gradients would take m + 1 passes and m² gradients: the samplers with several gradients a
+step stay on the numpy steps). The samples are those of the same model on rows, to rounding.
 
 A chain finds its table through its estimator memory's last two entries, (the chain's index, the calls it has made in
 this pass), which the functions get as the tail the blocks hand a model's functions (``lead4(first, θ, rows, tail,
-source)``), and the table as ``source[8]``: (the pending request's (kind, number of rows, pending) (c, 3), its point
-(c, d), its rows (c, m), the answers (c, capacity), their offsets (c, k + 1) and kinds (c, k), the answered count (c,)).
+source)``), and the table as ``source[8]``: per chain and slot (one slot a call) its status (:data:`EMPTY`,
+:data:`PENDING`, :data:`ANSWERED`), kind, number of rows, point (c, s, d) and rows (c, s, m); the answers (c,
+capacity) and each slot's offset in them; and a flag set where a chain had more calls than slots (the table is then
+made twice as large and the step run again). The model is handed the points of every recorded call of a kind at once:
+θ (k, d) with k the number of such calls, not the number of chains.
 """
 
 from __future__ import annotations
@@ -25,7 +31,6 @@ import numpy as np
 
 # the model's calls the table answers: its rows' gradients (n, d), its prior's gradient (d,)
 ROWS, PRIOR = 0, 1
-KINDS = (ROWS, PRIOR)
 # where a chain's (index, calls made) sit in its estimator memory: its last two entries
 TAIL = 2
 # a slot of the table: empty, a call recorded for the model to answer, a call answered
@@ -48,8 +53,9 @@ def _answer(kind, theta, rows, tail, table, size):
         overflow[0] = 1
         return out
     same = status[chain, call] == ANSWERED and kinds[chain, call] == kind and counts[chain, call] == rows.shape[0]
-    for j in range(theta.shape[0]):
-        same = same and point[chain, call, j] == theta[j]
+    for j in range(theta.shape[0]):  # NaN matches NaN: a diverged chain's point is answered once, not asked forever
+        same = same and (point[chain, call, j] == theta[j] or (point[chain, call, j] != point[chain, call, j]
+                                                              and theta[j] != theta[j]))
     for m in range(rows.shape[0]):
         same = same and asked[chain, call, m] == int(rows[m, 0])
     if same:

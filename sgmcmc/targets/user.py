@@ -35,10 +35,11 @@ first, and every method returns one row per chain.
 
 it runs on the engine's compiled blocks (the same integrators and estimators as a data model on rows, below), each
 step run again until every chain's calls are answered, with one call of ``grad_log_likelihood`` and one of
-``grad_log_prior`` for all the chains a step (:mod:`sgmcmc.engine.replay`), for the samplers, noise estimates and
+``grad_log_prior`` for all the chains a step (:mod:`sgmcmc.engine.replay`; the rows of θ are then the calls asked,
+not the chains: with the control variates, each chain's θ and the centre), for the samplers, noise estimates and
 estimators that take no pass over all the data: ``noise_estimate`` zero or running, plain minibatches or the control
-variates. The default ``known`` noise estimate, HMC's and SGHMC + MH's U, SVRG's renewals and pSGLD's stationary
-preconditioner run on the numpy steps.
+variates, with one gradient a step. The default ``known`` noise estimate, HMC's and SGHMC + MH's U, naive SGHMC's
+trajectory, SVRG's renewals and pSGLD's stationary preconditioner run on the numpy steps.
 
 **A data model on rows** is the same, written so that the compiled blocks run it (no formula to name): per chain,
 on the rows of one array, with functions the compiler takes (plain numpy on arrays, or ``numba.njit`` functions; no

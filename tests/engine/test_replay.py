@@ -15,8 +15,23 @@ from sgmcmc.targets.user import user_target
 from tests.targets.test_row_models import GaussianMean
 
 
+def shrinking_prior(theta):
+    """∇ log N(0, 10 I)."""
+    return -0.1 * theta
+
+
+class ShrunkGaussianMean(GaussianMean):
+    """GaussianMean with the prior N(0, 10 I), on rows."""
+
+    prior_gradient = staticmethod(shrinking_prior)
+
+    @staticmethod
+    def prior_log_density(theta):
+        return -0.05 * np.sum(theta * theta)
+
+
 class VectorisedGaussianMean:
-    """GaussianMean's model in the vectorised contract: all chains' gradients in one call."""
+    """The same model in the vectorised contract: all chains' gradients in one call."""
 
     def __init__(self, n_data=40, dim=2, seed=0):
         self.rows = GaussianMean(n_data, dim, seed)
@@ -26,13 +41,13 @@ class VectorisedGaussianMean:
         return self.rows.data[index] - theta[:, None, :]
 
     def grad_log_prior(self, theta):
-        return np.zeros_like(theta)
+        return -0.1 * theta
 
     def log_likelihood(self, theta, index):
         return -0.5 * np.sum((self.rows.data[index] - theta[:, None, :]) ** 2, axis=2)
 
     def log_prior(self, theta):
-        return np.zeros(theta.shape[0])
+        return -0.05 * np.sum(theta * theta, axis=1)
 
 
 def paths(target, name, n_steps=25, n_chains=3, step_size=0.01, backend=None, estimator=None, **options):
@@ -60,7 +75,7 @@ CASES = [("sgld", {"noise_estimate": "zero"}),
 @pytest.mark.parametrize("name, options", CASES, ids=[f"{name}-{'-'.join(map(str, o.values()))}" for name, o in CASES])
 def test_a_vectorised_model_gives_the_samples_of_the_same_model_on_rows(name, options):
     vectorised = user_target(VectorisedGaussianMean(), batch_size=8)
-    on_rows = user_target(GaussianMean(), batch_size=8)
+    on_rows = user_target(ShrunkGaussianMean(), batch_size=8)
     theta, blocks = paths(vectorised, name, **options)
     expected, _ = paths(on_rows, name, **options)
     assert blocks.replay is not None
@@ -76,7 +91,8 @@ def test_the_python_backend_replays_the_same_samples():
 
 
 @pytest.mark.parametrize("name, options", [("hmc", {}), ("sgld", {"noise_estimate": "known"}),
-                                           ("sgld", {"noise_estimate": "zero", "estimator": "svrg"})])
+                                           ("sgld", {"noise_estimate": "zero", "estimator": "svrg"}),
+                                           ("naive_sghmc", {"noise_estimate": "zero"})])
 def test_what_needs_passes_over_all_the_data_stays_off_the_replay(name, options):
     target = user_target(VectorisedGaussianMean(), batch_size=8)
     estimator = options.pop("estimator", None)
@@ -121,3 +137,11 @@ def test_the_table_answers_a_call_only_at_the_point_and_rows_it_was_asked_at():
     tail[:] = (1.0, 0.0)
     replay.fill()
     assert not table_call(replay, ROWS, moved, rows[::-1], tail).any()  # other rows: asked again too
+    tail[:] = (1.0, 0.0)
+    replay.fill()
+    diverged = np.array([np.nan, 2.0])  # a diverged chain's point: answered once, not asked at every pass
+    table_call(replay, ROWS, diverged, rows, tail)
+    assert replay.fill()
+    tail[:] = (1.0, 0.0)
+    np.testing.assert_array_equal(table_call(replay, ROWS, diverged, rows, tail), (diverged + rows[:, None]).ravel())
+    assert replay.status[1, 0] == ANSWERED
