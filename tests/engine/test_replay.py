@@ -84,6 +84,19 @@ def test_a_vectorised_model_gives_the_samples_of_the_same_model_on_rows(name, op
     np.testing.assert_allclose(theta, expected, rtol=0, atol=1e-12)
 
 
+def test_a_chain_that_diverges_ends_the_block_at_the_same_step_as_on_rows():
+    """ε far past the stability bound 2/N: θ grows by a factor of about εN a step until it overflows."""
+    blocks_of = {}
+    for model in (VectorisedGaussianMean(), ShrunkGaussianMean()):
+        sampler = make_sampler("sgld", user_target(model, batch_size=8), noise_estimate="zero")
+        blocks, rng = sampler.engine_blocks(), np.random.default_rng(1)
+        blocks_of[type(model)] = blocks(rng, sampler.init(np.zeros((3, 2)), rng), np.full(400, 50.0), 0)
+    replayed, on_rows = blocks_of[VectorisedGaussianMean], blocks_of[ShrunkGaussianMean]
+    assert replayed.status == on_rows.status == "diverged"
+    assert 10 < replayed.theta.shape[1] == on_rows.theta.shape[1] < 400
+    np.testing.assert_allclose(replayed.theta, on_rows.theta, rtol=1e-12)
+
+
 def test_the_python_backend_replays_the_same_samples():
     vectorised = user_target(VectorisedGaussianMean(), batch_size=8)
     compiled, _ = paths(vectorised, "sghmc", n_steps=6, noise_estimate="zero")
