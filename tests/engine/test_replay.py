@@ -190,7 +190,7 @@ def test_the_table_answers_a_call_only_at_the_point_and_rows_it_was_asked_at():
 
 
 COMPILED_CASES = [("data", "sghmc", {"noise_estimate": "running", "running_form": "full", "noise_clip": True}),
-                  ("density", "sgnht", {})]
+                  ("density", "sgld", {"noise_estimate": "known"})]  # tests/targets/test_row_models.py's block
 
 
 @pytest.mark.parametrize("model, name, options", COMPILED_CASES, ids=[case[0] for case in COMPILED_CASES])
