@@ -70,7 +70,7 @@ FULL_CHUNK = 1024
 def density_gradient(source, theta, normals, rows, memory, out, variance):
     """∇U(θ) + L z of a density model whose vectorised ``first(θ)`` (1, d) → (1, d) returns ∇U (``numbers[0]`` = 1) or
     ∇log π (−1)."""
-    value = call1(source[1], theta.reshape((1, theta.shape[0])))
+    value = lead3(source[1], theta.reshape((1, theta.shape[0])), memory, source)
     for j in range(theta.shape[0]):
         out[j] = source[4][0] * value[0, j]
     _add_noise(source[4], normals, out)

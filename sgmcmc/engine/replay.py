@@ -29,8 +29,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-# the model's calls the table answers: its rows' gradients (n, d), its prior's gradient (d,)
-ROWS, PRIOR = 0, 1
+# the model's calls the table answers: a data model's rows' gradients (n, d) and its prior's gradient (d,), a density
+# model's ∇U (d,)
+ROWS, PRIOR, GRADIENT = 0, 1, 2
 # where a chain's (index, calls made) sit in its estimator memory: its last two entries
 TAIL = 2
 # a slot of the table: empty, a call recorded for the model to answer, a call answered
@@ -83,6 +84,13 @@ def replayed_rows(theta, rows, tail, source):
 def replayed_prior(theta, tail, source):
     """The prior's gradient (d,) of the chain's next call, from the table ``source[8]``."""
     return _answer(PRIOR, theta, np.zeros((0, 1)), tail, source[8], theta.shape[0])
+
+
+@numba.njit(cache=True)
+def replayed_gradient(theta, tail, source):
+    """A density model's ∇U (1, d) at θ (1, d) of the chain's next call, from the table ``source[8]``."""
+    point = theta[0]
+    return _answer(GRADIENT, point, np.zeros((0, 1)), tail, source[8], point.shape[0]).reshape((1, point.shape[0]))
 
 
 class Replay:
@@ -150,7 +158,13 @@ def on_replay(functions: dict) -> dict:
     """A target's functions (its ``engine_functions()``) as the blocks take them: a vectorised data model's
     (``vectorised_row_gradients(θ (c, d), index (c, n))`` → (c, n, d), ``vectorised_prior_gradient(θ)`` → (c, d),
     ``n_data``) as a data model on rows whose functions answer from the table (``data`` the column of row indices,
-    ``replay`` the model's answers by kind, for :class:`Replay`); any other's as they are."""
+    ``replay`` the model's answers by kind, for :class:`Replay`); a vectorised density model's (``vectorised_gradient(θ
+    (c, d))`` → ∇U (c, d), with its gradient noise's ``noise_factor``) as a density model whose gradient answers from
+    the table; any other's as they are."""
+    if "vectorised_gradient" in functions:
+        gradient = functions["vectorised_gradient"]
+        return {**{key: value for key, value in functions.items() if key != "vectorised_gradient"},
+                "gradient": replayed_gradient, "sign": 1.0, "replay": {GRADIENT: lambda theta, index: gradient(theta)}}
     if "vectorised_row_gradients" not in functions:
         return functions
     prior = functions["vectorised_prior_gradient"]

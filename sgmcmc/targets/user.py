@@ -21,9 +21,10 @@ first, and every method returns one row per chain.
 - its stochastic gradient is the exact one plus N(0, v·I) noise, v = ``target.noise_variance`` (0: exact);
 - where its gradient (``grad_log_density`` or ``grad_potential``) is a ``staticmethod`` the compiler takes (plain numpy
   on arrays, or a ``numba.njit`` function; no ``self``), the compiled blocks call it on one chain at a time, as θ of
-  shape (1, dim) (:func:`sgmcmc.engine.estimators.density_gradient`); a method runs on the numpy steps. HMC's and
-  the other Metropolis–Hastings tests take ``log_density`` (or ``potential``) the same way when it is a
-  ``staticmethod`` too.
+  shape (1, dim) (:func:`sgmcmc.engine.estimators.density_gradient`); a method is called once a step for all the
+  chains, on the same blocks, each step run again until every chain's gradient is answered (:mod:`sgmcmc.engine.replay`).
+  HMC's and the other Metropolis–Hastings tests take ``log_density`` (or ``potential``) from the compiled blocks when
+  it is a ``staticmethod`` too; with a method, they run on the numpy steps.
 
 **A data model** gives per-example terms, and the runner draws the minibatches (SPEC §1 "Common",
 :class:`sgmcmc.targets.data.DataTarget`: ∇Ũ = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ)):
@@ -300,10 +301,12 @@ class UserDensityTarget(_UserTarget, Target):
     def engine_functions(self) -> Optional[dict]:
         """A gradient that is a ``staticmethod`` (see the module docstring), its sign (−1 for ∇log π) and the gradient
         noise's factor √v·I, and the value (U or log π) where it is a staticmethod too, for the engine
-        (:func:`sgmcmc.engine.estimators.source_of`); None for a method."""
+        (:func:`sgmcmc.engine.estimators.source_of`); for a method, ``vectorised_gradient`` (∇U of all the chains at
+        once: :func:`sgmcmc.engine.replay.on_replay`) with the noise's factor."""
         gradient = inspect.getattr_static(type(self.model), self.gradient_name, None)
-        if not isinstance(gradient, staticmethod):
-            return None
+        if not isinstance(gradient, staticmethod):  # all the chains at once, each step (sgmcmc.engine.replay)
+            return {"vectorised_gradient": self.gradient, "noise_factor": self._noise_factor,
+                    "noise_covariance": self.variance}
         functions = {"gradient": gradient.__func__, "sign": 1.0 if self.gradient_name == "grad_potential" else -1.0,
                      "noise_factor": self._noise_factor, "noise_covariance": self.variance}
         value = inspect.getattr_static(type(self.model), self.value_name, None)

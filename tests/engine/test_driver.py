@@ -31,6 +31,7 @@ from sgmcmc.engine import static as static_module
 from sgmcmc.engine.blocks import DIVERGED, FAILED
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, block_draws, draw_steps
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
+from sgmcmc.engine.replay import on_replay
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import ExpandedMeanMetric, IdentityMetric, RationalMetric
 from sgmcmc.recipe import Recipe, recipe_step
@@ -92,6 +93,21 @@ def density_source(factor, into=False):
     return estimators.source_of({"gradient": correlated_potential_gradient, "sign": 1.0, "noise_factor": factor})
 
 
+def vectorised_student_examples(theta, index):
+    """The Student-t rows' ∇log p of many chains in one call, as a user's vectorised data model writes it: θ (k, d)
+    and the rows' indices (k, n) → (k, n, d)."""
+    data = student_data()
+    return np.stack([student_examples(point, data[rows]) for point, rows in zip(theta, index)])
+
+
+def vectorised_source():
+    """The Student-t model handed over in the vectorised form (:func:`sgmcmc.engine.replay.on_replay`): its source
+    and its answers for the replay's table."""
+    functions = on_replay({"vectorised_row_gradients": vectorised_student_examples,
+                           "vectorised_prior_gradient": normal_prior, "n_data": 40})
+    return estimators.source_of(functions), functions["replay"]
+
+
 def student_data(n_data=40, dim=3, seed=0):
     rng = np.random.default_rng(seed)
     x = rng.standard_normal((n_data, dim))
@@ -122,8 +138,9 @@ def geometry_of(metric, dim):
 
 
 def blocks(name, source, dim, options=(integrators.EULER, NO_ESTIMATE, 0), variance=None, n_data=0, batch_size=0,
-           backend=COMPILED, parameter=0.7, metric=NO_METRIC):
-    """The blocks of integrator ``name`` with the ``metric`` case (the friction C = ``parameter`` is 1 on a metric)."""
+           backend=COMPILED, parameter=0.7, metric=NO_METRIC, replay=None):
+    """The blocks of integrator ``name`` with the ``metric`` case (the friction C = ``parameter`` is 1 on a metric),
+    on a vectorised model's ``replay`` where given."""
     momentum, xi = {**INTEGRATORS, **SPLITTINGS}[name]
     function, flow, numbers = (geometry_of(metric, dim) or IdentityMetric()).engine_function(dim)
     constant = parameter if metric in (NO_METRIC, CCADL) or name not in ("momentum_friction", "aboba") else 1.0
@@ -132,7 +149,7 @@ def blocks(name, source, dim, options=(integrators.EULER, NO_ESTIMATE, 0), varia
     return Blocks(static(getattr(integrators, name)), source,
                   (static(function), static(flow), numbers, np.array([constant, 0.0])), (*options, variant),
                   np.zeros((dim, dim)) if variance is None else variance, momentum=momentum, xi=xi, n_data=n_data,
-                  batch_size=batch_size, clip=bool(options[2]), backend=backend)
+                  batch_size=batch_size, clip=bool(options[2]), backend=backend, replay=replay)
 
 
 def state(n_chains, dim, seed=1):
@@ -160,11 +177,18 @@ COMPILED_CASES = [("langevin", integrators.EULER, NO_ESTIMATE, "data", NO_METRIC
 
 
 def source_of(model):
-    """A source of each kind: a data model (minibatches of 10 of 40 rows, d = 3) or a density model (d = 2) whose
-    ∇U is returned or written."""
+    """A source of each kind: a data model (minibatches of 10 of 40 rows, d = 3) on rows or vectorised (its source;
+    :func:`replay_of` its answers), or a density model (d = 2) whose ∇U is returned or written."""
     if model == "data":
         return data_source(student_data()), 3, 40, 10
+    if model == "vectorised":
+        return vectorised_source()[0], 3, 40, 10
     return density_source(np.array([[1.0, 0.0], [0.5, 0.8]]), into=model == "density_into"), 2, 0, 0
+
+
+def replay_of(model):
+    """The vectorised model's answers for the replay's table (:class:`sgmcmc.engine.replay.Replay`), else None."""
+    return vectorised_source()[1] if model == "vectorised" else None
 
 
 @pytest.mark.validate  # a block compiled per case (seconds each): the long tier
@@ -286,32 +310,26 @@ RECIPE_CASES = [("langevin", NO_METRIC), ("langevin", METRIC), ("langevin", EXPA
 
 
 @pytest.mark.parametrize("name, metric", RECIPE_CASES)
-@pytest.mark.parametrize("model", ["data", "density", "density_into"])
+@pytest.mark.parametrize("model", ["data", "vectorised", "density", "density_into"])
 @pytest.mark.parametrize("mode", [NO_ESTIMATE, DIAGONAL_ESTIMATE])
 def test_an_euler_step_is_the_generic_recipe_step(name, metric, model, mode):
-    dim, n_chains, step_size, parameter = 3 if model == "data" else 2, 4, 0.05, 0.7
-    # V̂ diagonal (the recipe's symmetric root is then the integrator's factor), or none subtracted (B̂ = 0)
+    """The data model on rows, the same model vectorised (its calls answered from the replay's table), and the
+    density models; the metric's cases; V̂ diagonal (the recipe's symmetric root is then the integrator's factor) or
+    none subtracted (B̂ = 0)."""
+    source, dim, n_data, batch = source_of(model)
+    step_size, parameter, n_chains = 0.05, 0.7, 4
     variance = np.diag([0.3, 0.2, 0.1][:dim]) if mode == DIAGONAL_ESTIMATE else np.zeros((dim, dim))
-    if model == "data":
-        data = student_data()
-        source, n_data, batch = data_source(data), 40, 10
-    else:
-        factor = np.array([[1.0, 0.0], [0.5, 0.8]])
-        source, n_data, batch = density_source(factor, into=model == "density_into"), 0, 0
     start = state(n_chains, dim)
     if metric == EXPANDED:  # on the metric's support, θ > 0, far enough from 0 that no step leaves it
         start = start._replace(theta=1.0 + np.abs(start.theta))
     # the integrator's source run as Python: the compiled block is that source (test above)
     block = blocks(name, source, dim, (integrators.EULER, mode, 0), variance, n_data, batch, PYTHON,
-                   parameter=parameter, metric=metric)(np.random.default_rng(3), start, np.array([step_size]), 0)
+                   parameter=parameter, metric=metric, replay=replay_of(model))(
+        np.random.default_rng(3), start, np.array([step_size]), 0)
     # the block's random numbers, drawn again: the minibatch, then the normals (gradient noise, injected noise)
     rows, normals, _ = block_draws(np.random.default_rng(3), 1, n_chains, dim, n_data=n_data, batch_size=batch)
     rows, normals = (rows[0] if n_data else None), normals[0].transpose(1, 0, 2)  # normals (c, slots, d)
-    if model == "data":
-        gradient = np.array([-(n_data / batch) * student_examples(t, data[r]).sum(axis=0) - normal_prior(t)
-                             for t, r in zip(start.theta, rows)])
-    else:
-        gradient = correlated_potential_gradient(start.theta) + normals[:, 0] @ factor.T
+    gradient = _by_hand_gradient(model, start.theta, rows, normals, n_data, batch)
     parts = [start.theta] + ([start.momentum] if name != "langevin" else []) + (
         [start.xi[:, None]] if name == "thermostat" else [])
     z = np.concatenate(parts, axis=1)
@@ -330,7 +348,7 @@ def test_an_euler_step_is_the_generic_recipe_step(name, metric, model, mode):
 def _by_hand_gradient(model, theta, rows, normals, n_data, batch):
     """∇Ũ at θ (c, d) on the block's draws, written out: the Student-t rows' minibatch sum, or the correlated
     potential's ∇U plus its noise L z."""
-    if model == "data":
+    if model in ("data", "vectorised"):
         data = student_data()
         return np.array([-(n_data / batch) * student_examples(t, data[r]).sum(axis=0) - normal_prior(t)
                          for t, r in zip(theta, rows)])
@@ -352,7 +370,7 @@ SPLIT_CASES = [("momentum_friction", NO_METRIC), ("momentum_friction", METRIC), 
 
 @pytest.mark.parametrize("name, metric", SPLIT_CASES)
 @pytest.mark.parametrize("order", [integrators.SPLITTING, integrators.THETA_FIRST])
-@pytest.mark.parametrize("model", ["data", "density_into"])
+@pytest.mark.parametrize("model", ["data", "vectorised", "density_into"])
 @pytest.mark.parametrize("mode", [NO_ESTIMATE, DIAGONAL_ESTIMATE])
 def test_a_split_step_is_the_generic_recipe_steps_rows_in_turn(name, metric, order, model, mode):
     """The momentum samplers' two other orders (SPEC §4.1) as moves of the generic recipe step, each on the state the
@@ -367,7 +385,7 @@ def test_a_split_step_is_the_generic_recipe_steps_rows_in_turn(name, metric, ord
     if metric == EXPANDED:
         start = start._replace(theta=1.0 + np.abs(start.theta))
     block = blocks(name, source, dim, (order, mode, 0), variance, n_data, batch, PYTHON, parameter=parameter,
-                   metric=metric)(np.random.default_rng(3), start, np.array([step_size]), 0)
+                   metric=metric, replay=replay_of(model))(np.random.default_rng(3), start, np.array([step_size]), 0)
     rows, normals, _ = block_draws(np.random.default_rng(3), 1, n_chains, dim, n_data=n_data, batch_size=batch)
     rows, normals = (rows[0] if n_data else None), normals[0].transpose(1, 0, 2)
     z = np.concatenate([start.theta, start.momentum] + ([start.xi[:, None]] if name == "thermostat" else []), axis=1)

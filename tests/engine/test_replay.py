@@ -1,13 +1,14 @@
 """A vectorised data model on the engine's blocks (sgmcmc/engine/replay.py): each step run again until the model has
-answered every chain's calls. Its samples are those of the same model on rows (whose blocks the recipe pins), the
-table answers a call only at the very point and rows it was asked at, and what it does not serve stays off it."""
+answered every chain's calls; and a density model whose gradient is a method. Their samples are those of the same
+model on rows, or with its gradient a staticmethod (whose blocks the recipe pins); the table answers a call only at
+the very point and rows it was asked at, and what it does not serve stays off it."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from sgmcmc.engine.driver import PYTHON
+from sgmcmc.engine.driver import COMPILED, PYTHON
 from sgmcmc.engine.replay import ANSWERED, PENDING, PRIOR, ROWS, Replay, _answer
 from sgmcmc.gradient_estimators import make_estimator
 from sgmcmc.samplers import make_sampler
@@ -50,16 +51,22 @@ class VectorisedGaussianMean:
         return -0.05 * np.sum(theta * theta, axis=1)
 
 
-def paths(target, name, n_steps=25, n_chains=3, step_size=0.01, backend=None, estimator=None, **options):
-    """θ's path (c, K, d) of the sampler's blocks on ``target`` from θ₀ = 0, the random numbers of seed 1."""
+def run_blocks(target, name, n_steps=25, n_chains=3, step_size=0.01, backend=PYTHON, estimator=None, **options):
+    """The block of ``n_steps`` of the sampler's blocks on ``target`` from θ₀ = 0 with the random numbers of seed 1,
+    and the blocks; on the Python backend unless told (the compiled blocks are that source: one case of each kind of
+    model is compiled below, each a compile of its own that costs seconds)."""
     if estimator is not None:
         target = make_estimator(estimator, target, seed=0)
     sampler = make_sampler(name, target, **options)
-    blocks = sampler.engine_blocks(**({} if backend is None else {"backend": backend}))
+    blocks = sampler.engine_blocks(backend=backend)
     assert blocks is not None, f"{name} {options} is not on the engine"
     rng = np.random.default_rng(1)
-    state = sampler.init(np.zeros((n_chains, target.dim)), rng)
-    block = blocks(rng, state, np.full(n_steps, step_size), 0)
+    return blocks(rng, sampler.init(np.zeros((n_chains, target.dim)), rng), np.full(n_steps, step_size), 0), blocks
+
+
+def paths(target, name, **options):
+    """θ's path (c, K, d) of :func:`run_blocks`, and the blocks."""
+    block, blocks = run_blocks(target, name, **options)
     assert block.status is None, block.error
     return block.theta, blocks
 
@@ -83,11 +90,15 @@ def test_a_vectorised_model_gives_the_samples_of_the_same_model_on_rows(name, op
     np.testing.assert_allclose(theta, expected, rtol=0, atol=1e-12)
 
 
-def test_the_python_backend_replays_the_same_samples():
-    vectorised = user_target(VectorisedGaussianMean(), batch_size=8)
-    compiled, _ = paths(vectorised, "sghmc", n_steps=6, noise_estimate="zero")
-    python, _ = paths(vectorised, "sghmc", n_steps=6, noise_estimate="zero", backend=PYTHON)
-    np.testing.assert_allclose(python, compiled, rtol=0, atol=1e-12)
+@pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning", "ignore:invalid value:RuntimeWarning")
+def test_a_chain_that_diverges_ends_the_block_at_the_same_step_as_on_rows():
+    """ε far past the stability bound 2/N: θ grows by a factor of about εN a step until it overflows."""
+    replayed, on_rows = (run_blocks(user_target(model, batch_size=8), "sgld", n_steps=400, step_size=50.0,
+                                    noise_estimate="zero")[0]
+                         for model in (VectorisedGaussianMean(), ShrunkGaussianMean()))
+    assert replayed.status == on_rows.status == "diverged"
+    assert 10 < replayed.theta.shape[1] == on_rows.theta.shape[1] < 400
+    np.testing.assert_allclose(replayed.theta, on_rows.theta, rtol=1e-12)
 
 
 @pytest.mark.parametrize("name, options", [("hmc", {}), ("sgld", {"noise_estimate": "known"}),
@@ -99,6 +110,37 @@ def test_what_needs_passes_over_all_the_data_stays_off_the_replay(name, options)
     if estimator is not None:
         target = make_estimator(estimator, target, seed=0)
     assert make_sampler(name, target, **options).engine_blocks() is None
+
+
+class StaticGaussian:
+    """A density model N(0, diag(1, 1/4)) whose gradient is a staticmethod: the compiled blocks call it per chain."""
+
+    dim = 2
+
+    @staticmethod
+    def grad_log_density(theta):
+        return -theta * np.array([1.0, 4.0])
+
+
+class MethodGaussian:
+    """The same model with its gradient a method: all the chains at once, from the table."""
+
+    dim = 2
+
+    def grad_log_density(self, theta):
+        return -theta * np.array([1.0, 4.0])
+
+
+@pytest.mark.parametrize("name, options", [("sgld", {}), ("sghmc", {}), ("sgnht", {}), ("baoab", {}),
+                                           ("psgld", {"preconditioner": "stationary"})])
+def test_a_density_model_whose_gradient_is_a_method_gives_the_samples_of_its_staticmethod(name, options):
+    """pSGLD's stationary preconditioner takes 2d + 1 gradients a step by central differences: the table grows."""
+    method = user_target(MethodGaussian(), noise_variance=0.5)
+    theta, blocks = paths(method, name, n_chains=3, n_steps=20, step_size=0.05, **options)
+    expected, _ = paths(user_target(StaticGaussian(), noise_variance=0.5), name, n_chains=3, n_steps=20,
+                        step_size=0.05, **options)
+    assert blocks.replay is not None
+    np.testing.assert_allclose(theta, expected, rtol=0, atol=1e-12)
 
 
 def table_call(replay, kind, theta, rows, tail):
@@ -145,3 +187,17 @@ def test_the_table_answers_a_call_only_at_the_point_and_rows_it_was_asked_at():
     tail[:] = (1.0, 0.0)
     np.testing.assert_array_equal(table_call(replay, ROWS, diverged, rows, tail), (diverged + rows[:, None]).ravel())
     assert replay.status[1, 0] == ANSWERED
+
+
+COMPILED_CASES = [("data", "sghmc", {"noise_estimate": "running", "running_form": "full", "noise_clip": True}),
+                  ("density", "sgld", {"noise_estimate": "known"})]  # tests/targets/test_row_models.py's block
+
+
+@pytest.mark.parametrize("model, name, options", COMPILED_CASES, ids=[case[0] for case in COMPILED_CASES])
+def test_the_compiled_blocks_replay_the_python_sources_samples(model, name, options):
+    target = (user_target(VectorisedGaussianMean(), batch_size=8) if model == "data"
+              else user_target(MethodGaussian(), noise_variance=0.5))
+    compiled, blocks = paths(target, name, n_steps=6, backend=COMPILED, **options)
+    python, _ = paths(target, name, n_steps=6, **options)
+    assert blocks.replay is not None and np.abs(compiled).max() > 0.01
+    np.testing.assert_allclose(compiled, python, rtol=0, atol=1e-12)

@@ -282,20 +282,25 @@ class CorrelatedGaussian:
 
 
 class MethodGaussian(CorrelatedGaussian):
-    """The same model with its gradient a method (it has ``self``): the numpy steps."""
+    """The same model with its gradient a method (it has ``self``): called once a step for all the chains, the
+    replay's table answering each chain (sgmcmc/engine/replay.py)."""
 
     def grad_log_density(self, theta):
         return -(theta - self.mean) @ self.precision
 
 
-def test_a_density_model_with_a_staticmethod_gradient_samples_its_distribution_on_the_engines_blocks():
+@pytest.mark.parametrize("model", [CorrelatedGaussian, MethodGaussian])
+def test_a_density_model_samples_its_distribution_on_the_engines_blocks(model):
     """SGLD with gradient noise v = 2 and its known V̂ = vI subtracted: the Euler scheme's stationary law of a Gaussian
     is Gaussian with mean m and a covariance within O(ε) of Σ. 500 chains × 800 steps from N(m, Σ): the mean within 4
-    standard errors, the variances within 20% (a factor 2 in the injected noise moves them by 100%)."""
-    model = CorrelatedGaussian()
-    target = user_target(model, "CorrelatedGaussian", noise_variance=2.0)
+    standard errors, the variances within 20% (a factor 2 in the injected noise moves them by 100%). The gradient a
+    staticmethod (called per chain from the compiled blocks) or a method (once a step for all the chains, from the
+    replay's table)."""
+    model = model()
+    target = user_target(model, type(model).__name__, noise_variance=2.0)
     sampler = make_sampler("sgld", target, noise_estimate="known")
-    assert isinstance(kernel_of(sampler), Blocks)
+    blocks = kernel_of(sampler)
+    assert isinstance(blocks, Blocks) and (blocks.replay is not None) == isinstance(model, MethodGaussian)
     rng = np.random.default_rng(2)
     theta0 = rng.multivariate_normal(model.mean, model.covariance, size=500)
     settings = RunOptions(n_steps=800, n_chains=500, burn_in=400, eval_every=10**9, progress=False)
@@ -319,11 +324,6 @@ def test_a_density_models_engine_blocks_are_its_numpy_steps(name, params):
     engine = sampler.engine_blocks(PYTHON)(np.random.default_rng(7), state, steps, 0)
     np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-12, atol=1e-12)
     assert not np.allclose(engine.theta[:, 0], engine.theta[:, -1])
-
-
-def test_a_density_model_with_a_method_gradient_runs_on_the_numpy_steps():
-    target = user_target(MethodGaussian(), "MethodGaussian")
-    assert target.engine_functions() is None and kernel_of(make_sampler("sgld", target, noise_estimate="zero")) is None
 
 
 def test_control_variates_on_a_row_model_run_on_the_engine_and_count_their_gradients():
