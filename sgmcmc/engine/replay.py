@@ -130,7 +130,7 @@ def row_covariance(rows_gradient: Callable, n_data: int, points: np.ndarray, dia
             shift = chunk.mean(axis=1, keepdims=True)
         chunk = chunk - shift
         first += chunk.sum(axis=1)
-        second += np.einsum("kni,kni->ki" if diagonal else "kni,knj->kij", chunk, chunk)
+        second += (chunk * chunk).sum(axis=1) if diagonal else np.matmul(chunk.transpose(0, 2, 1), chunk)  # BLAS
     outer = first * first if diagonal else first[:, :, None] * first[:, None, :]
     return (second - outer / n_data) / (n_data - 1)
 
