@@ -29,7 +29,7 @@ from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
 from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, choose_rows, running_size
 from sgmcmc.engine.injection import FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, OK, finite_state
 from sgmcmc.engine.replay import TAIL, Replay
-from sgmcmc.engine.static import SPECIALISE, StaticFunction, bind, call20, static
+from sgmcmc.engine.static import SPECIALISE, StaticFunction, bindings, call20, static
 from sgmcmc.engine.unowned import keep, unowned
 from sgmcmc.noise import clip_counters
 from sgmcmc.state import SamplerState
@@ -384,18 +384,18 @@ class Blocks:
                      uniforms, rows, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path,
                      reflected_path, accept_path, bad_step, bad_code)
         reflect = NO_REFLECTION if self.reflect is None else self.reflect
-        if self.replay is not None:
-            self._replayed(reflect, arguments)
-        else:
-            source = (*self.source, reflect)
-            self._runner(source, arguments)(source, arguments)
+        with bindings(self.source, self.parameters):  # the model's functions called in Python: this block's own
+            if self.replay is not None:
+                self._replayed(reflect, arguments)
+            else:
+                source = (*self.source, reflect)
+                self._runner(source, arguments)(source, arguments)
         return self._block(given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path,
                            clipped_path, reflected_path, accept_path, bad_step, bad_code, memory)
 
     def _runner(self, source: tuple, arguments: tuple) -> Callable:
         """``run(source, arguments)``: run_block on arguments of these types, compiled (its entry point found once) or
-        as plain Python (:attr:`backend`), with the model's functions called in Python bound to this block's own."""
-        bind(source, self.parameters)
+        as plain Python (:attr:`backend`)."""
         if self.backend == COMPILED:
             entry = _compiled_entry(self.step, source, arguments)
             return lambda source, arguments: entry(self.step, source, *arguments)

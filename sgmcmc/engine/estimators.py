@@ -30,7 +30,9 @@ and cached on disk.
   Î_t = Î_{t−1} + (V_t − Î_{t−1})/t, and V̂ = c·Î_t written into ``variance`` (its diagonal, in the row (1, d) the
   blocks hand over for it), c = ``numbers[3]``;
   with the known V(θ) (``numbers[2]`` = :data:`FULL_DATA`) V̂ = c·S_h²(θ), the covariance of the h_i over all N rows
-  (:meth:`~sgmcmc.targets.data.DataTarget.noise_covariance`, a pass over the data at every gradient).
+  (:meth:`~sgmcmc.targets.data.DataTarget.noise_covariance`, a pass over the data at every gradient, through the
+  source's noise door ``source[6]``: :func:`minibatch_noise`, or a vectorised model's table,
+  :func:`sgmcmc.engine.replay.replayed_noise`).
   ``numbers`` = (N, estimator, running form, c, θ̂ (d), ḡ(θ̂) (d)). SVRG (:data:`SVRG`; Dubey et al. 2016) has each
   chain's own centre: ``numbers`` = (N, estimator, running form, c, update_every), and the chain's memory after the
   running estimate's (t, Î_t) holds (the count of its minibatch gradients, θ̂ (d), ḡ(θ̂) (d)); θ̂ is renewed at the
@@ -157,8 +159,10 @@ def minibatch_gradient(source, theta, normals, rows, memory, out, variance):
     for i in range(n):
         for j in range(d):
             out[j] += examples[i, j]
-    if numbers[2] == FULL_DATA:
-        _full_data_covariance(source, theta, numbers[1] != PLAIN, centre, numbers[3], variance, tail)
+    if numbers[2] == FULL_DATA and numbers[1] == SVRG:  # about each chain's own θ̂
+        _full_data_covariance(source, theta, True, centre, numbers[3], variance, tail)
+    elif numbers[2] == FULL_DATA:  # the noise door: minibatch_noise's pass over the data, or a replay's table
+        call4(source[6], source, theta, memory, variance)
     elif numbers[2] != NO_RUNNING:
         _running_estimate(numbers, examples, out, memory, variance)
     scale = numbers[0] / n
@@ -521,7 +525,9 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0, ev
     for a density model with a vectorised gradient (``gradient(θ)``, its ``sign``, ``noise_factor`` L; optionally its
     vectorised ``potential`` with its ``potential_sign``) :func:`density_gradient`'s; for one that writes ∇U
     (``gradient_into(θ, parameters, out)``, ``parameters``, ``noise_factor``; optionally ``potential(θ, parameters)``)
-    :func:`formula_gradient`'s. A data model's control variates come as ``centre`` θ̂ (d,) and ``centre_mean``
+    :func:`formula_gradient`'s. A data model's noise door with the known V(θ) (``running`` = :data:`FULL_DATA`) is its
+    ``full_data_noise`` where it hands one over (a vectorised model's table), else :func:`minibatch_noise`. A data
+    model's control variates come as ``centre`` θ̂ (d,) and ``centre_mean``
     ḡ(θ̂) (d,), SVRG's as its ``update_every`` (each chain's θ̂, ḡ(θ̂) and count are in its memory); ``running`` and
     ``scale`` are its running noise estimate and c (:func:`minibatch_gradient`). A data model that also hands over
     ``row_gradient_sums(θ, rows[, with_scatter[, hyperparameters]])`` gets :func:`sums_gradient`'s where that serves:
@@ -563,8 +569,9 @@ def source_of(functions: dict, running: int = NO_RUNNING, scale: float = 0.0, ev
                                        scale], np.ravel(functions["centre"]) if centred else [],
                                       np.ravel(functions["centre_mean"]) if centred else []]).astype(float)
         return (static(minibatch_gradient), _door(functions, "row_gradients", callbacks),
-                _door(functions, "prior_gradient", callbacks),
-                np.ascontiguousarray(functions["data"], dtype=float), numbers, energy, static(minibatch_noise), density)
+                _door(functions, "prior_gradient", callbacks), np.ascontiguousarray(functions["data"], dtype=float),
+                numbers, energy, static(functions["full_data_noise"] if running == FULL_DATA and
+                                        "full_data_noise" in functions else minibatch_noise), density)
     potential = functions.get("potential")
     constant_noise = static(no_noise)
     if "gradient" in functions:

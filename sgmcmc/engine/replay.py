@@ -5,7 +5,8 @@ fast when one call serves every chain, and slow called per chain from compiled c
 ``results/test-times/callbacks-vectorised-20261129.md``). Here the blocks run it step by step, each step in passes
 (:class:`Replay`): every chain runs the step (the same integrator and estimator as any data model on rows,
 :func:`sgmcmc.engine.estimators.minibatch_gradient`) with functions that answer the model's calls from a table of
-answers (:func:`replayed_rows`, :func:`replayed_prior`). The first call a chain makes that the table cannot answer is
+answers (:func:`replayed_rows`, :func:`replayed_prior`; with the known V(θ), the estimator's noise door
+:func:`replayed_noise`, answered by :func:`row_covariance` over all the rows for all the chains at once). The first call a chain makes that the table cannot answer is
 recorded (its kind, point and rows) and answered with zeros, and so is every later call of the pass that the table
 cannot answer; after the pass the model is called once per kind and number of rows for all the recorded calls of all
 the chains, the answers are put in the table, the chains' estimator states are put back, and the step runs again,
@@ -17,7 +18,7 @@ step stay on the numpy steps). The samples are those of the same model on rows, 
 
 A chain finds its table through its estimator memory's last two entries, (the chain's index, the calls it has made in
 this pass), which the functions get as the tail the blocks hand a model's functions (``lead4(first, θ, rows, tail,
-source)``), and the table as ``source[8]``: per chain and slot (one slot a call) its status (:data:`EMPTY`,
+source)``), and the table as ``source[-2]``: per chain and slot (one slot a call) its status (:data:`EMPTY`,
 :data:`PENDING`, :data:`ANSWERED`), kind, number of rows, point (c, s, d) and rows (c, s, m); the answers (c,
 capacity) and each slot's offset in them; and a flag set where a chain had more calls than slots (the table is then
 made twice as large and the step run again). The model is handed the points of every recorded call of a kind at once:
@@ -26,12 +27,16 @@ made twice as large and the step run again). The model is handed the points of e
 
 from __future__ import annotations
 
+from typing import Callable, Optional
+
 import numba
 import numpy as np
 
-# the model's calls the table answers: a data model's rows' gradients (n, d) and its prior's gradient (d,), a density
-# model's ∇U (d,)
-ROWS, PRIOR, GRADIENT = 0, 1, 2
+# the model's calls the table answers: a data model's rows' gradients (n, d), its prior's gradient (d,) and the
+# covariance S_h²(θ) of its h_i over all N rows (d, d) or its diagonal (d,), a density model's ∇U (d,)
+ROWS, PRIOR, GRADIENT, COVARIANCE, COVARIANCE_DIAGONAL = 0, 1, 2, 3, 4
+# the most numbers of the model's rows' gradients (chains × rows × d) one call makes while S_h² is summed
+CHUNK = 1 << 21
 # where a chain's (index, calls made) sit in its estimator memory: its last two entries
 TAIL = 2
 # a slot of the table: empty, a call recorded for the model to answer, a call answered
@@ -47,9 +52,9 @@ def _answer(kind, theta, rows, tail, table, size):
     chain, call = int(tail[tail.shape[0] - 2]), int(tail[tail.shape[0] - 1])
     tail[tail.shape[0] - 1] = call + 1
     out = np.zeros(size)
-    if rows.shape[0] > asked.shape[2]:  # more rows than a slot holds (a pass over all the data): not served
-        out[:] = np.nan
-        return out
+    if rows.shape[0] > asked.shape[2]:  # a pass over all the data: the samplers route none here (Sampler.engine_blocks)
+        raise ValueError("the replay answers calls of a minibatch's rows at most: a pass of the model's gradients "
+                         "over all the data runs on the numpy steps")
     if call >= status.shape[1]:  # no slot left: the table is made larger and the step run again
         overflow[0] = 1
         return out
@@ -74,23 +79,60 @@ def _answer(kind, theta, rows, tail, table, size):
 
 @numba.njit(cache=True)
 def replayed_rows(theta, rows, tail, source):
-    """The rows' gradients (n, d) of the chain's next call, from the table ``source[8]`` (``rows``: the minibatch's
+    """The rows' gradients (n, d) of the chain's next call, from the table ``source[-2]`` (``rows``: the minibatch's
     rows of the data, each its index)."""
-    return _answer(ROWS, theta, rows, tail, source[8], rows.shape[0] * theta.shape[0]).reshape(
+    return _answer(ROWS, theta, rows, tail, source[-2], rows.shape[0] * theta.shape[0]).reshape(
         (rows.shape[0], theta.shape[0]))
 
 
 @numba.njit(cache=True)
 def replayed_prior(theta, tail, source):
-    """The prior's gradient (d,) of the chain's next call, from the table ``source[8]``."""
-    return _answer(PRIOR, theta, np.zeros((0, 1)), tail, source[8], theta.shape[0])
+    """The prior's gradient (d,) of the chain's next call, from the table ``source[-2]``."""
+    return _answer(PRIOR, theta, np.zeros((0, 1)), tail, source[-2], theta.shape[0])
 
 
 @numba.njit(cache=True)
 def replayed_gradient(theta, tail, source):
-    """A density model's ∇U (1, d) at θ (1, d) of the chain's next call, from the table ``source[8]``."""
+    """A density model's ∇U (1, d) at θ (1, d) of the chain's next call, from the table ``source[-2]``."""
     point = theta[0]
-    return _answer(GRADIENT, point, np.zeros((0, 1)), tail, source[8], point.shape[0]).reshape((1, point.shape[0]))
+    return _answer(GRADIENT, point, np.zeros((0, 1)), tail, source[-2], point.shape[0]).reshape((1, point.shape[0]))
+
+
+@numba.njit(cache=True)
+def replayed_noise(source, theta, memory, variance):
+    """The known V̂ = c·S_h²(θ) at θ from the table, c = ``source[4][3]``: the source's noise door with the known V(θ)
+    (:func:`sgmcmc.engine.estimators.minibatch_noise`'s pass over the data as one call of the model for all the
+    chains, not per-chain calls over all N rows); into ``variance`` (d, d), or its diagonal into the row (1, d)."""
+    d = theta.shape[0]
+    kind = COVARIANCE_DIAGONAL if variance.shape[0] < d else COVARIANCE
+    answer = _answer(kind, theta, np.zeros((0, 1)), memory, source[-2], variance.size)
+    for j in range(variance.shape[0]):
+        for k in range(d):
+            variance[j, k] = source[4][3] * answer[j * d + k]
+
+
+def row_covariance(rows_gradient: Callable, n_data: int, points: np.ndarray, diagonal: bool,
+                   centre: Optional[np.ndarray] = None) -> np.ndarray:
+    """S_h²(θ) = Σ_i (h_i − h̄)(h_i − h̄)ᵀ/(N − 1) over all N rows at each point θ (k, d): (k, d, d), or its diagonal
+    (k, d); h_i = g_i(θ), or g_i(θ) − g_i(θ̂) about the control variates' centre θ̂ (their constant ḡ(θ̂) leaves it
+    unchanged); the rows in chunks (all the points at once), summed about the first chunk's mean, as
+    :meth:`~sgmcmc.targets.data.DataTarget.per_example_covariance` sums them."""
+    k, d = points.shape
+    size = max(1, CHUNK // max(1, k * d))
+    first, second = np.zeros((k, d)), np.zeros((k, d) if diagonal else (k, d, d))
+    shift = None
+    for start in range(0, n_data, size):
+        index = np.tile(np.arange(start, min(start + size, n_data)), (k, 1))
+        chunk = np.asarray(rows_gradient(points, index), dtype=float)
+        if centre is not None:
+            chunk = chunk - np.asarray(rows_gradient(np.tile(centre, (k, 1)), index), dtype=float)
+        if shift is None:
+            shift = chunk.mean(axis=1, keepdims=True)
+        chunk = chunk - shift
+        first += chunk.sum(axis=1)
+        second += (chunk * chunk).sum(axis=1) if diagonal else np.matmul(chunk.transpose(0, 2, 1), chunk)  # BLAS
+    outer = first * first if diagonal else first[:, :, None] * first[:, None, :]
+    return (second - outer / n_data) / (n_data - 1)
 
 
 class Replay:
@@ -167,8 +209,12 @@ def on_replay(functions: dict) -> dict:
                 "gradient": replayed_gradient, "sign": 1.0, "replay": {GRADIENT: lambda theta, index: gradient(theta)}}
     if "vectorised_row_gradients" not in functions:
         return functions
-    prior = functions["vectorised_prior_gradient"]
+    prior, rows, n_data = (functions["vectorised_prior_gradient"], functions["vectorised_row_gradients"],
+                           int(functions["n_data"]))
+    centre = None if "centre" not in functions else np.ravel(functions["centre"])
     return {**{key: value for key, value in functions.items() if not key.startswith("vectorised_")},
-            "row_gradients": replayed_rows, "prior_gradient": replayed_prior,
-            "data": np.arange(float(functions["n_data"])).reshape(-1, 1),
-            "replay": {ROWS: functions["vectorised_row_gradients"], PRIOR: lambda theta, index: prior(theta)}}
+            "row_gradients": replayed_rows, "prior_gradient": replayed_prior, "full_data_noise": replayed_noise,
+            "data": np.arange(float(n_data)).reshape(-1, 1),
+            "replay": {ROWS: rows, PRIOR: lambda theta, index: prior(theta),
+                       COVARIANCE: lambda theta, index: row_covariance(rows, n_data, theta, False, centre),
+                       COVARIANCE_DIAGONAL: lambda theta, index: row_covariance(rows, n_data, theta, True, centre)}}

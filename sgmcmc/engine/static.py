@@ -33,9 +33,10 @@ import sys
 import tempfile
 import threading
 import warnings
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numba
 import numpy as np
@@ -135,8 +136,8 @@ def static(function: Callable, cacheable: bool = True, inline: bool = True) -> S
 
 
 # The live Python functions that the compiled callbacks call, by their slot (:class:`Callback`), per thread: compiled
-# code looks them up when it runs (:func:`bound`, in numba's object mode), and :func:`bind` fills the running thread's
-# table with a block's own functions before the block runs.
+# code looks them up when it runs (:func:`bound`, in numba's object mode), and :func:`bindings` fills the running
+# thread's table with a block's own functions while the block runs.
 _BOUND = threading.local()
 # where the callbacks' trampolines are written, one small module each, so that numba's on-disk cache finds them (and the
 # blocks compiled with them) in the next process: ``$SGMCMC_CACHE/callbacks``, else the project's ``.cache/callbacks``
@@ -203,7 +204,7 @@ def callback(function: Callable, output: types.Type, name: str = "") -> Callback
     The trampoline is a module of its own in :data:`CALLBACK_FOLDER`, written once for its slot (:func:`_slot`), its
     arity and its output, that calls ``bound(slot)``: numba caches it, and the blocks compiled with it, on disk like
     any other function, so the next process (the next test) with a model of the same class compiles nothing. The
-    blocks :func:`bind` the function before they run. Measured on a method of one line, θ (1, 10): 3.4-6.9 µs a call
+    blocks bind the function while they run (:func:`bindings`). Measured on a method of one line, θ (1, 10): 3.4-6.9 µs a call
     from a compiled loop against 2.5 µs from Python."""
     names = ", ".join(f"a{i}" for i in range(arity(function)))
     slot = _slot(function, name)
@@ -224,7 +225,6 @@ def callback(function: Callable, output: types.Type, name: str = "") -> Callback
         sys.modules[module_name] = module
         spec.loader.exec_module(module)
     made = static(sys.modules[module_name].trampoline, inline=False)
-    _table()[slot] = function
     return Callback(made.dispatcher, made.key, slot, function, name, kind)
 
 
@@ -268,6 +268,20 @@ def _table() -> dict:
 def bound(slot: str) -> Callable:
     """The function bound to ``slot`` in this thread (:func:`bind`): what a trampoline calls."""
     return _table()[slot]
+
+
+@contextmanager
+def bindings(*values) -> Iterator[None]:
+    """:func:`bind` for the block about to run, and this thread's table as it was once the block has run: a finished
+    block keeps no model alive through the table."""
+    table = _table()
+    before = dict(table)
+    bind(*values)
+    try:
+        yield
+    finally:
+        table.clear()
+        table.update(before)
 
 
 def bind(*values) -> None:

@@ -300,9 +300,8 @@ class Sampler(ABC):
             return None
         if "update_every" in functions and step is ou_splitting and running == FULL_DATA:
             return None  # the O step's V(θ₁) about each chain's own SVRG centre: not in its source's numbers
-        if "replay" in functions and (uniforms or running == FULL_DATA or not self.uses_stochastic_gradient
-                                      or self.engine_passes() > 1):
-            return None  # a vectorised model's passes over all the data (U, V(θ)) or trajectories: the numpy steps
+        if "replay" in functions and (uniforms or not self.uses_stochastic_gradient or self.engine_passes() > 1):
+            return None  # a vectorised model's passes over all the data for U or ∇U, or trajectories: the numpy steps
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions, running))

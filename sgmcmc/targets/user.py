@@ -38,9 +38,11 @@ it runs on the engine's compiled blocks (the same integrators and estimators as 
 step run again until every chain's calls are answered, with one call of ``grad_log_likelihood`` and one of
 ``grad_log_prior`` for all the chains a step (:mod:`sgmcmc.engine.replay`; the rows of θ are then the calls asked,
 not the chains: with the control variates, each chain's θ and the centre), for the samplers, noise estimates and
-estimators that take no pass over all the data: ``noise_estimate`` zero or running, plain minibatches or the control
-variates, with one gradient a step. The default ``known`` noise estimate, HMC's and SGHMC + MH's U, naive SGHMC's
-trajectory, SVRG's renewals and pSGLD's stationary preconditioner run on the numpy steps.
+estimators that take no pass of ∇U or U over all the data: every ``noise_estimate`` (the default ``known`` one's
+covariance of the rows' gradients over all the data from ``grad_log_likelihood`` called on chunks of rows for all the
+chains at once: :func:`sgmcmc.engine.replay.row_covariance`), plain minibatches or the control variates, with one
+gradient a step. HMC's and SGHMC + MH's U, naive SGHMC's trajectory, SVRG's renewals and pSGLD's stationary
+preconditioner run on the numpy steps.
 
 **A data model on rows** is the same, written so that the compiled blocks run it (no formula to name): per chain,
 on the rows of one array, with functions the compiler takes (plain numpy on arrays, or ``numba.njit`` functions; no

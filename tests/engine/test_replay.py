@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from sgmcmc.engine.driver import COMPILED, PYTHON
-from sgmcmc.engine.replay import ANSWERED, PENDING, PRIOR, ROWS, Replay, _answer
+from sgmcmc.engine.replay import ANSWERED, PENDING, PRIOR, ROWS, Replay, _answer, row_covariance
 from sgmcmc.gradient_estimators import make_estimator
 from sgmcmc.samplers import make_sampler
 from sgmcmc.targets.user import user_target
@@ -76,7 +76,12 @@ CASES = [("sgld", {"noise_estimate": "zero"}),
          ("sgnht", {"noise_estimate": "zero"}),
          ("baoab", {"noise_estimate": "running", "noise_clip": True}),
          ("psgld", {"noise_estimate": "zero", "preconditioner": "running"}),
-         ("sgld", {"noise_estimate": "zero", "estimator": "control_variates"})]
+         ("sgld", {"noise_estimate": "zero", "estimator": "control_variates"}),
+         # the known V(θ) over all N rows at every gradient (the table's covariance): the default noise estimate
+         ("sgld", {"noise_estimate": "known"}),
+         ("baoab", {"noise_estimate": "known"}),  # at the O step's point, away from a gradient
+         ("ccadl", {"noise_estimate": "known"}),
+         ("sghmc", {"noise_estimate": "known", "estimator": "control_variates"})]  # about the centre θ̂
 
 
 @pytest.mark.parametrize("name, options", CASES, ids=[f"{name}-{'-'.join(map(str, o.values()))}" for name, o in CASES])
@@ -101,7 +106,7 @@ def test_a_chain_that_diverges_ends_the_block_at_the_same_step_as_on_rows():
     np.testing.assert_allclose(replayed.theta, on_rows.theta, rtol=1e-12)
 
 
-@pytest.mark.parametrize("name, options", [("hmc", {}), ("sgld", {"noise_estimate": "known"}),
+@pytest.mark.parametrize("name, options", [("hmc", {}), ("sgld", {"noise_estimate": "known", "estimator": "svrg"}),
                                            ("sgld", {"noise_estimate": "zero", "estimator": "svrg"}),
                                            ("naive_sghmc", {"noise_estimate": "zero"})])
 def test_what_needs_passes_over_all_the_data_stays_off_the_replay(name, options):
@@ -149,6 +154,12 @@ def table_call(replay, kind, theta, rows, tail):
     return _answer.py_func(kind, theta, rows.reshape(-1, 1).astype(float), tail, replay.table(), size)
 
 
+def test_a_call_of_more_rows_than_a_minibatch_is_refused_not_answered():
+    replay = Replay({ROWS: None, PRIOR: None}, n_chains=1, dim=2, rows=3)
+    with pytest.raises(ValueError, match="over all the data"):
+        table_call(replay, ROWS, np.zeros(2), np.arange(4), np.array([0.0, 0.0]))
+
+
 def test_the_table_answers_a_call_only_at_the_point_and_rows_it_was_asked_at():
     asked = []
 
@@ -189,7 +200,8 @@ def test_the_table_answers_a_call_only_at_the_point_and_rows_it_was_asked_at():
     assert replay.status[1, 0] == ANSWERED
 
 
-COMPILED_CASES = [("data", "sghmc", {"noise_estimate": "running", "running_form": "full", "noise_clip": True}),
+# the data model with the known V(θ): its table's rows, prior and covariance, the last also at BAOAB's O step
+COMPILED_CASES = [("data", "baoab", {"noise_estimate": "known"}),
                   ("density", "sgld", {"noise_estimate": "known"})]  # tests/targets/test_row_models.py's block
 
 
@@ -201,3 +213,26 @@ def test_the_compiled_blocks_replay_the_python_sources_samples(model, name, opti
     python, _ = paths(target, name, n_steps=6, **options)
     assert blocks.replay is not None and np.abs(compiled).max() > 0.01
     np.testing.assert_allclose(compiled, python, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("diagonal", [False, True])
+@pytest.mark.parametrize("centred", [False, True])
+def test_the_tables_covariance_is_the_sample_covariance_of_the_rows_gradients(diagonal, centred):
+    """S_h²(θ) at two points against numpy's np.cov of the per-example h_i, N = 40 rows summed in chunks of 3 rows;
+    g_i = x_i² ⊙ θ, so that the h_i about a centre, g_i(θ) − g_i(θ̂), still vary from row to row."""
+    squares = GaussianMean(40, 3, 0).data ** 2
+    points, centre = np.array([[0.5, -1.0, 2.0], [0.0, 0.3, -0.2]]), np.array([1.0, 1.0, -1.0])
+
+    def quadratic(theta, index):
+        return squares[index] * theta[:, None, :]
+
+    every = np.tile(np.arange(40), (2, 1))
+    examples = quadratic(points, every) - (quadratic(np.tile(centre, (2, 1)), every) if centred else 0.0)
+    expected = np.array([np.cov(example, rowvar=False) for example in examples])
+    if diagonal:
+        expected = np.diagonal(expected, axis1=1, axis2=2)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("sgmcmc.engine.replay.CHUNK", 3 * 2 * 3)  # chunks of 3 rows for 2 points of d = 3
+        covariance = row_covariance(quadratic, 40, points, diagonal, centre if centred else None)
+    assert np.abs(expected).max() > 0.1
+    np.testing.assert_allclose(covariance, expected, rtol=1e-12, atol=1e-14)

@@ -2,9 +2,11 @@
 same compiled (chosen when the caller compiles) and as plain Python; and its callbacks (a bound method called from
 compiled code in object mode)."""
 
+import gc
 import getpass
 import tempfile
 import threading
+import weakref
 from pathlib import Path
 
 import numba
@@ -12,7 +14,7 @@ import numpy as np
 from numba import types
 
 import sgmcmc.engine.static as static_module
-from sgmcmc.engine.static import arity, bind, call1, callback, lead3, static
+from sgmcmc.engine.static import arity, bind, bindings, call1, callback, lead3, static
 
 
 def takes_one(a):
@@ -73,3 +75,15 @@ def test_a_callback_where_the_cache_folder_cannot_be_written_is_written_to_the_t
     other.start()
     other.join()
     np.testing.assert_array_equal(calls(first, np.ones(3)), np.full(3, 2.0))
+
+
+def test_a_model_is_bound_only_while_its_block_runs():
+    """The thread's table holds a block's model while the block runs, and the table as it was afterwards: a finished
+    run keeps no model (and its data) alive through it."""
+    model = Scaled(2.0)
+    alive, door = weakref.ref(model), callback(model.gradient, types.float64[::1], "gradient")
+    with bindings(door):
+        np.testing.assert_array_equal(calls(door, np.ones(3)), np.full(3, 2.0))
+    del model, door
+    gc.collect()
+    assert alive() is None
