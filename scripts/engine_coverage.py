@@ -44,8 +44,6 @@ def path_of(name: str, target, integrator: str, estimate) -> str:
         sampler = make_sampler(name, target, **params)
     except (ValueError, TypeError):
         return "refused"
-    if sampler.kind == "optimiser":
-        return "optimiser"
     if sampler.engine_blocks(PYTHON) is not None:
         return "engine"
     return "numpy"

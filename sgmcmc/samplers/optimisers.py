@@ -13,56 +13,60 @@ setting carries over:
   (Eq. 12, SPEC §4.1), from r₀ = 0. In the heavy-ball form of the authors' code, v = εr: v' = (1 − α)v − η∇Ũ(θ),
   θ' = θ + v' with learning rate η = ε² and momentum decay α = εC.
 
-``tests/samplers/test_optimisers.py`` pins each step to its sampler's step with the injected normals set to zero.
+Each is its sampler's own step (and, on the engine, its sampler's blocks) without the injected noise
+(:meth:`~sgmcmc.samplers.base.Sampler.without_noise`, :meth:`~sgmcmc.engine.driver.Blocks.without_noise`): the
+update is written once, in the sampler; the step draws the sampler's random numbers and drops the injected ones.
+``tests/samplers/test_optimisers.py`` pins each step to a hand-written heavy-ball update.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from sgmcmc.samplers.base import Sampler
-from sgmcmc.samplers.sghmc import FRICTION
-from sgmcmc.state import SamplerState, StepInfo
+from sgmcmc.engine.driver import COMPILED
+from sgmcmc.samplers.sghmc import FRICTION, SGHMC
+from sgmcmc.samplers.sgld import SGLD
+from sgmcmc.state import SamplerState
 
 
-class SGD(Sampler):
-    """Stochastic gradient descent on U: θ' = θ − ε∇Ũ(θ) (module docstring)."""
+class WithoutNoise:
+    """A sampler's step without its injected noise, as an optimiser: mixed in before the sampler's class."""
+
+    kind = "optimiser"
+
+    def step(self, rng, state, step_size):
+        with self.without_noise():
+            return super().step(rng, state, step_size)
+
+    def engine_blocks(self, backend=COMPILED):
+        blocks = super().engine_blocks(backend)
+        return None if blocks is None else blocks.without_noise()
+
+
+class SGD(WithoutNoise, SGLD):
+    """Stochastic gradient descent on U: θ' = θ − ε∇Ũ(θ), SGLD's Euler step without its noise (module docstring)."""
 
     name = "sgd"
-    kind = "optimiser"
     integrators = ("euler",)
+    exact_kernel = explores = True  # SGLD's blocks and steps, without the noise
     parameters = {}
 
     def __init__(self, target, integrator=None):
         super().__init__(target, integrator=integrator, noise_estimate="zero")
 
-    def init(self, theta, rng):
-        return SamplerState(theta=np.array(theta, dtype=float))
 
-    def _step_euler(self, rng, state, step_size):
-        gradient = self.target.stochastic_gradient(state.theta, rng)
-        theta, _, reflected = self.reflect(state.theta - step_size * gradient)
-        return SamplerState(theta=theta), StepInfo(reflected=reflected)
-
-
-class SGDMomentum(Sampler):
-    """SGD with heavy-ball momentum: r' = (1 − εC) r − ε∇Ũ(θ), θ' = θ + ε r' (module docstring)."""
+class SGDMomentum(WithoutNoise, SGHMC):
+    """SGD with heavy-ball momentum: r' = (1 − εC) r − ε∇Ũ(θ), θ' = θ + ε r', SGHMC's splitting step without its
+    noise, from r₀ = 0 (module docstring)."""
 
     name = "sgd_momentum"
-    kind = "optimiser"
     integrators = ("splitting",)
+    exact_kernel = explores = True  # SGHMC's blocks and steps, without the noise
     parameters = {"friction": FRICTION}
 
     def __init__(self, target, friction: float = 1.0, integrator=None):
-        super().__init__(target, integrator=integrator, noise_estimate="zero")
-        self.friction_coefficient = self.checked("friction", friction)
+        super().__init__(target, friction=friction, integrator=integrator, noise_estimate="zero")
 
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)
         return SamplerState(theta=theta, momentum=np.zeros_like(theta))
-
-    def _step_splitting(self, rng, state, step_size):
-        gradient = self.target.stochastic_gradient(state.theta, rng)
-        momentum = state.momentum - step_size * gradient - step_size * self.friction_coefficient * state.momentum
-        theta, momentum, reflected = self.reflect(state.theta + step_size * momentum, momentum)
-        return SamplerState(theta=theta, momentum=momentum), StepInfo(reflected=reflected)

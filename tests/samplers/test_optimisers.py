@@ -6,6 +6,8 @@ import numpy as np
 import pytest
 
 from sgmcmc.config import RunOptions
+from sgmcmc.engine.blocks import kernel_of
+from sgmcmc.engine.driver import PYTHON, Blocks
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import SAMPLERS, make_sampler
 from sgmcmc.schedules import Constant
@@ -30,7 +32,8 @@ def test_sgd_is_sgld_without_its_noise():
     theta, gradient_normal, _ = _start()
     sgd = make_sampler("sgd", target)
     sgld = make_sampler("sgld", target, noise_estimate="zero")
-    new, _ = sgd.step(ScriptedNormals(gradient_normal), sgd.init(theta, None), STEP_SIZE)
+    # SGLD's draws, its injected normals (here 5s) dropped
+    new, _ = sgd.step(ScriptedNormals(gradient_normal, np.full_like(theta, 5.0)), sgd.init(theta, None), STEP_SIZE)
     reference, _ = sgld.step(ScriptedNormals(gradient_normal, np.zeros_like(theta)), sgld.init(theta, None), STEP_SIZE)
     np.testing.assert_allclose(new.theta, reference.theta, rtol=1e-12)
     # the hand-written step: θ − ε(∇U + L z)
@@ -44,7 +47,7 @@ def test_sgd_momentum_is_sghmc_without_its_noise_and_the_authors_heavy_ball():
     optimiser = make_sampler("sgd_momentum", target, friction=FRICTION)
     sghmc = make_sampler("sghmc", target, friction=FRICTION, noise_estimate="zero", integrator="splitting")
     state = optimiser.init(theta, None)._replace(momentum=momentum)
-    new, _ = optimiser.step(ScriptedNormals(gradient_normal), state, STEP_SIZE)
+    new, _ = optimiser.step(ScriptedNormals(gradient_normal, np.full_like(theta, 5.0)), state, STEP_SIZE)
     reference, _ = sghmc.step(ScriptedNormals(gradient_normal, np.zeros_like(theta)), state, STEP_SIZE)
     np.testing.assert_allclose(new.theta, reference.theta, rtol=1e-12)
     np.testing.assert_allclose(new.momentum, reference.momentum, rtol=1e-12)
@@ -71,3 +74,21 @@ def test_an_optimiser_run_keeps_no_samples_and_reaches_the_mode(name, params):
     assert outcome.status == "completed" and outcome.samples.shape == (3, 0, 2)
     assert outcome.moments.count == 0
     np.testing.assert_allclose(outcome.final_theta, 0.0, atol=1e-6)
+
+
+@pytest.mark.parametrize("name, params", [("sgd", {}), ("sgd_momentum", {"friction": 2.0})])
+def test_an_optimisers_engine_blocks_are_its_steps(name, params):
+    """On the engine's blocks (their Python source; the compiled blocks are that source, tests/engine/test_driver.py)
+    an optimiser takes the steps above on the same random numbers, and moves."""
+    target = make_target("correlated_2d", noise_variance=VARIANCE)
+    optimiser = make_sampler(name, target, **params)
+    blocks = kernel_of(optimiser, PYTHON)
+    assert isinstance(blocks, Blocks) and blocks.silent
+    theta, _, _ = _start()
+    state = optimiser.init(theta, None)
+    block = blocks(np.random.default_rng(7), state, np.full(12, STEP_SIZE), 0)
+    rng = np.random.default_rng(7)
+    for _ in range(12):
+        state, _ = optimiser.step(rng, state, STEP_SIZE)
+    np.testing.assert_allclose(block.state.theta, state.theta, rtol=1e-12, atol=1e-14)
+    assert not np.allclose(block.state.theta, theta)
