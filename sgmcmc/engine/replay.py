@@ -1,20 +1,20 @@
 """A vectorised model on the engine's blocks: each step run again until every chain's gradients are answered.
 
-A vectorised data model (``grad_log_likelihood(θ, index)`` over all chains at once, :mod:`sgmcmc.targets.user`) is
-fast when one call serves every chain, and slow called per chain from compiled code (numba's object mode:
+A vectorised data model (``grad_log_likelihood(θ, index)`` over all chains at once, :mod:`sgmcmc.targets.user`) is fast
+when one call serves every chain, and slow called per chain from compiled code (numba's object mode:
 ``results/test-times/callbacks-vectorised-20261129.md``). Here the blocks run it step by step, each step in passes
 (:class:`Replay`): every chain runs the step (the same integrator and estimator as any data model on rows,
 :func:`sgmcmc.engine.estimators.minibatch_gradient`) with functions that answer the model's calls from a table of
 answers (:func:`replayed_rows`, :func:`replayed_prior`; with the known V(θ), the estimator's noise door
-:func:`replayed_noise`, answered by :func:`row_covariance` over all the rows for all the chains at once). The first call a chain makes that the table cannot answer is
-recorded (its kind, point and rows) and answered with zeros, and so is every later call of the pass that the table
-cannot answer; after the pass the model is called once per kind and number of rows for all the recorded calls of all
-the chains, the answers are put in the table, the chains' estimator states are put back, and the step runs again,
-until a pass records nothing (a call is answered only where its kind, point and rows are those it was asked at). A
-step whose calls are at points it knows at its start (SGLD, SGHMC, SGNHT, BAOAB…: the rows' gradients and the prior
-at θ, the control variates' at θ and the centre) takes two passes; a call at a point moved by an earlier answer one
-more pass (a trajectory's m gradients would take m + 1 passes and m² gradients: the samplers with several gradients a
-step stay on the numpy steps). The samples are those of the same model on rows, to rounding.
+:func:`replayed_noise`, answered by :func:`row_covariance` over all the rows for all the chains at once). The first call
+a chain makes that the table cannot answer is recorded (its kind, point and rows) and answered with zeros, and so is
+every later call of the pass that the table cannot answer; after the pass the model is called once per kind and number
+of rows for all the recorded calls of all the chains, the answers are put in the table, the chains' estimator states are
+put back, and the step runs again, until a pass records nothing (a call is answered only where its kind, point and rows
+are those it was asked at). A step whose calls are at points it knows at its start (SGLD, SGHMC, SGNHT, BAOAB…: the
+rows' gradients and the prior at θ, the control variates' at θ and the centre) takes two passes; a call at a point moved
+by an earlier answer one more pass (a trajectory's m gradients would take m + 1 passes and m² gradients: the samplers
+with several gradients a step stay on the numpy steps). The samples are those of the same model on rows, to rounding.
 
 A chain finds its table through its estimator memory's last two entries, (the chain's index, the calls it has made in
 this pass), which the functions get as the tail the blocks hand a model's functions (``lead4(first, θ, rows, tail,
@@ -31,6 +31,8 @@ from typing import Callable, Optional
 
 import numba
 import numpy as np
+
+from sgmcmc.sample_covariance import chunked_sample_covariance
 
 # the model's calls the table answers: a data model's rows' gradients (n, d), its prior's gradient (d,) and the
 # covariance S_h²(θ) of its h_i over all N rows (d, d) or its diagonal (d,), a density model's ∇U (d,)
@@ -113,26 +115,23 @@ def replayed_noise(source, theta, memory, variance):
 
 def row_covariance(rows_gradient: Callable, n_data: int, points: np.ndarray, diagonal: bool,
                    centre: Optional[np.ndarray] = None) -> np.ndarray:
-    """S_h²(θ) = Σ_i (h_i − h̄)(h_i − h̄)ᵀ/(N − 1) over all N rows at each point θ (k, d): (k, d, d), or its diagonal
-    (k, d); h_i = g_i(θ), or g_i(θ) − g_i(θ̂) about the control variates' centre θ̂ (their constant ḡ(θ̂) leaves it
-    unchanged); the rows in chunks (all the points at once), summed about the first chunk's mean, as
-    :meth:`~sgmcmc.targets.data.DataTarget.per_example_covariance` sums them."""
+    """S_h²(θ) over all N rows at each point θ (k, d): (k, d, d), or its diagonal (k, d)
+    (:func:`~sgmcmc.sample_covariance.chunked_sample_covariance`); h_i = g_i(θ), or g_i(θ) − g_i(θ̂) about the
+    control variates' centre θ̂ (their constant ḡ(θ̂) leaves it unchanged); the rows in chunks, all the points at
+    once."""
+    return chunked_sample_covariance(_row_chunks(rows_gradient, n_data, points, centre), n_data, diagonal)
+
+
+def _row_chunks(rows_gradient: Callable, n_data: int, points: np.ndarray, centre: Optional[np.ndarray]):
+    """h_i at each point for all N rows in chunks of shape (k, m, d), in index order."""
     k, d = points.shape
     size = max(1, CHUNK // max(1, k * d))
-    first, second = np.zeros((k, d)), np.zeros((k, d) if diagonal else (k, d, d))
-    shift = None
     for start in range(0, n_data, size):
         index = np.tile(np.arange(start, min(start + size, n_data)), (k, 1))
         chunk = np.asarray(rows_gradient(points, index), dtype=float)
         if centre is not None:
             chunk = chunk - np.asarray(rows_gradient(np.tile(centre, (k, 1)), index), dtype=float)
-        if shift is None:
-            shift = chunk.mean(axis=1, keepdims=True)
-        chunk = chunk - shift
-        first += chunk.sum(axis=1)
-        second += (chunk * chunk).sum(axis=1) if diagonal else np.matmul(chunk.transpose(0, 2, 1), chunk)  # BLAS
-    outer = first * first if diagonal else first[:, :, None] * first[:, None, :]
-    return (second - outer / n_data) / (n_data - 1)
+        yield chunk
 
 
 class Replay:

@@ -19,6 +19,7 @@ from abc import abstractmethod
 
 import numpy as np
 
+from sgmcmc.sample_covariance import chunked_sample_covariance
 from sgmcmc.targets.base import Target
 
 # Largest number of per-example gradient entries (chains × examples × dim) held at once by the full-data sums:
@@ -175,20 +176,10 @@ class DataTarget(Target):
     def per_example_covariance(self, theta: np.ndarray) -> np.ndarray:
         """S²(θ) = (1/(N − 1)) Σ_i (g_i − ḡ)(g_i − ḡ)ᵀ over all N data points, shape (c, d, d).
 
-        Accumulated in chunks as sums shifted by the mean of the first chunk (numerically stable one pass).
+        Accumulated in chunks as sums shifted by the mean of the first chunk
+        (:func:`~sgmcmc.sample_covariance.chunked_sample_covariance`).
         """
-        theta = np.asarray(theta, dtype=float)
-        shift = None
-        first = np.zeros(theta.shape)
-        second = np.zeros((theta.shape[0], self.dim, self.dim))
-        for chunk in self._all_gradients(theta):
-            if shift is None:
-                shift = chunk.mean(axis=1, keepdims=True)
-            centred = chunk - shift
-            first += centred.sum(axis=1)
-            second += np.einsum("cia,cib->cab", centred, centred)
-        mean = first / self.n_data
-        return (second - self.n_data * np.einsum("ca,cb->cab", mean, mean)) / (self.n_data - 1)
+        return chunked_sample_covariance(self._all_gradients(np.asarray(theta, dtype=float)), self.n_data)
 
     def noise_covariance(self, theta):
         """The exact covariance of ∇Ũ − ∇U at θ: noise_scale · S²(θ), shape (c, d, d)."""
