@@ -369,13 +369,15 @@ class SVRG(CentredGradients):
         return {**super().cost(), "update_every": self.update_every}
 
     def engine_functions(self):
-        """The base's functions on rows with ``update_every`` (:func:`sgmcmc.engine.estimators.minibatch_gradient`'s
+        """The base's functions (on rows, or vectorised) with ``update_every``
+        (:func:`sgmcmc.engine.estimators.minibatch_gradient`'s
         SVRG), ``estimator_state`` (each chain's count of minibatch gradients, θ̂ and ḡ(θ̂), the engine's memory of
         them at a block's start) and ``advanced``, which takes that memory back after the block and counts its cost;
         None where the base hands the engine none."""
         functions = self.base.engine_functions()
         # the chain's memory after the running estimate's is SVRG's own: a prior's hyperparameters have no room there
-        if functions is None or "row_gradients" not in functions or "estimator_state" in functions:
+        if (functions is None or not {"row_gradients", "vectorised_row_gradients"} & functions.keys()
+                or "estimator_state" in functions):
             return None
         return {**functions, "update_every": self.update_every, "estimator_state": self._engine_state,
                 "estimator_size": 1 + 2 * self.dim, "advanced": self._engine_advanced}

@@ -159,9 +159,7 @@ def minibatch_gradient(source, theta, normals, rows, memory, out, variance):
     for i in range(n):
         for j in range(d):
             out[j] += examples[i, j]
-    if numbers[2] == FULL_DATA and numbers[1] == SVRG:  # about each chain's own θ̂
-        _full_data_covariance(source, theta, True, centre, numbers[3], variance, tail)
-    elif numbers[2] == FULL_DATA:  # the noise door: minibatch_noise's pass over the data, or a replay's table
+    if numbers[2] == FULL_DATA:  # the noise door: minibatch_noise's pass over the data, or a replay's table
         call4(source[6], source, theta, memory, variance)
     elif numbers[2] != NO_RUNNING:
         _running_estimate(numbers, examples, out, memory, variance)
@@ -303,14 +301,13 @@ def minibatch_noise(source, theta, memory, variance):
     """V̂ of :func:`minibatch_gradient`'s estimate into ``variance``, for an integrator that needs it away from a
     gradient (BAOAB's and BADODAB's O step): with the known V(θ) (``numbers[2]`` = :data:`FULL_DATA`) c·S_h²(θ) at
     θ, a pass over the data (centred about the control variates' θ̂ where there is one); with a running estimate
-    c·Î_t of the chain's ``memory`` (its full form, or its diagonal); with none, nothing. Not for SVRG, whose centre is
-    each chain's own (in its memory, not in ``numbers``): the samplers do not hand SVRG to these integrators
-    (:meth:`sgmcmc.samplers.base.Sampler.engine_blocks`)."""
+    c·Î_t of the chain's ``memory`` (its full form, or its diagonal); with none, nothing. SVRG's centre is each
+    chain's own, in its memory after the running estimate's (count, θ̂, ḡ(θ̂)): the last renewal's."""
     numbers, d = source[4], theta.shape[0]
     if numbers[2] == FULL_DATA:
-        centred = numbers[1] == CONTROL_VARIATES
-        _full_data_covariance(source, theta, centred, numbers[4:4 + d] if centred else theta, numbers[3], variance,
-                              memory[running_size(numbers[2], d):])
+        tail = memory[running_size(numbers[2], d):]
+        centre = tail[1:1 + d] if numbers[1] == SVRG else numbers[4:4 + d] if numbers[1] == CONTROL_VARIATES else theta
+        _full_data_covariance(source, theta, numbers[1] != PLAIN, centre, numbers[3], variance, tail)
     elif numbers[2] == RUNNING_FULL:
         for j in range(d):
             for k in range(d):
@@ -358,9 +355,12 @@ def rows_stationary(arguments, source, theta, rows, memory, normals, gradient, m
     ∇U² + c·diag S²(θ) into ``moment`` and ∂_iU ∂²_iiU + ½∂_i(c·S²_ii) into ``slope``, the derivatives by central
     differences (spacings :data:`GRADIENT_SPACING` and :data:`NOISE_SPACING` times 1 + |θ_i|, as the numpy
     :meth:`~sgmcmc.targets.base.Target.hessian_diagonal` and ``PSGLD.noise_derivative`` take them): 4d + 2 passes over
-    the data a step, or 2 without Γ. ``arguments`` = (the model's plain source, (c, the offset of the chain's
+    the data a step, or 2 without Γ; with the control variates S_h² about their θ̂ (their V(θ)) and ∇U through them (all
+    N rows). ``arguments`` = (the model's source without SVRG, (c, the offset of the chain's
     hyperparameters in its memory, 1 with Γ's bracket or 0 without it)); ``rows`` are not read."""
     exact, d = arguments[0], theta.shape[0]
+    centred = exact[4][1] == CONTROL_VARIATES
+    centre = exact[4][4:4 + d] if centred else theta
     everything = np.arange(exact[3].shape[0])
     hyperparameters = memory[int(arguments[1][1]):]
     noise, point, value = np.zeros((1, d)), theta.copy(), np.empty(d)
@@ -375,8 +375,8 @@ def rows_stationary(arguments, source, theta, rows, memory, normals, gradient, m
             point[j] = theta[j] + spacing if up else theta[j] - spacing
         if not of_noise:
             call7(exact[0], exact, point, normals, everything, hyperparameters, value, noise)
-        if k == 0 or of_noise:
-            _full_data_covariance(exact, point, False, point, arguments[1][0], noise, hyperparameters)
+        if k == 0 or of_noise:  # S_h² of h_i = g_i(θ) − g_i(θ̂) about the control variates' θ̂ where there is one
+            _full_data_covariance(exact, point, centred, centre, arguments[1][0], noise, hyperparameters)
         point[j] = theta[j]
         if k == 0:
             for i in range(d):

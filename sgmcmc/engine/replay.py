@@ -204,7 +204,7 @@ def on_replay(functions: dict) -> dict:
     the table; any other's as they are."""
     if "vectorised_gradient" in functions:
         gradient = functions["vectorised_gradient"]
-        return {**{key: value for key, value in functions.items() if key != "vectorised_gradient"},
+        return {**{key: value for key, value in functions.items() if not key.startswith("vectorised_")},
                 "gradient": replayed_gradient, "sign": 1.0, "replay": {GRADIENT: lambda theta, index: gradient(theta)}}
     if "vectorised_row_gradients" not in functions:
         return functions
@@ -217,3 +217,33 @@ def on_replay(functions: dict) -> dict:
             "replay": {ROWS: rows, PRIOR: lambda theta, index: prior(theta),
                        COVARIANCE: lambda theta, index: row_covariance(rows, n_data, theta, False, centre),
                        COVARIANCE_DIAGONAL: lambda theta, index: row_covariance(rows, n_data, theta, True, centre)}}
+
+
+def per_chain(functions: dict) -> dict:
+    """A vectorised model's functions (:func:`on_replay`'s) as a model of one chain at a time, for the steps the table
+    does not serve (a trajectory's gradients, U over all the rows for a Metropolis–Hastings test, pSGLD's stationary
+    V(θ) and Γ, SVRG's renewals over all the rows): each function called with the chain's θ as a (1, d) array and its
+    rows' indices as a (1, m) array (the rows' ``data`` their index column), which the blocks call in Python
+    (:func:`sgmcmc.engine.estimators._door`: closures, one chain a call); a vectorised density model's ∇U and U as
+    they are (``vectorised_potential``, where it has one); any other's as they are."""
+    kept = {key: value for key, value in functions.items() if not key.startswith("vectorised_")}
+    if "vectorised_gradient" in functions:
+        if "vectorised_potential" in functions:
+            kept.update(potential=functions["vectorised_potential"], potential_sign=1.0)
+        return {**kept, "gradient": functions["vectorised_gradient"], "sign": 1.0}
+    if "vectorised_row_gradients" not in functions:
+        return functions
+    rows, prior = functions["vectorised_row_gradients"], functions["vectorised_prior_gradient"]
+    kept.update(data=np.arange(float(functions["n_data"])).reshape(-1, 1),
+                row_gradients=lambda theta, data: rows(theta[None], _indices(data))[0],
+                prior_gradient=lambda theta: prior(theta[None])[0])
+    if "vectorised_row_log_likelihoods" in functions:
+        likelihoods, density = functions["vectorised_row_log_likelihoods"], functions["vectorised_prior_log_density"]
+        kept.update(row_log_likelihoods=lambda theta, data: likelihoods(theta[None], _indices(data))[0],
+                    prior_log_density=lambda theta: float(np.asarray(density(theta[None]), dtype=float)[0]))
+    return kept
+
+
+def _indices(data: np.ndarray) -> np.ndarray:
+    """The rows' indices (1, m) of the index column ``data`` (m, 1) that :func:`per_chain` hands the blocks."""
+    return data[:, 0].astype(np.int64)[None]

@@ -22,10 +22,10 @@ from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
 from sgmcmc.engine.estimators import (FULL_DATA, NO_RUNNING, RUNNING_DIAGONAL, RUNNING_FULL, called_in_python,
                                       has_potential, on_rows, source_of)
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
-from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, PLAIN, SPLITTING,
-                                       THETA_FIRST, langevin, momentum_friction, ou_splitting, preconditioned,
-                                       thermostat, trajectory)
-from sgmcmc.engine.replay import on_replay
+from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER, LEAPFROG, MOMENTS,
+                                       MOMENTS_WITHOUT_CORRECTION, PLAIN, SPLITTING, THETA_FIRST, langevin,
+                                       momentum_friction, ou_splitting, preconditioned, thermostat, trajectory)
+from sgmcmc.engine.replay import on_replay, per_chain
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.gradient_estimators import SVRG
@@ -265,12 +265,19 @@ class Sampler(ABC):
         if (integrator is None or metric is None or self.integrator not in ORDERS
                 or not self._kernel_declared("engine_functions")):
             return None
-        functions = self.engine_functions()
-        if functions is None:
+        handed = self.engine_functions()
+        if handed is None:
             return None
-        functions = on_replay(functions)
+        functions = on_replay(handed)
         data = on_rows(functions)
         slots, uniforms = self.engine_draws(data)
+        stationary = data and integrator[0] is preconditioned and self.engine_variant() in (MOMENTS,
+                                                                                           MOMENTS_WITHOUT_CORRECTION)
+        if "replay" in functions and (uniforms or not self.uses_stochastic_gradient or self.engine_passes() > 1
+                                      or "update_every" in functions or stationary):
+            # a vectorised model's passes over all the data (U, the exact ∇U, SVRG's renewals, pSGLD's stationary
+            # V(θ) on a data model) or trajectories: the table does not serve them, each chain calls the model itself
+            functions = per_chain(handed)
         if uniforms and not has_potential(functions):  # a Metropolis test needs the exact U
             return None
         if not uniforms:  # a data model's U is read by a Metropolis test alone: blocks without one are not typed with it
@@ -298,10 +305,6 @@ class Sampler(ABC):
                                                     functions["noise_covariance"])
         else:
             return None
-        if "update_every" in functions and step is ou_splitting and running == FULL_DATA:
-            return None  # the O step's V(θ₁) about each chain's own SVRG centre: not in its source's numbers
-        if "replay" in functions and (uniforms or not self.uses_stochastic_gradient or self.engine_passes() > 1):
-            return None  # a vectorised model's passes over all the data for U or ∇U, or trajectories: the numpy steps
         metric_function, flow, metric_parameters = metric
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions, running))

@@ -127,6 +127,11 @@ class PSGLD(Sampler):
         if self.preconditioner == "stationary" and not target.has_exact_gradient:
             raise ValueError(f"preconditioner=stationary needs the exact gradient, which target {target.name!r} does "
                              f"not have (use preconditioner=running)")
+        if self.preconditioner == "stationary" and getattr(target, "estimator", None) == "svrg":
+            raise ValueError("sampler.preconditioner=stationary with gradient=svrg: its D(θ) = 1/(λ + √v(θ)) would take "
+                             "V(θ) about each chain's own SVRG centre, which moves at every renewal, so D would not be a "
+                             "function of θ and Γ would not keep the target; use gradient=control_variates (one fixed "
+                             "centre) or sampler.preconditioner=running")
         if self.preconditioner == "stationary" and not per_example_gradients(target):
             raise ValueError(f"sampler.preconditioner=stationary: its V(θ) and Γ need the per-example gradients over all "
                              f"N rows at every step, and target {target.name!r} hands over its minibatch sums alone; "
@@ -204,14 +209,13 @@ class PSGLD(Sampler):
 
     def engine_functions(self):
         """The target's functions: for the running preconditioner always (a data model's too); for the stationary one
-        on a density model that hands over its constant V, and on a data model on rows with plain minibatches (its V(θ)
-        the per-example covariance over all the rows). None elsewhere (the numpy steps)."""
+        on a density model that hands over its constant V, and on a data model (its V(θ) the per-example covariance over
+        all the rows, about the control variates' θ̂ where there is one). None elsewhere."""
         functions = super().engine_functions()
         if functions is None or self.preconditioner == "running":
             return functions
         if on_rows(functions):
-            plain = "row_gradients" in functions and "centre" not in functions and "update_every" not in functions
-            return functions if plain else None
+            return functions
         return functions if "noise_covariance" in functions else None  # a density model's constant V
 
     def engine_curvature(self, functions, running):

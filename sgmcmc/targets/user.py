@@ -308,7 +308,8 @@ class UserDensityTarget(_UserTarget, Target):
         gradient = inspect.getattr_static(type(self.model), self.gradient_name, None)
         if not isinstance(gradient, staticmethod):  # all the chains at once, each step (sgmcmc.engine.replay)
             return {"vectorised_gradient": self.gradient, "noise_factor": self._noise_factor,
-                    "noise_covariance": self.variance}
+                    "noise_covariance": self.variance,
+                    **({"vectorised_potential": self.potential} if self.has_potential else {})}
         functions = {"gradient": gradient.__func__, "sign": 1.0 if self.gradient_name == "grad_potential" else -1.0,
                      "noise_factor": self._noise_factor, "noise_covariance": self.variance}
         value = inspect.getattr_static(type(self.model), self.value_name, None)
@@ -350,10 +351,16 @@ class UserDataTarget(_UserTarget, DataTarget):
         """What a model on rows hands the engine (:func:`sgmcmc.engine.estimators.source_of`): its functions (with
         ``row_gradient_sums``, ``row_log_likelihoods`` and ``prior_log_density`` where it has them: the last two are a
         Metropolis–Hastings test's U), data and N; the vectorised form's ``vectorised_row_gradients(θ (c, d), index (c,
-        n))`` → (c, n, d) and ``vectorised_prior_gradient(θ)`` → (c, d) (:func:`sgmcmc.engine.replay.on_replay`)."""
+        n))`` → (c, n, d) and ``vectorised_prior_gradient(θ)`` → (c, d), with ``vectorised_row_log_likelihoods`` (c, n)
+        and ``vectorised_prior_log_density`` (c,) where it has them (:func:`sgmcmc.engine.replay.on_replay`,
+        :func:`sgmcmc.engine.replay.per_chain`)."""
         if not isinstance(self.model, RowModel):
-            return {"vectorised_row_gradients": self.log_likelihood_gradients,
-                    "vectorised_prior_gradient": self.log_prior_gradient, "n_data": self.n_data}
+            functions = {"vectorised_row_gradients": self.log_likelihood_gradients,
+                         "vectorised_prior_gradient": self.log_prior_gradient, "n_data": self.n_data}
+            if self.has_potential:
+                functions.update(vectorised_row_log_likelihoods=self.model.log_likelihood,
+                                 vectorised_prior_log_density=self.model.log_prior)
+            return functions
         model = self.model.wrapped
         functions = {"row_gradients": model.row_gradients, "prior_gradient": model.prior_gradient,
                      "data": self.model.data, "n_data": self.n_data}

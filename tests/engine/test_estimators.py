@@ -271,15 +271,20 @@ def test_known_noise_blocks_are_the_numpy_steps(name, estimator, estimate):
     assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
 
 
-@pytest.mark.parametrize("name", ["psgld", "psgld_no_gamma"])
+@pytest.mark.parametrize("name, estimator", [("psgld", "minibatch"), ("psgld_no_gamma", "minibatch"),
+                                             ("psgld", "control_variates")])
 @pytest.mark.parametrize("estimate", ["zero", "known", "running"])
-def test_the_stationary_preconditioner_on_a_data_model_is_the_numpy_steps(name, estimate):
+def test_the_stationary_preconditioner_on_a_data_model_is_the_numpy_steps(name, estimator, estimate):
     """pSGLD's stationary D(θ) = 1/(λ + √v(θ)), v = ∇U² + diag V(θ), on logistic regression: ∇U and V(θ) over all the
     rows at every step, Γ's ∂²U/∂θ_i² and ∂V_ii/∂θ_i by central differences
-    (:func:`sgmcmc.engine.estimators.rows_stationary`), with each noise estimate: the numpy steps' paths on the same
-    draws (10⁻¹⁰: the central differences divide the rounding of ∇U and V by their spacings)."""
+    (:func:`sgmcmc.engine.estimators.rows_stationary`), with each noise estimate, and with the control variates (V(θ)
+    the covariance of g_i(θ) − g_i(θ̂)): the numpy steps' paths on the same draws (10⁻¹⁰: the central differences
+    divide the rounding of ∇U and V by their spacings)."""
+    from sgmcmc.gradient_estimators import make_estimator
+
     rows = data()
-    samplers = [make_sampler(name, LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH),
+    samplers = [make_sampler(name, make_estimator(estimator, LogisticRegression(rows[:, :-1], rows[:, -1],
+                                                                                batch_size=BATCH), seed=0),
                              noise_estimate=estimate, damping=1.0) for _ in range(2)]
     assert samplers[1].engine_blocks(PYTHON).parameters[6].python is estimators.rows_stationary.py_func
     assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
@@ -351,7 +356,8 @@ def test_known_noise_on_a_target_that_keeps_it_unknown_subtracts_nothing():
                                     dict(noise_estimate="zero", normal_gamma="reflected"),
                                     dict(noise_estimate="known", normal_gamma="inside"),
                                     dict(noise_estimate="running", normal_gamma="inside"),
-                                    dict(noise_estimate="zero", svrg=True), dict(noise_estimate="running", svrg=True)])
+                                    dict(noise_estimate="zero", svrg=True), dict(noise_estimate="running", svrg=True),
+                                    dict(noise_estimate="known", svrg=True)])  # V(θ₁) about each chain's own θ̂
 def test_ou_splitting_blocks_with_a_data_models_noise_estimate_are_the_numpy_steps(name, params):
     """BAOAB and BADODAB on logistic regression with the known V(θ) (at θ₁, the O step's point: a pass over all the
     rows, plain or about the control variates' centre) or the running estimate (the kept gradient's: c·Î_t) subtracted

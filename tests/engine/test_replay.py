@@ -106,15 +106,44 @@ def test_a_chain_that_diverges_ends_the_block_at_the_same_step_as_on_rows():
     np.testing.assert_allclose(replayed.theta, on_rows.theta, rtol=1e-12)
 
 
-@pytest.mark.parametrize("name, options", [("hmc", {}), ("sgld", {"noise_estimate": "known", "estimator": "svrg"}),
-                                           ("sgld", {"noise_estimate": "zero", "estimator": "svrg"}),
-                                           ("naive_sghmc", {"noise_estimate": "zero"})])
-def test_what_needs_passes_over_all_the_data_stays_off_the_replay(name, options):
-    target = user_target(VectorisedGaussianMean(), batch_size=8)
-    estimator = options.pop("estimator", None)
-    if estimator is not None:
-        target = make_estimator(estimator, target, seed=0)
-    assert make_sampler(name, target, **options).engine_blocks() is None
+PER_CHAIN = [("hmc", {}),  # the exact ∇U over all the rows and U for the Metropolis test
+             ("sghmc_mh", {"noise_estimate": "zero", "n_leapfrog": 3}),  # a trajectory's minibatch gradients, U
+             ("naive_sghmc", {"noise_estimate": "zero"}),
+             ("sgld", {"noise_estimate": "known", "estimator": "svrg"}),  # renewals over all the rows
+             ("baoab", {"noise_estimate": "known", "estimator": "svrg"}),  # V(θ₁) about each chain's own centre
+             ("psgld", {"noise_estimate": "zero"}),  # the stationary V(θ) and Γ over all the rows
+             ("psgld", {"noise_estimate": "known", "estimator": "control_variates"})]
+
+
+@pytest.mark.parametrize("name, options", PER_CHAIN,
+                         ids=[f"{name}-{'-'.join(map(str, o.values()))}" for name, o in PER_CHAIN])
+def test_what_needs_passes_over_all_the_data_calls_the_model_one_chain_at_a_time(name, options):
+    """The table does not serve these (calls over all N rows, or a trajectory's): each chain calls the vectorised
+    model with its own θ (1, d) and rows (:func:`sgmcmc.engine.replay.per_chain`), and the samples are those of the
+    same model on rows."""
+    vectorised = user_target(VectorisedGaussianMean(), batch_size=8)
+    theta, blocks = paths(vectorised, name, n_steps=12, **options)
+    expected, _ = paths(user_target(ShrunkGaussianMean(), batch_size=8), name, n_steps=12, **options)
+    assert blocks.replay is None
+    assert np.abs(theta).max() > 0.05  # the chains moved
+    np.testing.assert_allclose(theta, expected, rtol=0, atol=1e-11)
+
+
+def test_hmc_on_a_density_model_whose_density_is_a_method_is_hmc_on_its_staticmethod():
+    """The Metropolis test's U of a method, called one chain at a time, and accepted or rejected as the staticmethod's."""
+    class MethodDensity(MethodGaussian):
+        def log_density(self, theta):
+            return -0.5 * np.sum(theta * theta * np.array([1.0, 4.0]), axis=1)
+
+    class StaticDensity(StaticGaussian):
+        @staticmethod
+        def log_density(theta):
+            return -0.5 * np.sum(theta * theta * np.array([1.0, 4.0]), axis=1)
+
+    block, blocks = run_blocks(user_target(MethodDensity()), "hmc", n_steps=12, step_size=0.3)
+    expected, _ = run_blocks(user_target(StaticDensity()), "hmc", n_steps=12, step_size=0.3)
+    assert blocks.replay is None and 0 < block.accept_probability.mean() < 1
+    np.testing.assert_allclose(block.theta, expected.theta, rtol=0, atol=1e-12)
 
 
 class StaticGaussian:

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from sgmcmc.config import RunOptions
+from sgmcmc.gradient_estimators import make_estimator
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
@@ -182,3 +183,11 @@ def test_the_stationary_preconditioner_samples_a_data_models_posterior_and_witho
         ratios[name] = samples.var(axis=0) / variance
     assert np.all(np.abs(ratios["psgld"] - 1.0) < 0.15), ratios
     assert np.all(ratios["psgld_no_gamma"] > 1.15), ratios
+
+
+def test_the_stationary_preconditioner_refuses_svrg_and_names_the_remedy():
+    """SVRG's V(θ) is about each chain's own centre, which jumps at every renewal: D(θ) would not be a function of θ."""
+    target = make_estimator("svrg", user_target(GaussianMeanWithPrior(), batch_size=8))
+    with pytest.raises(ValueError, match="gradient=control_variates .* or sampler.preconditioner=running"):
+        make_sampler("psgld", target)
+    assert make_sampler("psgld", target, preconditioner="running").engine_blocks() is not None
