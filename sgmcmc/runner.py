@@ -122,7 +122,7 @@ def check_exploration(sampler: Sampler, schedule) -> None:
 
 def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.random.Generator, state, start: int,
                    stops: Callable[[int], int], n_steps: int, stop_requested: Callable[[], bool] = lambda: False,
-                   backend: str = "compiled"):
+                   advance: Optional[Blocks] = None):
     """Run the chains from step ``start`` in blocks, yielding each :class:`~sgmcmc.engine.blocks.Block`; the block
     after step t ends at ``stops(t)``. Compiled where the sampler declares a kernel for its target (a
     :class:`~sgmcmc.engine.driver.Blocks` runs a block itself, drawing its minibatches), else the numpy
@@ -130,8 +130,9 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
     noise, on the engine's blocks (:meth:`~sgmcmc.engine.driver.Blocks.without_noise`) where the sampling runs there,
     else on the numpy steps (:meth:`~sgmcmc.samplers.base.Sampler.without_noise`), the same random numbers drawn
     either way, in blocks of their own marked ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
-    before every block, and before every numpy step)."""
-    advance = kernel_of(sampler, backend)  # the engine's Blocks run a block themselves
+    before every block, and before every numpy step). ``advance``: the sampler's blocks
+    (:func:`~sgmcmc.engine.blocks.kernel_of`, made once a run: making them may say something), or None for the numpy
+    steps."""
     check_exploration(sampler, schedule)
     explore = advance.without_noise() if isinstance(advance, Blocks) and sampler.can_explore() else None
     t = start
@@ -244,7 +245,8 @@ def run_chains(
                          earlier_wall_time + time.perf_counter() - start)
 
     due_step, due_time = checkpointer.next_due(outcome.steps_done) if checkpointer else (float("inf"), float("inf"))
-    size = block_steps(settings.n_chains, target.dim, kernel_of(sampler, settings.backend) is not None)
+    advance = kernel_of(sampler, settings.backend)  # the engine's Blocks run a block themselves
+    size = block_steps(settings.n_chains, target.dim, advance is not None)
     with workers_ignore_stop_signals():  # tqdm's monitor thread leaves SIGINT/SIGTERM to the main thread
         progress = ProgressObserver(trace, settings.n_steps, outcome.steps_done, enabled=settings.progress)
     clean_stop = False  # stopped by stop_requested between two steps: the state is consistent, checkpoint it
@@ -252,7 +254,7 @@ def run_chains(
         pace = BlockPace(settings.block_seconds)
         blocks = iterate_blocks(sampler, schedule, rng, state, outcome.steps_done,
                                 lambda t: next_stop(t, settings, size, due_step, intervals, pace.limit),
-                                settings.n_steps, stop_requested, settings.backend)
+                                settings.n_steps, stop_requested, advance)
         for block in blocks:
             parts = block.parts(settings.eval_every)  # the observers see a block per trace row
             for part in parts:

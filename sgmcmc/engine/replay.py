@@ -14,7 +14,7 @@ put back, and the step runs again, until a pass records nothing (a call is answe
 are those it was asked at). A step whose calls are at points it knows at its start (SGLD, SGHMC, SGNHT, BAOAB…: the
 rows' gradients and the prior at θ, the control variates' at θ and the centre) takes two passes; a call at a point moved
 by an earlier answer one more pass (a trajectory's m gradients would take m + 1 passes and m² gradients: the samplers
-with several gradients a step stay on the numpy steps). The samples are those of the same model on rows, to rounding.
+with several gradients a step call the model one chain at a time instead: :func:`per_chain`). The samples are those of the same model on rows, to rounding.
 
 A chain finds its table through its estimator memory's last two entries, (the chain's index, the calls it has made in
 this pass), which the functions get as the tail the blocks hand a model's functions (``lead4(first, θ, rows, tail,
@@ -56,7 +56,7 @@ def _answer(kind, theta, rows, tail, table, size):
     out = np.zeros(size)
     if rows.shape[0] > asked.shape[2]:  # a pass over all the data: the samplers route none here (Sampler.engine_blocks)
         raise ValueError("the replay answers calls of a minibatch's rows at most: a pass of the model's gradients "
-                         "over all the data runs on the numpy steps")
+                         "over all the data calls the model one chain at a time (per_chain)")
     if call >= status.shape[1]:  # no slot left: the table is made larger and the step run again
         overflow[0] = 1
         return out

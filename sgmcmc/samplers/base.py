@@ -269,15 +269,18 @@ class Sampler(ABC):
         if handed is None:
             return None
         functions = on_replay(handed)
-        data = on_rows(functions)
+        vectorised, data = "replay" in functions, on_rows(functions)
         slots, uniforms = self.engine_draws(data)
         stationary = data and integrator[0] is preconditioned and self.engine_variant() in (MOMENTS,
                                                                                            MOMENTS_WITHOUT_CORRECTION)
-        if "replay" in functions and (uniforms or not self.uses_stochastic_gradient or self.engine_passes() > 1
-                                      or "update_every" in functions or stationary):
+        if vectorised and (uniforms or not self.uses_stochastic_gradient or self.engine_passes() > 1
+                           or "update_every" in functions or stationary):
             # a vectorised model's passes over all the data (U, the exact ∇U, SVRG's renewals, pSGLD's stationary
             # V(θ) on a data model) or trajectories: the table does not serve them, each chain calls the model itself
             functions = per_chain(handed)
+            log.warning("%s calls the vectorised model one chain at a time, in Python from the compiled blocks: one "
+                        "call for all the chains does not serve its passes over all the rows or its trajectories "
+                        "(slower; a model on rows is compiled: see sgmcmc/targets/user.py)", self._where())
         if uniforms and not has_potential(functions):  # a Metropolis test needs the exact U
             return None
         if not uniforms:  # a data model's U is read by a Metropolis test alone: blocks without one are not typed with it
@@ -332,9 +335,9 @@ class Sampler(ABC):
                         reflect=static(functions["reflect"]) if "reflect" in functions else None,
                         batches=functions.get("batches"), passes=self.engine_passes(), replay=functions.get("replay"))
         error = blocks.compile_error(d)
-        where = f"{self.name} on {getattr(self.target, 'spec', self.target.name)}"
+        where = self._where()
         methods = called_in_python(source)
-        if error is None and methods:
+        if error is None and methods and not vectorised:  # a vectorised model's one chain at a time: said above
             log.warning("%s calls the model's functions in Python from the compiled blocks, one chain at a time (slower "
                         "than a model the compiler takes; see sgmcmc/targets/user.py): its %s %s (a method, a closure)",
                         where, ", ".join(methods), "is not a plain function" if len(methods) == 1 else
@@ -351,6 +354,10 @@ class Sampler(ABC):
         log.warning("%s runs on the Python path (the engine's blocks uncompiled, much slower): the compiler refuses the "
                     "model (%s)", where, error)
         return replace(blocks, backend=PYTHON)
+
+    def _where(self) -> str:
+        """This sampler on its target, as the warnings name them."""
+        return f"{self.name} on {getattr(self.target, 'spec', self.target.name)}"
 
     # True in the body of each class whose numpy steps a compiled kernel reproduces; a subclass (which may override
     # them) runs on the numpy steps unless it sets it too.

@@ -24,7 +24,8 @@ first, and every method returns one row per chain.
   shape (1, dim) (:func:`sgmcmc.engine.estimators.density_gradient`); a method is called once a step for all the
   chains, on the same blocks, each step run again until every chain's gradient is answered (:mod:`sgmcmc.engine.replay`).
   HMC's and the other Metropolis–Hastings tests take ``log_density`` (or ``potential``) from the compiled blocks when
-  it is a ``staticmethod`` too; with a method, they run on the numpy steps.
+  it is a ``staticmethod`` too; with a method, HMC calls the model one chain at a time, in Python from the same
+  blocks (:func:`sgmcmc.engine.replay.per_chain`).
 
 **A data model** gives per-example terms, and the runner draws the minibatches (SPEC §1 "Common",
 :class:`sgmcmc.targets.data.DataTarget`: ∇Ũ = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ)):
@@ -42,7 +43,8 @@ estimators that take no pass of ∇U or U over all the data: every ``noise_estim
 covariance of the rows' gradients over all the data from ``grad_log_likelihood`` called on chunks of rows for all the
 chains at once: :func:`sgmcmc.engine.replay.row_covariance`), plain minibatches or the control variates, with one
 gradient a step. HMC's and SGHMC + MH's U, naive SGHMC's trajectory, SVRG's renewals and pSGLD's stationary
-preconditioner run on the numpy steps.
+preconditioner call the model one chain at a time, in Python from the same blocks (θ (1, dim), the chain's rows' indices
+(1, b): :func:`sgmcmc.engine.replay.per_chain`, said in one line: slower than all the chains at once).
 
 **A data model on rows** is the same, written so that the compiled blocks run it (no formula to name): per chain,
 on the rows of one array, with functions the compiler takes (plain numpy on arrays, or ``numba.njit`` functions; no

@@ -5,13 +5,18 @@ the very point and rows it was asked at, and what it does not serve stays off it
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 
+from sgmcmc.config import RunOptions
 from sgmcmc.engine.driver import COMPILED, PYTHON
 from sgmcmc.engine.replay import ANSWERED, PENDING, PRIOR, ROWS, Replay, _answer, row_covariance
 from sgmcmc.gradient_estimators import make_estimator
+from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
+from sgmcmc.schedules import Constant
 from sgmcmc.targets.user import user_target
 from tests.targets.test_row_models import GaussianMean
 
@@ -265,3 +270,18 @@ def test_the_tables_covariance_is_the_sample_covariance_of_the_rows_gradients(di
         covariance = row_covariance(quadratic, 40, points, diagonal, centre if centred else None)
     assert np.abs(expected).max() > 0.1
     np.testing.assert_allclose(covariance, expected, rtol=1e-12, atol=1e-14)
+
+
+def test_a_vectorised_model_called_one_chain_at_a_time_says_so_in_one_line(caplog):
+    """Once in a run (the runner makes the blocks once), and nothing where the table serves the sampler."""
+    target = user_target(VectorisedGaussianMean(), batch_size=8)
+    settings = RunOptions(n_steps=4, n_chains=2, burn_in=0, eval_every=4, progress=False, backend=PYTHON)
+    with caplog.at_level(logging.WARNING):
+        assert run_chains(make_sampler("hmc", target), Constant(0.01), settings,
+                          np.random.default_rng(0)).status == "completed"
+    said = [record.getMessage() for record in caplog.records]
+    assert len(said) == 1 and "hmc on" in said[0] and "one chain at a time" in said[0], said
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        make_sampler("sgld", target).engine_blocks(PYTHON)  # on the table: all the chains at once, nothing to say
+    assert not caplog.records
