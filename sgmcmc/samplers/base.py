@@ -237,9 +237,10 @@ class Sampler(ABC):
         carried (:class:`sgmcmc.engine.driver.Blocks`' ``carry`` and ``prepare``)."""
         return None
 
-    def engine_curvature(self, functions: dict, running: int) -> tuple:
+    def engine_curvature(self, functions: dict, running: int, callbacks: bool = False) -> tuple:
         """What the integrator takes after its constants (``parameters[4:]``), given the block's running noise estimate:
-        () by default; pSGLD's stationary preconditioner's function and its arguments."""
+        () by default; pSGLD's stationary preconditioner's function and its arguments (with ``callbacks``, the model's
+        functions in them called in Python: :func:`~sgmcmc.engine.estimators.source_of`'s)."""
         return ()
 
     def engine_variant(self) -> int:
@@ -345,7 +346,8 @@ class Sampler(ABC):
         if error is None:
             return blocks
         called = replace(blocks, source=source_of(functions, running, scale, not self.uses_stochastic_gradient,
-                                                  callbacks=True))
+                                                  callbacks=True),
+                         parameters=(*parameters[:4], *self.engine_curvature(functions, running, callbacks=True)))
         if called.compile_error(d) is None:
             log.warning("%s calls the model's functions in Python from the compiled blocks, one chain at a time (slower "
                         "than a model the compiler takes; see sgmcmc/targets/user.py): the compiler refuses the model "

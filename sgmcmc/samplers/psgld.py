@@ -218,7 +218,7 @@ class PSGLD(Sampler):
             return functions
         return functions if "noise_covariance" in functions else None  # a density model's constant V
 
-    def engine_curvature(self, functions, running):
+    def engine_curvature(self, functions, running, callbacks=False):
         """What :func:`~sgmcmc.engine.integrators.preconditioned` takes after its constants: the target's ∂²U/∂θ_i²
         and its parameters (:func:`no_curvature` where none is read), and the moments function with its arguments
         (:func:`no_moments` where none is called): on a data model :func:`~sgmcmc.engine.estimators.rows_stationary`
@@ -234,7 +234,8 @@ class PSGLD(Sampler):
             if on_rows(functions):
                 n_data, batch = float(functions["n_data"]), float(self.target.batch_size)
                 scale = n_data * ((n_data - 1.0) if functions.get("replacement") else (n_data - batch)) / batch
-                plain = source_of({key: value for key, value in functions.items() if key != "row_gradient_sums"})
+                plain = source_of({key: value for key, value in functions.items() if key != "row_gradient_sums"},
+                                  callbacks=callbacks)
                 moments = (static(estimators.rows_stationary, inline=False),
                            (plain, np.array([scale, running_size(running, d), float(self.with_gamma)])))
             else:

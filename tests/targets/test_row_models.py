@@ -143,6 +143,16 @@ def test_a_model_the_compiler_refuses_is_called_in_python_from_the_compiled_bloc
     np.testing.assert_allclose(others[0].theta, others[1].theta, rtol=1e-12, atol=1e-12)
 
 
+def test_the_stationary_preconditioners_passes_over_the_rows_call_a_refused_model_in_python_too():
+    """pSGLD's stationary V(θ) and Γ take the model's rows through a source of their own (the moments function's):
+    the fallback for a model the compiler refuses calls its functions in Python there as well, so the blocks compile
+    (before: that source stayed compiled, and the whole run fell to the uncompiled Python path)."""
+    sampler = make_sampler("psgld", user_target(Uncompilable(), "Uncompilable", batch_size=10), noise_estimate="zero")
+    fallback = sampler.engine_blocks()
+    assert fallback.backend == COMPILED
+    assert called_in_python(fallback.parameters[7][0]) == ["prior_gradient", "row_gradients"]
+
+
 class Tempered(GaussianMean):
     """The same model with its likelihood's gradient scaled by ``self.power``: a method, which each model of the class
     has bound to itself."""
