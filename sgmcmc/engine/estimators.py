@@ -356,7 +356,7 @@ def rows_stationary(arguments, source, theta, rows, memory, normals, gradient, m
     differences (spacings :data:`GRADIENT_SPACING` and :data:`NOISE_SPACING` times 1 + |θ_i|, as the numpy
     :meth:`~sgmcmc.targets.base.Target.hessian_diagonal` and ``PSGLD.noise_derivative`` take them): 4d + 2 passes over
     the data a step, or 2 without Γ; with the control variates S_h² about their θ̂ (their V(θ)) and ∇U through them (all
-    N rows). ``arguments`` = (the model's source without SVRG, (c, the offset of the chain's
+    N rows), each pass at θ and at θ̂ (twice the work). ``arguments`` = (the model's source without SVRG, (c, the offset of the chain's
     hyperparameters in its memory, 1 with Γ's bracket or 0 without it)); ``rows`` are not read."""
     exact, d = arguments[0], theta.shape[0]
     centred = exact[4][1] == CONTROL_VARIATES

@@ -261,7 +261,7 @@ class Sampler(ABC):
         (:data:`RUNNING`: the estimator writes V̂ at every gradient), BAOAB's and BADODAB's, or SGHMC + MH's trajectory
         (``known`` alone: :data:`ESTIMATED`), each with or without ``noise_clip``
         (:func:`sgmcmc.engine.injection.inject`). The control variates and SVRG run with every integrator (their cost
-        counted at each gradient), but SVRG not with BAOAB's or BADODAB's known V(θ₁)."""
+        counted at each gradient), BAOAB's and BADODAB's known V(θ₁) with SVRG about each chain's own centre."""
         integrator, metric = self.engine_integrator(), self.engine_metric()
         if (integrator is None or metric is None or self.integrator not in ORDERS
                 or not self._kernel_declared("engine_functions")):

@@ -51,9 +51,10 @@ On the engine (:func:`sgmcmc.engine.integrators.preconditioned`, :meth:`PSGLD.en
 ``state.preconditioner``; the stationary one on a density model with its constant V (with Γ, its exact ∂²U/∂θ_i² where
 it hands over ``hessian_diagonal_into``, read in the integrator itself, else central differences
 of its ∇U, :func:`sgmcmc.engine.estimators.differenced_stationary`), and on
-a data model on rows with plain minibatches (∇U and V(θ) over all the rows, Γ's derivatives by central differences:
-:func:`sgmcmc.engine.estimators.rows_stationary`, 4d + 2 passes over the data a step). Elsewhere (``integrator:
-generic``, the stationary one with the control variates or SVRG) the numpy :meth:`step` runs.
+a data model, with plain minibatches or the control variates (∇U and V(θ) over all the rows, V(θ) about the control
+variates' centre, Γ's derivatives by central differences: :func:`sgmcmc.engine.estimators.rows_stationary`, 4d + 2
+passes over the data a step, twice that with the control variates). The stationary one refuses SVRG (V(θ) about each
+chain's own centre, which moves at every renewal). ``integrator: generic`` is the recipe's step.
 """
 
 from __future__ import annotations
@@ -222,7 +223,7 @@ class PSGLD(Sampler):
         """What :func:`~sgmcmc.engine.integrators.preconditioned` takes after its constants: the target's ∂²U/∂θ_i²
         and its parameters (:func:`no_curvature` where none is read), and the moments function with its arguments
         (:func:`no_moments` where none is called): on a data model :func:`~sgmcmc.engine.estimators.rows_stationary`
-        with the model's plain source, c (the target's N(N − n)/n, or N(N − 1)/n for minibatches drawn with
+        with the model's source (plain minibatches or the control variates), c (the target's N(N − n)/n, or N(N − 1)/n for minibatches drawn with
         replacement: Welling–Teh's ``minibatch_noise_covariance``, (N²/n) times the covariance over N) and whether Γ
         is wanted; on a density model without its own ∂²U/∂θ_i² whose Γ is wanted
         :func:`~sgmcmc.engine.estimators.differenced_stationary` with diag V."""

@@ -24,8 +24,8 @@ first, and every method returns one row per chain.
   shape (1, dim) (:func:`sgmcmc.engine.estimators.density_gradient`); a method is called once a step for all the
   chains, on the same blocks, each step run again until every chain's gradient is answered (:mod:`sgmcmc.engine.replay`).
   HMC's and the other Metropolis–Hastings tests take ``log_density`` (or ``potential``) from the compiled blocks when
-  it is a ``staticmethod`` too; with a method, HMC calls the model one chain at a time, in Python from the same
-  blocks (:func:`sgmcmc.engine.replay.per_chain`).
+  it is a ``staticmethod`` too; a method (the gradient, the value or both) is called one chain at a time, in Python
+  from the same blocks (:func:`sgmcmc.engine.replay.per_chain`, :func:`sgmcmc.engine.estimators._door`).
 
 **A data model** gives per-example terms, and the runner draws the minibatches (SPEC §1 "Common",
 :class:`sgmcmc.targets.data.DataTarget`: ∇Ũ = −(N/n) Σ_{i∈S̃} ∇log p(x_i | θ) − ∇log p(θ)):
@@ -317,6 +317,8 @@ class UserDensityTarget(_UserTarget, Target):
         value = inspect.getattr_static(type(self.model), self.value_name, None)
         if self.has_potential and isinstance(value, staticmethod):
             functions.update(potential=value.__func__, potential_sign=1.0 if self.value_name == "potential" else -1.0)
+        elif self.has_potential:  # a method: U of one chain at a time, called in Python from the compiled blocks
+            functions.update(potential=self.potential, potential_sign=1.0)
         return functions
 
 

@@ -111,6 +111,46 @@ def test_a_chain_that_diverges_ends_the_block_at_the_same_step_as_on_rows():
     np.testing.assert_allclose(replayed.theta, on_rows.theta, rtol=1e-12)
 
 
+class TanhRows:
+    """p(x_i | θ) ∝ sech(x_i − θ) per coordinate, prior N(0, 10 I), on rows: g_i(θ) = tanh(x_i − θ), whose
+    g_i(θ) − g_i(θ̂) differ from row to row (VectorisedGaussianMean's do not: S_h² = 0 about any centre)."""
+
+    def __init__(self, n_data=40, dim=2, seed=0):
+        self.data = GaussianMean(n_data, dim, seed).data
+        self.n_data, self.dim = n_data, dim
+
+    @staticmethod
+    def row_gradients(theta, rows):
+        return np.tanh(rows - theta)
+
+    @staticmethod
+    def row_log_likelihoods(theta, rows):
+        return -np.sum(np.log(np.cosh(rows - theta)), axis=1)
+
+    prior_gradient = staticmethod(shrinking_prior)
+    prior_log_density = staticmethod(ShrunkGaussianMean.prior_log_density)
+
+
+class VectorisedTanh:
+    """:class:`TanhRows` in the vectorised contract."""
+
+    def __init__(self, n_data=40, dim=2, seed=0):
+        self.rows = TanhRows(n_data, dim, seed)
+        self.n_data, self.dim = n_data, dim
+
+    def grad_log_likelihood(self, theta, index):
+        return np.tanh(self.rows.data[index] - theta[:, None, :])
+
+    def grad_log_prior(self, theta):
+        return -0.1 * theta
+
+    def log_likelihood(self, theta, index):
+        return -np.sum(np.log(np.cosh(self.rows.data[index] - theta[:, None, :])), axis=2)
+
+    def log_prior(self, theta):
+        return -0.05 * np.sum(theta * theta, axis=1)
+
+
 PER_CHAIN = [("hmc", {}),  # the exact ∇U over all the rows and U for the Metropolis test
              ("sghmc_mh", {"noise_estimate": "zero", "n_leapfrog": 3}),  # a trajectory's minibatch gradients, U
              ("naive_sghmc", {"noise_estimate": "zero"}),
@@ -125,26 +165,26 @@ PER_CHAIN = [("hmc", {}),  # the exact ∇U over all the rows and U for the Metr
 def test_what_needs_passes_over_all_the_data_calls_the_model_one_chain_at_a_time(name, options):
     """The table does not serve these (calls over all N rows, or a trajectory's): each chain calls the vectorised
     model with its own θ (1, d) and rows (:func:`sgmcmc.engine.replay.per_chain`), and the samples are those of the
-    same model on rows."""
-    vectorised = user_target(VectorisedGaussianMean(), batch_size=8)
+    same model on rows (:class:`TanhRows`: with the control variates and SVRG, V(θ) about a centre is not 0)."""
+    vectorised = user_target(VectorisedTanh(), batch_size=8)
     theta, blocks = paths(vectorised, name, n_steps=12, **options)
-    expected, _ = paths(user_target(ShrunkGaussianMean(), batch_size=8), name, n_steps=12, **options)
+    expected, _ = paths(user_target(TanhRows(), batch_size=8), name, n_steps=12, **options)
     assert blocks.replay is None
     assert np.abs(theta).max() > 0.05  # the chains moved
     np.testing.assert_allclose(theta, expected, rtol=0, atol=1e-11)
 
 
-def test_hmc_on_a_density_model_whose_density_is_a_method_is_hmc_on_its_staticmethod():
-    """The Metropolis test's U of a method, called one chain at a time, and accepted or rejected as the staticmethod's."""
-    class MethodDensity(MethodGaussian):
-        def log_density(self, theta):
-            return -0.5 * np.sum(theta * theta * np.array([1.0, 4.0]), axis=1)
+def _log_density(theta):
+    return -0.5 * np.sum(theta * theta * np.array([1.0, 4.0]), axis=1)
 
-    class StaticDensity(StaticGaussian):
-        @staticmethod
-        def log_density(theta):
-            return -0.5 * np.sum(theta * theta * np.array([1.0, 4.0]), axis=1)
 
+@pytest.mark.parametrize("methods", ["gradient and density", "density"])
+def test_hmc_on_a_density_model_whose_density_is_a_method_is_hmc_on_its_staticmethod(methods):
+    """The Metropolis test's U of a method, called one chain at a time, and accepted or rejected as the staticmethod's:
+    with the gradient a method too (:func:`sgmcmc.engine.replay.per_chain`), or a staticmethod."""
+    gradient = MethodGaussian if methods == "gradient and density" else StaticGaussian
+    MethodDensity = type("MethodDensity", (gradient,), {"log_density": lambda self, theta: _log_density(theta)})
+    StaticDensity = type("StaticDensity", (StaticGaussian,), {"log_density": staticmethod(_log_density)})
     block, blocks = run_blocks(user_target(MethodDensity()), "hmc", n_steps=12, step_size=0.3)
     expected, _ = run_blocks(user_target(StaticDensity()), "hmc", n_steps=12, step_size=0.3)
     assert blocks.replay is None and 0 < block.accept_probability.mean() < 1
