@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from sgmcmc.config import RunOptions
+from sgmcmc.engine.driver import PYTHON
 from sgmcmc.gradient_estimators import make_estimator
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
@@ -190,4 +191,4 @@ def test_the_stationary_preconditioner_refuses_svrg_and_names_the_remedy():
     target = make_estimator("svrg", user_target(GaussianMeanWithPrior(), batch_size=8))
     with pytest.raises(ValueError, match="gradient=control_variates .* or sampler.preconditioner=running"):
         make_sampler("psgld", target)
-    assert make_sampler("psgld", target, preconditioner="running").engine_blocks() is not None
+    assert make_sampler("psgld", target, preconditioner="running").engine_blocks(PYTHON) is not None
