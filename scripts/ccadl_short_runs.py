@@ -6,7 +6,7 @@ and 12%) after K steps, for the correct sampler and for the variant whose thermo
 A short run answers the test's question only if the correct sampler stays within the tolerances while the broken one
 leaves them; the thermostat ξ relaxes far more slowly than θ, so neither holds at the K that would be cheaper.
 
-    python -m scripts.ccadl_short_runs                 # K = 200, 400, 800, compiled; the broken variant on numpy steps
+    python -m scripts.ccadl_short_runs                 # K = 200, 400, 800, compiled, the broken variant too
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
+import pytest
 
-import sgmcmc.engine.blocks as blocks
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
-from sgmcmc.samplers.sgnht import SGNHT
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
+from tests.deliberate_bugs import change_the_blocks, with_the_hotter_thermostat
 
 
 def last_states(n_chains: int, n_steps: int, seed: int = 0) -> dict:
@@ -48,13 +48,10 @@ def main(argv: list[str] | None = None) -> list[dict]:
     rows = []
     for n_steps in map(int, args.steps.split(",")):
         rows.append({"variant": "correct", **last_states(args.chains, n_steps)})
-    original, blocks.COMPILED = SGNHT._thermostat_update, False  # the deliberate bug is in the numpy step
-    SGNHT._thermostat_update = lambda self, xi, p, h: xi + h * (np.mean(p**2, axis=1) - 2.0)
-    try:
+    with pytest.MonkeyPatch.context() as patch:  # the engine's thermostat step with Γ_ξ doubled (tests/deliberate_bugs.py)
+        change_the_blocks(patch, with_the_hotter_thermostat)
         for n_steps in map(int, args.steps.split(",")):
             rows.append({"variant": "twice the temperature", **last_states(args.chains, n_steps)})
-    finally:
-        SGNHT._thermostat_update, blocks.COMPILED = original, True
     for row in rows:
         print(row)
     return rows

@@ -92,10 +92,3 @@ def _keep_absl_off_the_capture():
     except ImportError:
         return
     absl_logging.get_absl_handler().python_handler.stream = sys.__stderr__
-
-
-@pytest.fixture
-def numpy_steps(monkeypatch):
-    """Run every sampler on its numpy steps (the reference the compiled kernels are pinned to), for tests that put a
-    deliberate bug into a numpy step to show that a statistical test catches it."""
-    monkeypatch.setattr("sgmcmc.engine.blocks.COMPILED", False)

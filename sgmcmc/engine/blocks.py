@@ -26,17 +26,12 @@ from sgmcmc.state import SamplerState
 DIVERGED, FAILED = "diverged", "failed"
 # the per-step paths of a Block, (c, m, …) each
 PATHS = ("theta", "momentum", "xi", "accept_probability", "clipped", "reflected")
-# False runs every sampler on its numpy steps: for tests that put a deliberate bug into a numpy step to show that a
-# statistical test catches it (the compiled kernels are pinned to the numpy steps, so what is caught there is caught).
-COMPILED = True
 
 
 def kernel_of(sampler, backend: str = "compiled") -> "Optional[Blocks]":
     """The sampler's blocks for its target on ``backend`` (``run.backend``: compiled, or the same source as Python):
     the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) where the target hands the engine its functions, or
-    None for the numpy steps (or when :data:`COMPILED` is off)."""
-    if not COMPILED:
-        return None
+    None for the numpy steps."""
     return sampler.engine_blocks(backend)
 
 

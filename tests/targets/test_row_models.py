@@ -9,7 +9,6 @@ import logging
 import numpy as np
 import pytest
 
-from sgmcmc.engine import blocks
 from sgmcmc.engine.blocks import kernel_of, numpy_block
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
 from sgmcmc.engine.estimators import called_in_python
@@ -21,7 +20,7 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.user import user_target
 from tests.engine.test_driver import flat_prior, gaussian_examples
-from tests.helpers import door_potentials
+from tests.helpers import door_potentials, on_the_numpy_steps
 
 
 class GaussianMean:
@@ -107,7 +106,7 @@ def test_psglds_running_preconditioner_on_a_row_model_has_the_numpy_steps_varian
     factor 2 of the noise is 100%)."""
     sampler, engine = _row_model_variance("psgld", {"preconditioner": "running"}, 0.002)
     assert isinstance(kernel_of(sampler), Blocks)
-    monkeypatch.setattr(blocks, "COMPILED", False)
+    on_the_numpy_steps(monkeypatch)
     sampler, reference = _row_model_variance("psgld", {"preconditioner": "running"}, 0.002, seed=3)
     assert kernel_of(sampler) is None
     np.testing.assert_allclose(engine / reference, 1.0, atol=0.35)  # 3.5 standard errors of the ratio
