@@ -6,7 +6,9 @@ estimators of :mod:`sgmcmc.engine.estimators`, on models handed over as plain fu
 - each integrator's Euler step is the generic recipe step (Ma et al. 2015 Eq. 9 with +εΓ, :func:`sgmcmc.recipe.
   recipe_step`) on the same random numbers, with H, D and Q written here from Eq. 12-16 and Algorithm 1 (the
   Riemannian ones on the rational metric of SPEC §4.2, Γ by the recipe's finite differences; naive SGRHMC with Γ = 0),
-  and the momentum samplers' ``splitting`` and ``theta_first`` orders are its rows taken in turn;
+  and the momentum samplers' ``splitting`` and ``theta_first`` orders are its rows taken in turn; ABOBA, BAOAB and
+  BADODAB are its rows for ε/2 (the kicks, the drifts, the thermostat's D) around the exact Ornstein–Uhlenbeck step
+  written here;
 - the minibatches are uniform subsets without replacement (enumerated);
 - SGLD with minibatches and the exact V̂ has the Euler scheme's exact stationary variance on a Gaussian model;
 - a failed step stops the block with the right status.
@@ -35,7 +37,9 @@ from sgmcmc.engine.replay import on_replay
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import ExpandedMeanMetric, IdentityMetric, RationalMetric
 from sgmcmc.recipe import Recipe, recipe_step
+from sgmcmc.samplers import make_sampler
 from sgmcmc.state import SamplerState
+from sgmcmc.targets.logistic_regression import logistic_synthetic
 from tests.helpers import ScriptedNormals
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,8 +119,7 @@ def student_data(n_data=40, dim=3, seed=0):
 
 
 INTEGRATORS = {"langevin": (False, False), "momentum_friction": (True, False), "thermostat": (True, True)}
-# the integrators the recipe pins below do not cover: ABOBA is not an Euler step (tests/engine/test_compiled_blocks.py
-# pins it to the numpy steps)
+# ABOBA is not an Euler step: its pin below composes the recipe's moves with the exact friction
 SPLITTINGS = {"aboba": (True, False)}
 
 
@@ -407,6 +410,93 @@ def test_a_split_step_is_the_generic_recipe_steps_rows_in_turn(name, metric, ord
     np.testing.assert_allclose(block.theta[:, 0], z[:, position], rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(block.momentum[:, 0], z[:, momentum], rtol=1e-7, atol=1e-9)
     if name == "thermostat":
+        np.testing.assert_allclose(block.xi[:, 0], z[:, -1], rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("model", ["data", "vectorised", "density", "density_into"])
+def test_an_aboba_step_is_the_recipes_moves_around_the_exact_friction(model):
+    """ABOBA (Leimkuhler & Matthews 2013; SGHMC's recipe, Ma et al. 2015 Eq. 12, G = I) on the block's draws: A is
+    the generic recipe step's θ rows for ε/2 (θ + (ε/2)r); B its r rows for ε/2 on the recipe without friction
+    (D = 0: r − (ε/2)∇Ũ(θ_h), one ∇Ũ at θ_h for both B's, its noise the step's slot 0); O the exact
+    Ornstein–Uhlenbeck solution of dr = −Cr dt + √(2C) dW over ε, r₂ = e^{−εC} r₁ + √(1 − e^{−2εC}) z, written here
+    with z the step's slot 1."""
+    source, dim, n_data, batch = source_of(model)
+    step_size, friction, n_chains = 0.05, 0.7, 4
+    start = state(n_chains, dim)
+    block = blocks("aboba", source, dim, (integrators.ABOBA, NO_ESTIMATE, 0), None, n_data, batch, PYTHON,
+                   parameter=friction, replay=replay_of(model))(np.random.default_rng(3), start, np.array([step_size]), 0)
+    rows, normals, _ = block_draws(np.random.default_rng(3), 1, n_chains, dim, n_data=n_data, batch_size=batch)
+    rows, normals = (rows[0] if n_data else None), normals[0].transpose(1, 0, 2)
+    z = np.concatenate([start.theta, start.momentum], axis=1)
+    position, momentum = np.arange(dim), np.arange(dim, 2 * dim)
+
+    def without_friction(theta):
+        return _recipe("momentum_friction", dim, _by_hand_gradient(model, theta, rows, normals, n_data, batch),
+                       np.zeros((dim, dim)), 0.0, NO_METRIC, step_size)
+
+    z = _recipe_rows(without_friction(z[:, :dim]), z, step_size / 2, position)                            # A
+    kick = without_friction(z[:, :dim])
+    z = _recipe_rows(kick, z, step_size / 2, momentum)                                                    # B
+    decay = np.exp(-step_size * friction)
+    z[:, momentum] = decay * z[:, momentum] + np.sqrt(1.0 - decay**2) * normals[:, 1]                     # O
+    z = _recipe_rows(kick, z, step_size / 2, momentum)                                                    # B
+    z = _recipe_rows(kick, z, step_size / 2, position)                                                    # A
+    np.testing.assert_allclose(block.theta[:, 0], z[:, position], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(block.momentum[:, 0], z[:, momentum], rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["baoab", "badodab"])
+def test_an_ou_splitting_step_is_the_recipes_moves_around_the_exact_friction(name):
+    """BAOAB (Leimkuhler & Matthews 2013 §2; SGHMC's recipe, Ma et al. 2015 Eq. 12) and BADODAB (Leimkuhler & Shang
+    2016 §5; SGNHT's, Eq. 15) on a data model's minibatches, from a state with its kept gradient: B and A are the
+    generic recipe step's r and θ rows for ε/2 on the recipe without friction (r − (ε/2)g, θ + (ε/2)r), D its ξ row
+    for ε/2 (ξ + (ε/2)(rᵀr/d − 1)); O the exact Ornstein–Uhlenbeck solution at the rate c = C (BAOAB) or ξ₁
+    (BADODAB), r₂ = e^{−εc} r₁ + √(D(1 − e^{−2εc})/c) z, written here with z the step's slot 0; the last B's ∇Ũ at θ'
+    on the step's minibatch, written out, is the next step's kept gradient."""
+    target = logistic_synthetic(n_data=40, dim=3, batch_size=10, n_test=10)
+    constant, step_size, n_chains, dim = 0.7, 0.05, 4, 3
+    sampler = make_sampler(name, target, noise_estimate="zero",
+                           **({"friction": constant} if name == "baoab" else {"diffusion": constant}))
+    thermostat = name == "badodab"
+    start = state(n_chains, dim)._replace(gradient=np.random.default_rng(5).standard_normal((n_chains, dim)))
+    if not thermostat:
+        start = start._replace(xi=None)
+    block = sampler.engine_blocks(PYTHON)(np.random.default_rng(3), start, np.array([step_size]), 0)
+    rows, normals, _ = block_draws(np.random.default_rng(3), 1, n_chains, dim, n_data=40, batch_size=10)
+    rows, normals = rows[0], normals[0].transpose(1, 0, 2)
+
+    def minibatch_gradient(theta):  # −(N/n) Σ_rows ∇log p(y_i | x_i, θ) − ∇log p(θ)
+        return -(40 / 10) * target.log_likelihood_gradients(theta, rows).sum(axis=1) - target.log_prior_gradient(theta)
+
+    def recipe_of(gradient):
+        return _recipe("thermostat" if thermostat else "momentum_friction", dim, gradient, np.zeros((dim, dim)),
+                       constant, NO_METRIC, step_size)
+
+    def without_friction(gradient):
+        return _recipe("momentum_friction", dim, gradient, np.zeros((dim, dim)), 0.0, NO_METRIC, step_size)
+
+    z = np.concatenate([start.theta, start.momentum] + ([start.xi[:, None]] if thermostat else []), axis=1)
+    position, momentum = np.arange(dim), np.arange(dim, 2 * dim)
+    z2 = z[:, :2 * dim]
+    z2 = _recipe_rows(without_friction(start.gradient), z2, step_size / 2, momentum)                      # B
+    z2 = _recipe_rows(without_friction(start.gradient), z2, step_size / 2, position)                      # A
+    z[:, :2 * dim] = z2
+    rate = np.full(n_chains, constant)
+    if thermostat:
+        z = _recipe_rows(recipe_of(start.gradient), z, step_size / 2, [2 * dim])                          # D
+        rate = z[:, -1]
+    decay = np.exp(-step_size * rate)
+    z[:, momentum] = (decay[:, None] * z[:, momentum]
+                      + np.sqrt(constant * -np.expm1(-2.0 * step_size * rate) / rate)[:, None] * normals[:, 0])  # O
+    if thermostat:
+        z = _recipe_rows(recipe_of(start.gradient), z, step_size / 2, [2 * dim])                          # D
+    z2 = _recipe_rows(without_friction(start.gradient), z[:, :2 * dim], step_size / 2, position)          # A
+    kept = minibatch_gradient(z2[:, :dim])
+    z[:, :2 * dim] = _recipe_rows(without_friction(kept), z2, step_size / 2, momentum)                    # B
+    np.testing.assert_allclose(block.theta[:, 0], z[:, position], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(block.momentum[:, 0], z[:, momentum], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(block.state.gradient, kept, rtol=1e-7, atol=1e-9)
+    if thermostat:
         np.testing.assert_allclose(block.xi[:, 0], z[:, -1], rtol=1e-7, atol=1e-9)
 
 
