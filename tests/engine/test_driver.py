@@ -8,7 +8,8 @@ estimators of :mod:`sgmcmc.engine.estimators`, on models handed over as plain fu
   Riemannian ones on the rational metric of SPEC §4.2, Γ by the recipe's finite differences; naive SGRHMC with Γ = 0),
   and the momentum samplers' ``splitting`` and ``theta_first`` orders are its rows taken in turn; ABOBA, BAOAB and
   BADODAB are its rows for ε/2 (the kicks, the drifts, the thermostat's D) around the exact Ornstein–Uhlenbeck step
-  written here;
+  written here; the resampled trajectories (HMC's and naive SGHMC's leapfrog, SGHMC + MH's Algorithm 2) its rows in
+  turn, then the Metropolis–Hastings test on the exact energy written here;
 - the minibatches are uniform subsets without replacement (enumerated);
 - SGLD with minibatches and the exact V̂ has the Euler scheme's exact stationary variance on a Gaussian model;
 - a failed step stops the block with the right status.
@@ -515,6 +516,59 @@ def trajectory_blocks(trajectory, metropolis, steps, factor, backend=COMPILED, m
                   (trajectory, mode, 0, integrators.METROPOLIS if metropolis else integrators.PLAIN),
                   np.zeros((2, 2)) if variance is None else variance, momentum=True, slots=slots,
                   uniforms=metropolis, backend=backend)
+
+
+@pytest.mark.parametrize("trajectory, metropolis, factor", [
+    (integrators.LEAPFROG, True, np.zeros((2, 2))),                      # HMC: exact ∇U, its test
+    (integrators.LEAPFROG, False, np.diag([1.0, 0.6])),                  # naive SGHMC: each kick its own noise
+    (integrators.ALGORITHM_2, True, np.diag([1.0, 0.6]))])               # SGHMC + MH, V̂ diagonal
+def test_a_trajectory_is_the_recipes_moves_and_the_test_on_the_exact_energy(trajectory, metropolis, factor):
+    """A resampled trajectory (m = 3) on the correlated potential, on the block's draws: r₀ the step's slot 0; the
+    leapfrog (Ma et al. 2015 Eq. 10-11) the generic recipe step's r rows (kicks, ε/2 at either end) and θ rows (drifts)
+    on H = U + ½rᵀr without friction, each kick's ∇Ũ with its own slot; Algorithm 2 (Chen et al. 2014) m × (the θ
+    rows, then the r rows of SGHMC's recipe with friction C and B̂ = V̂, its noise the next slot); then the
+    Metropolis–Hastings test on the exact H with the step's uniform (SPEC §0 K4), written here."""
+    steps, step_size, friction, n_chains = 3, 0.4, 1.5, 6
+    variance = factor @ factor.T
+    mode = DIAGONAL_ESTIMATE if trajectory == integrators.ALGORITHM_2 else NO_ESTIMATE
+    blocks_ = trajectory_blocks(trajectory, metropolis, steps, factor, PYTHON, mode, variance, friction=friction)
+    start = state(n_chains, 2)
+    block = blocks_(np.random.default_rng(4), start, np.array([step_size]), 0)
+    _, normals, uniforms = block_draws(np.random.default_rng(4), 1, n_chains, 2, blocks_.slots, uniforms=metropolis)
+    normals = normals[0].transpose(1, 0, 2)  # (c, slots, d)
+    exact = not np.any(factor)
+    position, momentum = np.arange(2), np.arange(2, 4)
+
+    def recipe(z, slot, friction, variance):
+        gradient = correlated_potential_gradient(z[:, :2]) + (0.0 if exact else normals[:, slot] @ factor.T)
+        return _recipe("momentum_friction", 2, gradient, variance, friction, NO_METRIC, step_size)
+
+    z = np.concatenate([start.theta, normals[:, 0]], axis=1)
+    first = z.copy()
+    if trajectory == integrators.LEAPFROG:
+        for inner in range(steps + 1):
+            if inner > 0:
+                z = _recipe_rows(recipe(z, 0, 0.0, 0 * variance), z, step_size, position)
+            kick = 0.5 if inner in (0, steps) else 1.0
+            z = _recipe_rows(recipe(z, 1 + inner, 0.0, 0 * variance), z, kick * step_size, momentum)
+    else:
+        for inner in range(steps):
+            z = _recipe_rows(recipe(z, 0, friction, variance), z, step_size, position)
+            injected = np.zeros_like(z)
+            injected[:, momentum] = normals[:, 2 + 2 * inner]
+            z = _recipe_rows(recipe(z, 1 + 2 * inner, friction, variance), z, step_size, momentum, injected)
+    if metropolis:
+        def energy(point):
+            theta, r = point[:, :2], point[:, 2:]
+            return 0.5 * np.einsum("ci,ij,cj->c", theta, PRECISION, theta) + 0.5 * np.sum(r * r, axis=1)
+
+        accept = np.exp(np.minimum(energy(first) - energy(z), 0.0))
+        np.testing.assert_allclose(block.accept_probability[:, 0], accept, rtol=1e-9)
+        rejected = ~(uniforms[0] < accept)
+        assert 0 < rejected.sum() < n_chains or trajectory == integrators.LEAPFROG, (accept, uniforms[0])
+        z[rejected] = first[rejected]
+    np.testing.assert_allclose(block.theta[:, 0], z[:, position], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(block.momentum[:, 0], z[:, momentum], rtol=1e-7, atol=1e-9)
 
 
 @pytest.mark.validate  # a block compiled per case (seconds each): the long tier
