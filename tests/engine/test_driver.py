@@ -9,7 +9,8 @@ estimators of :mod:`sgmcmc.engine.estimators`, on models handed over as plain fu
   and the momentum samplers' ``splitting`` and ``theta_first`` orders are its rows taken in turn; ABOBA, BAOAB and
   BADODAB are its rows for ε/2 (the kicks, the drifts, the thermostat's D) around the exact Ornstein–Uhlenbeck step
   written here; the resampled trajectories (HMC's and naive SGHMC's leapfrog, SGHMC + MH's Algorithm 2) its rows in
-  turn, then the Metropolis–Hastings test on the exact energy written here;
+  turn, then the Metropolis–Hastings test on the exact energy written here; pSGLD on a data model's minibatches the
+  recipe step with its running D, or its stationary D(θ) written from all the rows (Γ by the recipe's differences);
 - the minibatches are uniform subsets without replacement (enumerated);
 - SGLD with minibatches and the exact V̂ has the Euler scheme's exact stationary variance on a Gaussian model;
 - a failed step stops the block with the right status.
@@ -499,6 +500,55 @@ def test_an_ou_splitting_step_is_the_recipes_moves_around_the_exact_friction(nam
     np.testing.assert_allclose(block.state.gradient, kept, rtol=1e-7, atol=1e-9)
     if thermostat:
         np.testing.assert_allclose(block.xi[:, 0], z[:, -1], rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("preconditioner", ["running", "stationary"])
+def test_a_psgld_step_on_a_data_model_is_the_generic_recipe_step(preconditioner):
+    """pSGLD (Li et al. 2016 Algorithm 1 with ε_WT = 2ε, SPEC §0) on a data model's minibatches, on the block's draws:
+    the recipe's z = θ, H = U, Q = 0 step with ∇Ũ the minibatch gradient written out and D diagonal, written here
+    from the rows: Li et al.'s running D = 1 ⊘ (λ + √V_t), V_t = αV_{t−1} + (1 − α)∇Ũ ⊙ ∇Ũ, a function of the history
+    (constant in θ: Γ = 0), or the stationary D(θ) = 1 ⊘ (λ + √v(θ)), v = ∇U² + diag V(θ) over all N rows
+    (V(θ) = N(N − n)/n · S²(θ)), with Γ_i = ∂_i D_ii by the recipe's finite differences."""
+    target = logistic_synthetic(n_data=40, dim=3, batch_size=10, n_test=10)
+    alpha, damping, step_size, n_chains, dim = 0.9, 0.1, 0.01, 4, 3
+    sampler = make_sampler("psgld", target, noise_estimate="zero", preconditioner=preconditioner, alpha=alpha,
+                           damping=damping)
+    rng = np.random.default_rng(6)
+    start = sampler.init(rng.standard_normal((n_chains, dim)), rng)
+    if preconditioner == "running":
+        start = start._replace(preconditioner=rng.uniform(0.5, 2.0, (n_chains, dim)))
+    block = sampler.engine_blocks(PYTHON)(np.random.default_rng(3), start, np.array([step_size]), 0)
+    rows, normals, _ = block_draws(np.random.default_rng(3), 1, n_chains, dim, n_data=40, batch_size=10)
+    rows, normals = rows[0], normals[0].transpose(1, 0, 2)
+    every = np.tile(np.arange(40), (n_chains, 1))
+    gradient = -(40 / 10) * target.log_likelihood_gradients(start.theta, rows).sum(axis=1) - \
+        target.log_prior_gradient(start.theta)
+
+    def stationary(z):  # D(z) (c, d, d) from all N rows
+        examples = target.log_likelihood_gradients(z, every[:z.shape[0]])
+        exact = -examples.sum(axis=1) - target.log_prior_gradient(z)
+        variance = np.array([np.var(chain, axis=0, ddof=1) for chain in examples]) * 40 * (40 - 10) / 10
+        return diagonal_of(1.0 / (damping + np.sqrt(exact**2 + variance)))
+
+    if preconditioner == "running":
+        average = alpha * start.preconditioner + (1 - alpha) * gradient**2
+        fixed = diagonal_of(1.0 / (damping + np.sqrt(average)))
+        diffusion = lambda z: fixed  # noqa: E731 (the history's D, not a function of θ)
+    else:
+        diffusion = stationary
+    recipe = Recipe(lambda z, rng: gradient, diffusion, lambda z: np.zeros((z.shape[0], dim, dim)))
+    expected = recipe_step(recipe, start.theta, step_size, ScriptedNormals(normals[:, 1]))
+    np.testing.assert_allclose(block.theta[:, 0], expected, rtol=1e-6, atol=1e-9)
+    if preconditioner == "stationary":  # the Γ the recipe took by differences is there, and not negligible
+        recipe_without = Recipe(lambda z, rng: gradient, diffusion, lambda z: np.zeros((z.shape[0], dim, dim)),
+                                correction=lambda z: np.zeros_like(z))
+        without = recipe_step(recipe_without, start.theta, step_size, ScriptedNormals(normals[:, 1]))
+        assert not np.allclose(block.theta[:, 0], without, rtol=1e-6, atol=1e-9)
+
+
+def diagonal_of(values):
+    """(c, d) → the diagonal matrices (c, d, d)."""
+    return values[:, :, None] * np.eye(values.shape[1])
 
 
 PRECISION = np.array([[2.0, 0.6], [0.6, 1.0]])  # of U = ½ θᵀPθ: the correlated potential's
