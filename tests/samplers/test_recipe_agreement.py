@@ -8,7 +8,8 @@ itself, with neither the sampler's Γ nor anything from ``sgmcmc.recipe``: ∇H 
 of D + Q, ∇H̃ = ∇H + N(0, V) in the θ block with the V the test sets, B̂ = (D + Q)V(D + Q)ᵀ (SPEC §4.3), the
 symmetric square root of the noise covariance. The cases include θ-dependent metrics (SGRLD, gSGRHMC) and the
 thermostat ξ (SGNHT, CCAdL), whose Γ ≠ 0 is asserted, so a missing or sign-flipped Γ fails; naive SGRHMC (Eq. 16)
-equals the truth only with Γ dropped. Also: every sampler's D and Q are valid (Thm. 1), and HMC's leapfrog is a
+equals the truth only with Γ dropped. The momentum samplers' ``splitting`` and ``theta_first`` orders on the engine
+are the truth's rows taken in turn. Also: every sampler's D and Q are valid (Thm. 1), and HMC's leapfrog is a
 composition of generic recipe steps (Eq. 10).
 
 Every sampler of the registry (``SAMPLERS``, read when the tests are collected) is checked by
@@ -204,6 +205,42 @@ def test_step_equals_hand_written_recipe_step(case, integrator):
     largest = np.max(np.abs(gamma))
     assert largest > 0.1 if VARIANTS[case].has_gamma else largest < 1e-8, largest
     np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-8)
+
+
+# The momentum samplers' other orders (SPEC §4.1) as the hand-written step's rows in turn, each move on the state the
+# last one left: ``splitting`` the r rows at (θ, r, ξ) with the injected noise, then the θ and ξ rows at (θ, r', ξ);
+# ``theta_first`` the θ rows, then the r rows at (θ*, r, ξ) (∇Ũ taken at θ*) with the injected noise, then the ξ rows
+MOVES = {"splitting": (("momentum", True), ("position and thermostat", False)),
+         "theta_first": (("position", False), ("momentum", True), ("thermostat", False))}
+ORDER_CASES = {f"{case}-{order}": (VARIANTS.get(case) or default_case(case), order)
+               for case in ("sghmc", "sgnht", "naive_sgrhmc", "sgrhmc", "ccadl", "sghmc-friction", "sgrhmc-rational",
+                            "sgrhmc-expanded_mean", "sgnht-diffusion", "ccadl-diffusion")
+               for order in MOVES if order in SAMPLERS[case.split("-")[0]].integrators}
+
+
+@pytest.mark.parametrize("case", ORDER_CASES)
+def test_a_split_order_is_the_hand_written_steps_rows_in_turn(case):
+    """Each sampler's blocks in its ``splitting`` and ``theta_first`` orders (the engine's source as Python) against
+    :func:`reference_step`'s rows taken in turn (:data:`MOVES`), on the same random numbers."""
+    case, order = ORDER_CASES[case]
+    sampler, state, rng = _setup(case, order)
+    d = sampler.target.dim
+    z = sampler.pack(state)
+    rows = {"position": np.arange(d), "momentum": np.arange(d, 2 * d), "thermostat": np.arange(2 * d, z.shape[1])}
+    rows["position and thermostat"] = np.concatenate([rows["position"], rows["thermostat"]])
+    gradient_normal, injected = rng.normal(size=(N_CHAINS, d)), rng.normal(size=(N_CHAINS, d))
+    recipe = sampler.recipe_at(STEP_SIZE)
+    expected = z.copy()
+    for move, injects in MOVES[order]:
+        noise = np.zeros_like(z)
+        if injects:
+            noise[:, rows["momentum"]] = injected
+        moved = reference_step(recipe, expected, STEP_SIZE, NOISE[case.target], gradient_normal, noise,
+                               with_gamma=case.sampler not in WITHOUT_GAMMA)
+        expected[:, rows[move]] = moved[:, rows[move]]
+    normals = ScriptedNormals(np.stack([gradient_normal, injected])[None])
+    new_state = sampler.engine_blocks(PYTHON)(normals, state, np.array([STEP_SIZE]), 0).state
+    np.testing.assert_allclose(sampler.pack(new_state), expected, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("integrator", ["generic", "euler"])
