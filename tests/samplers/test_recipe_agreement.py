@@ -9,7 +9,8 @@ of D + Q, ∇H̃ = ∇H + N(0, V) in the θ block with the V the test sets, B̂ 
 symmetric square root of the noise covariance. The cases include θ-dependent metrics (SGRLD, gSGRHMC) and the
 thermostat ξ (SGNHT, CCAdL), whose Γ ≠ 0 is asserted, so a missing or sign-flipped Γ fails; naive SGRHMC (Eq. 16)
 equals the truth only with Γ dropped. The momentum samplers' ``splitting`` and ``theta_first`` orders on the engine
-are the truth's rows taken in turn. Also: every sampler's D and Q are valid (Thm. 1), and HMC's leapfrog is a
+are the truth's rows taken in turn, and SGHMC + MH's Algorithm 2 too, before its Metropolis–Hastings test on the
+exact energy (HMC's as well). Also: every sampler's D and Q are valid (Thm. 1), and HMC's leapfrog on the engine is a
 composition of generic recipe steps (Eq. 10).
 
 Every sampler of the registry (``SAMPLERS``, read when the tests are collected) is checked by
@@ -21,11 +22,10 @@ from typing import NamedTuple, Optional
 import numpy as np
 import pytest
 
-from sgmcmc.engine.driver import PYTHON
+from sgmcmc.engine.driver import PYTHON, block_draws
 from sgmcmc.geometry import ExpandedMeanMetric, RationalMetric
 from sgmcmc.recipe import check_recipe, recipe_step
 from sgmcmc.samplers import SAMPLERS, make_sampler
-from sgmcmc.samplers.hmc import leapfrog
 from sgmcmc.targets import make_target
 from sgmcmc.targets.base import SyntheticTarget
 from tests.helpers import ScriptedNormals
@@ -258,33 +258,76 @@ def test_naive_sgrhmc_is_the_recipe_step_without_gamma(metric, integrator):
 
 @pytest.mark.parametrize("stochastic", [False, True])
 def test_leapfrog_is_a_composition_of_generic_recipe_steps(stochastic):
-    """HMC's leapfrog = kick(ε/2) ∘ [drift(ε) ∘ kick(ε)]… with the generic step on H = U and H = ½rᵀr
-    (D = 0, Q = [[0, −I], [I, 0]]); for naive SGHMC each kick uses the noisy gradient."""
+    """HMC's leapfrog on the engine (its blocks as Python, without the test) = kick(ε/2) ∘ [drift(ε) ∘ kick(ε)]… with
+    the generic step on H = U and H = ½rᵀr (D = 0, Q = [[0, −I], [I, 0]]), from r₀ = the step's slot 0; for naive
+    SGHMC each kick uses the noisy gradient with the next slot's noise."""
     rng = np.random.default_rng(4)
     target = make_target("correlated_2d", noise_variance=NOISE["correlated_2d"])
-    sampler = make_sampler("naive_sghmc" if stochastic else "hmc", target)
     d, n_steps, step_size = target.dim, 4, 0.1
-    theta, momentum = rng.normal(size=(N_CHAINS, d)), rng.normal(size=(N_CHAINS, d))
-    noises = [rng.normal(size=(N_CHAINS, d)) for _ in range(n_steps + 1)] if stochastic else []
-
-    scripted = ScriptedNormals(*noises)
-    gradient = (lambda x: target.stochastic_gradient(x, scripted)) if stochastic else target.gradient
-    expected = leapfrog(theta, momentum, step_size, n_steps, gradient)
+    sampler = make_sampler("naive_sghmc" if stochastic else "hmc", target, n_leapfrog=n_steps, metropolis=False)
+    theta = rng.normal(size=(N_CHAINS, d))
+    slots = [rng.normal(size=(N_CHAINS, d)) for _ in range(1 + (n_steps + 1 if stochastic else 0))]
+    state = sampler.init(theta, rng)
+    block = sampler.engine_blocks(PYTHON)(ScriptedNormals(np.stack(slots)[None]), state, np.array([step_size]), 0)
 
     full = sampler.recipe()
     kick = full.__class__(lambda z, r: np.concatenate([full.energy_gradient(z, r)[:, :d], 0 * z[:, d:]], 1), full.diffusion, full.curl, full.correction)
     drift = full.__class__(lambda z, r: np.concatenate([0 * z[:, :d], z[:, d:]], 1), full.diffusion, full.curl, full.correction)
-    scripted = ScriptedNormals(*noises)
+    scripted = ScriptedNormals(*slots[1:])
     zeros = np.zeros((N_CHAINS, 2 * d))
 
     def step(recipe, z, size):
         queue = [scripted.queue.pop(0)] if (stochastic and recipe is kick) else []
         return recipe_step(recipe, z, size, ScriptedNormals(*queue, zeros))
 
-    z = np.concatenate([theta, momentum], axis=1)
+    z = np.concatenate([theta, slots[0]], axis=1)
     z = step(kick, z, step_size / 2)
     for index in range(n_steps):
         z = step(drift, z, step_size)
         z = step(kick, z, step_size / 2 if index == n_steps - 1 else step_size)
-    np.testing.assert_allclose(z[:, :d], expected[0], atol=1e-12)
-    np.testing.assert_allclose(z[:, d:], expected[1], atol=1e-12)
+    np.testing.assert_allclose(block.theta[:, 0], z[:, :d], atol=1e-12)
+    np.testing.assert_allclose(block.momentum[:, 0], z[:, d:], atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["hmc", "sghmc_mh"])
+def test_a_trajectory_with_its_test_is_the_hand_written_steps_then_the_test_on_the_exact_energy(name):
+    """HMC (leapfrog, exact ∇U) and SGHMC + MH (Chen et al. 2014 Algorithm 2: m × (θ rows, then r rows of the
+    hand-written step with the friction C and B̂ = V, each with its own gradient noise and injected noise)) on the
+    engine (their blocks as Python), then the Metropolis–Hastings test on the exact H = U + ½rᵀr with the step's
+    uniform (SPEC §0 K4), on the block's own draws: the acceptance probabilities, and each chain at its proposal or
+    back at its start."""
+    target = make_target("correlated_2d", noise_variance=NOISE["correlated_2d"])
+    d, n_steps, step_size = target.dim, 3, 0.3
+    params = {"friction": 1.5, "noise_estimate": "known"} if name == "sghmc_mh" else {}
+    sampler = make_sampler(name, target, n_leapfrog=n_steps, **params)
+    rng = np.random.default_rng(9)
+    state = sampler.init(rng.normal(size=(N_CHAINS, d)), rng)
+    blocks = sampler.engine_blocks(PYTHON)
+    block = blocks(np.random.default_rng(4), state, np.array([step_size]), 0)
+    _, normals, uniforms = block_draws(np.random.default_rng(4), 1, N_CHAINS, d, blocks.slots, uniforms=True)
+    normals, uniforms = normals[0], uniforms[0]  # (slots, c, d), (c,)
+    recipe = sampler.recipe_at(step_size)
+    z = np.concatenate([state.theta, normals[0]], axis=1)
+    start = z.copy()
+    position, momentum = np.arange(d), np.arange(d, 2 * d)
+    if name == "sghmc_mh":
+        variance = NOISE["correlated_2d"]
+        for inner in range(n_steps):
+            moved = reference_step(recipe, z, step_size, variance, normals[1 + 2 * inner], np.zeros_like(z))
+            z[:, position] = moved[:, position]
+            injected = np.zeros_like(z)
+            injected[:, momentum] = normals[2 + 2 * inner]
+            moved = reference_step(recipe, z, step_size, variance, normals[1 + 2 * inner], injected)
+            z[:, momentum] = moved[:, momentum]
+    else:
+        for inner in range(n_steps + 1):
+            if inner:
+                z[:, position] += step_size * z[:, momentum]
+            kick = 0.5 if inner in (0, n_steps) else 1.0
+            z[:, momentum] -= kick * step_size * _central_differences(recipe.energy, z)[:, position]
+    accept = np.exp(np.minimum(recipe.energy(start) - recipe.energy(z), 0.0))
+    np.testing.assert_allclose(block.accept_probability[:, 0], accept, rtol=1e-7)
+    rejected = ~(uniforms < accept)
+    assert 0 < rejected.sum() < N_CHAINS, (accept, uniforms)
+    z[rejected] = start[rejected]
+    np.testing.assert_allclose(sampler.pack(block.state)[:, :2 * d], z, rtol=1e-6, atol=1e-8)
