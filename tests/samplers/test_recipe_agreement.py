@@ -10,17 +10,20 @@ symmetric square root of the noise covariance. The cases include θ-dependent me
 thermostat ξ (SGNHT, CCAdL), whose Γ ≠ 0 is asserted, so a missing or sign-flipped Γ fails; naive SGRHMC (Eq. 16)
 equals the truth only with Γ dropped. The momentum samplers' ``splitting`` and ``theta_first`` orders on the engine
 are the truth's rows taken in turn, and SGHMC + MH's Algorithm 2 too, before its Metropolis–Hastings test on the
-exact energy (HMC's as well). Also: every sampler's D and Q are valid (Thm. 1), and HMC's leapfrog on the engine is a
+exact energy (HMC's as well); their ``aboba`` order is the exact position flow (an ODE solve) around the recipe's
+kicks and exact friction. Also: every sampler's D and Q are valid (Thm. 1), and HMC's leapfrog on the engine is a
 composition of generic recipe steps (Eq. 10).
 
 Every sampler of the registry (``SAMPLERS``, read when the tests are collected) is checked by
 :func:`check_recipe_agreement` at its defaults, so a sampler added with ``register_sampler`` is covered without
 being listed here; :data:`VARIANTS` adds the metrics and settings where Γ ≠ 0 is asserted."""
 
+from types import SimpleNamespace
 from typing import NamedTuple, Optional
 
 import numpy as np
 import pytest
+from scipy.integrate import solve_ivp
 
 from sgmcmc.engine.driver import PYTHON, block_draws
 from sgmcmc.geometry import ExpandedMeanMetric, RationalMetric
@@ -331,3 +334,51 @@ def test_a_trajectory_with_its_test_is_the_hand_written_steps_then_the_test_on_t
     assert 0 < rejected.sum() < N_CHAINS, (accept, uniforms)
     z[rejected] = start[rejected]
     np.testing.assert_allclose(sampler.pack(block.state)[:, :2 * d], z, rtol=1e-6, atol=1e-8)
+
+
+# ABOBA subtracts no V̂ (noise_estimate zero); the gradient noise is still there
+ABOBA_CASES = {name: case._replace(params={**case.params, "noise_estimate": "zero"}) for name, case in {
+    "sghmc": default_case("sghmc"), "sgrhmc-rational": VARIANTS["sgrhmc-rational"],
+    "naive_sgrhmc-rational": VARIANTS["sgrhmc-rational"]._replace(sampler="naive_sgrhmc")}.items()}
+
+
+@pytest.mark.parametrize("case", ABOBA_CASES)
+def test_an_aboba_step_is_the_exact_flows_around_the_recipes_kicks_and_friction(case):
+    """The momentum samplers' ``aboba`` order (Leimkuhler & Matthews; ``sgmcmc/samplers/momentum_recipe.py``) on the
+    engine, from the sampler's H, D and Q alone: A the position flow θ̇ = S(θ)r at fixed r for ε/2 (S = Q's θ–r
+    block), solved here by scipy's ODE solver; B r + (ε/2)(−S∇Ũ + γ) at θ_h with ∇U by differences of H plus the
+    gradient noise, γ the r rows of Γ of D + Q without friction (dropped by naive SGRHMC); O the exact friction
+    F = D's r block at θ_h, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) z, with the injected normals."""
+    case = ABOBA_CASES[case]
+    sampler, state, rng = _setup(case, "aboba")
+    d = sampler.target.dim
+    gradient_normal, injected = rng.normal(size=(N_CHAINS, d)), rng.normal(size=(N_CHAINS, d))
+    recipe = sampler.recipe_at(STEP_SIZE)
+    position, momentum = np.arange(d), np.arange(d, 2 * d)
+
+    def root(theta, r):  # S(θ): Q's θ–r block is −S
+        return -np.diagonal(recipe.curl(np.concatenate([theta, r], axis=1))[:, :d, d:], axis1=1, axis2=2)
+
+    def flow(theta, r):
+        out = np.empty_like(theta)
+        for chain in range(theta.shape[0]):
+            solution = solve_ivp(lambda t, x: root(x[None], r[chain][None])[0] * r[chain], (0.0, STEP_SIZE / 2),
+                                 theta[chain], rtol=1e-12, atol=1e-14)
+            out[chain] = solution.y[:, -1]
+        return out
+
+    frictionless = SimpleNamespace(diffusion=lambda z: np.zeros((z.shape[0], 2 * d, 2 * d)), curl=recipe.curl)
+    theta, r = flow(state.theta, state.momentum), state.momentum
+    z = np.concatenate([theta, r], axis=1)
+    noise = gradient_normal @ np.linalg.cholesky(NOISE[case.target]).T
+    gamma = 0.0 if case.sampler in WITHOUT_GAMMA else _gamma(frictionless, z)[:, momentum]
+    force = -root(theta, r) * (_central_differences(recipe.energy, z)[:, position] + noise) + gamma
+    friction = np.diagonal(recipe.diffusion(z)[:, d:, d:], axis1=1, axis2=2)
+    decay = np.exp(-STEP_SIZE * friction)
+    r = decay * (r + STEP_SIZE / 2 * force) + np.sqrt(1.0 - decay**2) * injected + STEP_SIZE / 2 * force
+    expected = np.concatenate([flow(theta, r), r], axis=1)
+    new_state = sampler.engine_blocks(PYTHON)(ScriptedNormals(np.stack([gradient_normal, injected])[None]), state,
+                                              np.array([STEP_SIZE]), 0).state
+    np.testing.assert_allclose(sampler.pack(new_state), expected, rtol=1e-7, atol=1e-9)
+    if case.sampler == "sgrhmc":  # the metric's γ is there, and not negligible
+        assert np.max(np.abs(gamma)) > 0.05
