@@ -1,18 +1,18 @@
-"""The optimisers (sgmcmc/samplers/optimisers.py): each step is its sampler's step with the injected noise removed and
-equals a hand-written heavy-ball update in the authors' (η, α) form; a run keeps no samples; the optimisers reach the
-minimum of a quadratic."""
+"""The optimisers (sgmcmc/samplers/optimisers.py): each step on the engine's blocks (their source as Python) is its
+sampler's step with the injected noise removed and equals a hand-written update (SGD; the heavy ball in the authors'
+(η, α) form); a run keeps no samples; the optimisers reach the minimum of a quadratic."""
 
 import numpy as np
 import pytest
 
 from sgmcmc.config import RunOptions
 from sgmcmc.engine.blocks import kernel_of
-from sgmcmc.engine.driver import PYTHON, Blocks
+from sgmcmc.engine.driver import PYTHON, Blocks, block_draws
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import SAMPLERS, make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
-from tests.helpers import ScriptedNormals
+from tests.helpers import engine_step
 
 N_CHAINS, STEP_SIZE, FRICTION = 4, 0.05, 2.0
 VARIANCE = np.diag([4.0, 1.0])
@@ -33,8 +33,8 @@ def test_sgd_is_sgld_without_its_noise():
     sgd = make_sampler("sgd", target)
     sgld = make_sampler("sgld", target, noise_estimate="zero")
     # SGLD's draws, its injected normals (here 5s) dropped
-    new, _ = sgd.step(ScriptedNormals(gradient_normal, np.full_like(theta, 5.0)), sgd.init(theta, None), STEP_SIZE)
-    reference, _ = sgld.step(ScriptedNormals(gradient_normal, np.zeros_like(theta)), sgld.init(theta, None), STEP_SIZE)
+    new = engine_step(sgd, sgd.init(theta, None), STEP_SIZE, gradient_normal, np.full_like(theta, 5.0))
+    reference = engine_step(sgld, sgld.init(theta, None), STEP_SIZE, gradient_normal, np.zeros_like(theta))
     np.testing.assert_allclose(new.theta, reference.theta, rtol=1e-12)
     # the hand-written step: θ − ε(∇U + L z)
     by_hand = theta - STEP_SIZE * (target.gradient(theta) + gradient_normal @ np.linalg.cholesky(VARIANCE).T)
@@ -47,8 +47,8 @@ def test_sgd_momentum_is_sghmc_without_its_noise_and_the_authors_heavy_ball():
     optimiser = make_sampler("sgd_momentum", target, friction=FRICTION)
     sghmc = make_sampler("sghmc", target, friction=FRICTION, noise_estimate="zero", integrator="splitting")
     state = optimiser.init(theta, None)._replace(momentum=momentum)
-    new, _ = optimiser.step(ScriptedNormals(gradient_normal, np.full_like(theta, 5.0)), state, STEP_SIZE)
-    reference, _ = sghmc.step(ScriptedNormals(gradient_normal, np.zeros_like(theta)), state, STEP_SIZE)
+    new = engine_step(optimiser, state, STEP_SIZE, gradient_normal, np.full_like(theta, 5.0))
+    reference = engine_step(sghmc, state, STEP_SIZE, gradient_normal, np.zeros_like(theta))
     np.testing.assert_allclose(new.theta, reference.theta, rtol=1e-12)
     np.testing.assert_allclose(new.momentum, reference.momentum, rtol=1e-12)
     # tqchen/ML-SGHMC's SGDUpdater: v' = (1 − α)v − η g, w' = w + v', with v = εr, η = ε², α = εC
@@ -77,9 +77,9 @@ def test_an_optimiser_run_keeps_no_samples_and_reaches_the_mode(name, params):
 
 
 @pytest.mark.parametrize("name, params", [("sgd", {}), ("sgd_momentum", {"friction": 2.0})])
-def test_an_optimisers_engine_blocks_are_its_steps(name, params):
-    """On the engine's blocks (their Python source; the compiled blocks are that source, tests/engine/test_driver.py)
-    an optimiser takes the steps above on the same random numbers, and moves."""
+def test_an_optimisers_blocks_of_twelve_steps_are_the_hand_written_updates(name, params):
+    """A block of 12 steps on the engine's blocks (their Python source; the compiled blocks are that source,
+    tests/engine/test_driver.py) is 12 of the hand-written updates above on the block's own draws, and moves."""
     target = make_target("correlated_2d", noise_variance=VARIANCE)
     optimiser = make_sampler(name, target, **params)
     blocks = kernel_of(optimiser, PYTHON)
@@ -87,8 +87,14 @@ def test_an_optimisers_engine_blocks_are_its_steps(name, params):
     theta, _, _ = _start()
     state = optimiser.init(theta, None)
     block = blocks(np.random.default_rng(7), state, np.full(12, STEP_SIZE), 0)
-    rng = np.random.default_rng(7)
-    for _ in range(12):
-        state, _ = optimiser.step(rng, state, STEP_SIZE)
-    np.testing.assert_allclose(block.state.theta, state.theta, rtol=1e-12, atol=1e-14)
+    _, normals, _ = block_draws(np.random.default_rng(7), 12, N_CHAINS, 2, blocks.slots)
+    factor, position, momentum = np.linalg.cholesky(VARIANCE).T, theta.copy(), np.zeros_like(theta)
+    for k in range(12):
+        g = target.gradient(position) + normals[k, 0] @ factor
+        if name == "sgd":
+            position = position - STEP_SIZE * g
+        else:
+            momentum = momentum - STEP_SIZE * g - STEP_SIZE * FRICTION * momentum
+            position = position + STEP_SIZE * momentum
+    np.testing.assert_allclose(block.state.theta, position, rtol=1e-12, atol=1e-14)
     assert not np.allclose(block.state.theta, theta)
