@@ -1,7 +1,7 @@
 """Run and sweep folders read back as arviz.InferenceData (sgmcmc.run_results, re-exported by sgmcmc.results).
 
-The truths are independent of the loader: samples.npz as numpy reads it, a hand loop of ``sampler.step`` from the
-run's seed (the thermostat ξ, the Metropolis probabilities, the clipped counts at the kept steps), a
+The truths are independent of the loader: samples.npz as numpy reads it, a hand loop of the engine's blocks, one step
+at a time, from the run's seed (the thermostat ξ, the Metropolis probabilities, the clipped counts at the kept steps), a
 :class:`~sgmcmc.observers.PathObserver` of the blocks (LDA's reflections), the schedules' formulas, the manifest
 written by :mod:`sgmcmc_cli.sweep`, and an uninterrupted run for the interrupted, killed and resumed ones."""
 
@@ -19,12 +19,12 @@ import yaml
 import sgmcmc
 from sgmcmc import experiment
 from sgmcmc.engine.blocks import kernel_of
-from sgmcmc.engine.driver import Blocks
+from sgmcmc.engine.driver import PYTHON
 from sgmcmc.experiment import build, run_experiment
 from sgmcmc.observers import PathObserver
 from sgmcmc.results import load_run, load_sweep
 from sgmcmc.runner import run_chains
-from tests.helpers import EngineStream, RequestStopAt
+from tests.helpers import RequestStopAt
 from tests.targets.test_lda import N_TOPICS, WORDS
 from tests.targets.test_lda import _config as lda_config
 
@@ -69,22 +69,23 @@ def step_size_formula(schedule: dict, step_size: float, steps) -> np.ndarray:
 
 
 def hand_loop(run_config) -> dict:
-    """θ, ξ, accept probability, clipped and reflected at the kept steps, by calling ``sampler.step`` once per step
-    from the run's seed (run_chains draws the initial positions, then steps: no other draw on these targets; on a data
-    target the steps see the engine's draws, :class:`~tests.helpers.EngineStream`)."""
+    """θ, ξ, accept probability, clipped and reflected at the kept steps, by running the sampler's engine blocks (their
+    source as Python) one step at a time from the run's seed (run_chains draws the initial positions, then blocks,
+    each drawing its numbers step after step: no other draw on these targets)."""
     built = build(run_config)
     rng = np.random.default_rng(run_config["seed"])
     state = built.sampler.init(built.target.initial_position(N_CHAINS, rng), rng)
-    if isinstance(kernel_of(built.sampler), Blocks) and built.target.n_data:
-        rng = EngineStream(rng, built.target.batch_size)
+    blocks = kernel_of(built.sampler, PYTHON)
     kept = {"theta": [], "xi": [], "accept_probability": [], "clipped": [], "reflected": []}
     for t in range(1, N_STEPS + 1):
-        state, info = built.sampler.step(rng, state, built.schedule(t - 1))
+        block = blocks(rng, state, np.array([built.schedule(t - 1)]), t - 1)
+        state = block.state
         if t in KEPT_STEPS:
             kept["theta"].append(state.theta)
             kept["xi"].append(state.xi)
             for name in ("accept_probability", "clipped", "reflected"):
-                kept[name].append(getattr(info, name))
+                path = getattr(block, name)
+                kept[name].append(None if path is None else path[:, 0])
     return {name: np.stack(values, axis=1) for name, values in kept.items() if values[0] is not None}
 
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from sgmcmc.config import RunOptions
+from sgmcmc.engine.driver import PYTHON
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.runner import RunningMoments, run_chains
 from sgmcmc.results import new_run_folder
@@ -18,12 +19,14 @@ def test_burn_in_and_thinning_keep_the_right_steps():
     settings = RunOptions(n_steps=100, n_chains=3, burn_in=40, thin=6, eval_every=50, progress=False)
     outcome = run_chains(sampler, Constant(0.01), settings, np.random.default_rng(0))
     assert outcome.samples.shape == (3, 10, 1) and settings.n_kept == 10
-    # Replaying the same random numbers by hand: samples are the states after steps 46, 52, ..., 100.
+    # Replaying the same random numbers by hand, one step at a time on the engine's blocks (their source as Python):
+    # samples are the states after steps 46, 52, ..., 100.
     rng = np.random.default_rng(0)
     state = sampler.init(sampler.target.initial_position(3, rng), rng)
+    blocks = sampler.engine_blocks(PYTHON)
     kept = []
     for t in range(1, 101):
-        state, _ = sampler.step(rng, state, 0.01)
+        state = blocks(rng, state, np.array([0.01]), t - 1).state
         if t > 40 and (t - 40) % 6 == 0:
             kept.append(state.theta)
     np.testing.assert_array_equal(outcome.samples, np.stack(kept, axis=1))

@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from experiments.common import CONFIG_DIR, compose
+from sgmcmc.engine.driver import PYTHON
 from sgmcmc.keys import validate_config
 from sgmcmc.observers import PathObserver, post_burn_in
 from sgmcmc.config import RunOptions
@@ -52,7 +53,9 @@ def test_trajectory_is_chen_et_al_algorithm_2():
     theta = rng.normal(size=(4, 1))
     momentum0, *normals = [rng.normal(size=(4, 1)) for _ in range(7)]
     step, friction = 0.1, 1.5
-    new_state, info = sampler.step(ScriptedNormals(momentum0, *normals), SamplerState(theta, np.zeros_like(theta)), step)
+    block = sampler.engine_blocks(PYTHON)(ScriptedNormals(np.stack([momentum0, *normals])[None]),
+                                          SamplerState(theta, np.zeros_like(theta)), np.array([step]), 0)
+    new_state = block.state
     x, r = theta, momentum0
     for gradient_noise, injected in zip(normals[::2], normals[1::2]):
         x = x + step * r
@@ -60,7 +63,7 @@ def test_trajectory_is_chen_et_al_algorithm_2():
         r = r - step * gradient - step * friction * r + np.sqrt(step * (2 * friction - step * 4.0)) * injected
     np.testing.assert_allclose(new_state.theta, x, atol=1e-12)
     np.testing.assert_allclose(new_state.momentum, r, atol=1e-12)
-    assert info.accept_probability is None
+    assert block.accept_probability is None
 
 
 def test_recipe_is_sghmc_with_the_same_friction():
@@ -77,9 +80,9 @@ def test_diverging_trajectory_is_rejected_and_the_chain_stays():
     rng = np.random.default_rng(2)
     state = sampler.init(np.full((50, 1), 2.0), rng)
     with np.errstate(all="ignore"):
-        new_state, info = sampler.step(rng, state, 2.0)
-    assert np.all(info.accept_probability == 0) and not info.accepted.any()
-    np.testing.assert_array_equal(new_state.theta, state.theta)
+        block = sampler.engine_blocks(PYTHON)(rng, state, np.array([2.0]), 0)
+    assert block.status is None and np.all(block.accept_probability == 0)
+    np.testing.assert_array_equal(block.state.theta, state.theta)
 
 
 def hand_written_acceptance(method, step, m, noise_variance=4.0, friction=1.0, n_chains=1000, burn_in=10, kept=10,

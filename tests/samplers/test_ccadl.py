@@ -10,6 +10,7 @@ from sgmcmc.noise import injected_noise_clipped
 from sgmcmc.recipe import check_recipe, finite_difference_correction, recipe_step
 from sgmcmc.config import RunOptions
 from sgmcmc.engine.blocks import kernel_of
+from sgmcmc.engine.driver import PYTHON
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
@@ -180,10 +181,10 @@ def test_reflection_at_gamma_zero_flips_gamma_and_its_momentum_and_is_counted():
     target = make_target("normal_gamma")
     sampler = make_sampler("sghmc", target, integrator="theta_first", noise_estimate="zero")
     state = SamplerState(theta=np.array([[0.0, 0.01], [0.0, 1.0]]), momentum=np.array([[0.0, -2.0], [0.0, 0.0]]))
-    new, info = sampler.step(np.random.default_rng(0), state, 0.01)
-    assert new.theta[0, 1] == pytest.approx(0.01)  # 0.01 − 0.01·2 = −0.01 → 0.01
-    assert list(info.reflected) == [1, 0]
-    assert new.momentum[0, 1] > 0  # flipped (then kicked): moving away from the boundary
+    block = sampler.engine_blocks(PYTHON)(np.random.default_rng(0), state, np.array([0.01]), 0)
+    assert block.theta[0, 0, 1] == pytest.approx(0.01)  # 0.01 − 0.01·2 = −0.01 → 0.01
+    assert list(block.reflected[:, 0]) == [1, 0]
+    assert block.momentum[0, 0, 1] > 0  # flipped (then kicked): moving away from the boundary
 
 
 def _run(sampler_name, step_size, seed, n_steps, **params):
