@@ -179,7 +179,6 @@ class KeysOf:
 
 def svrg(update_every=3):
     from sgmcmc.gradient_estimators import make_estimator
-    from sgmcmc.targets.logistic_regression import LogisticRegression
 
     rows = data()
     return make_estimator("svrg", LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH),
@@ -188,8 +187,8 @@ def svrg(update_every=3):
 
 def test_svrg_is_the_estimators_svrg_on_the_same_rows():
     """Seven minibatch gradients of 2 chains, each at a new θ, with update_every = 3: the engine's estimate (its Python
-    source, each chain's count, θ̂ and ḡ(θ̂) in its memory) equals ``gradient_estimators.SVRG``'s on the same rows
-    at every call, the renewals (calls 0, 3, 6) put each chain's θ̂ at its own θ with the full-data ḡ(θ̂), and the
+    source, each chain's count, θ̂ and ḡ(θ̂) in its memory) equals SVRG's formula written out and
+    ``gradient_estimators.SVRG``'s on the same rows at every call, the renewals (calls 0, 3, 6) put each chain's θ̂ at its own θ with the full-data ḡ(θ̂), and the
     memory handed back leaves the estimator where its numpy steps leave it (centres, count, cost)."""
     rng = np.random.default_rng(4)
     thetas, rows = rng.standard_normal((7, 2, DIM)), np.stack([[rng.choice(N_DATA, BATCH, replace=False)
@@ -199,11 +198,24 @@ def test_svrg_is_the_estimators_svrg_on_the_same_rows():
     source = estimators.source_of(functions)
     memory = functions["estimator_state"](2)
     keys = KeysOf(rows)
+    model, everything = LogisticRegression(data()[:, :-1], data()[:, -1], batch_size=BATCH), np.arange(N_DATA)
+
+    def examples(theta, index):  # g_i(θ) of one chain on rows ``index``
+        return model.log_likelihood_gradients(theta[None], index[None])[0]
+
+    centres = thetas[0].copy()
     for call, theta in enumerate(thetas):
         expected, _ = numpy_estimator.minibatch_gradient(theta, keys)
+        if call % 3 == 0:
+            centres = theta.copy()
         for chain in range(2):
             gradient, _ = estimate(source, theta[chain], rows[call, chain], memory[chain])
             np.testing.assert_allclose(gradient, expected[chain], rtol=1e-11, atol=1e-13)
+            # by hand (Johnson & Zhang 2013; Dubey et al. 2016): −(N/n) Σ_B (g_i(θ) − g_i(θ̂)) − Σ_all g_i(θ̂) − ∇log p(θ)
+            batch, centre = rows[call, chain], centres[chain]
+            by_hand = (-(N_DATA / BATCH) * (examples(theta[chain], batch) - examples(centre, batch)).sum(axis=0)
+                       - examples(centre, everything).sum(axis=0) - model.log_prior_gradient(theta[chain][None])[0])
+            np.testing.assert_allclose(gradient, by_hand, rtol=1e-11, atol=1e-12)
         if call % 3 == 0:  # renewed here: the centre is this θ
             np.testing.assert_array_equal(memory[:, 1:1 + DIM], theta)
     np.testing.assert_allclose(memory[:, 1 + DIM:], numpy_estimator.centre_mean, rtol=1e-12)
