@@ -48,8 +48,9 @@ def engine_step(sampler, state, step_size: float, *normals: np.ndarray):
 
 
 def on_the_numpy_steps(monkeypatch) -> None:
-    """Every sampler without the engine's blocks for the rest of the test (``engine_blocks`` None, as for a sampler
-    that has none): the runner then takes its numpy steps, the reference some statistical tests compare with."""
+    """Every sampler that inherits :meth:`~sgmcmc.samplers.base.Sampler.engine_blocks` (not the optimisers) without the
+    engine's blocks for the rest of the test (None, as for a sampler that has none): the runner then takes its numpy
+    steps, the reference some statistical tests compare with."""
     monkeypatch.setattr(Sampler, "engine_blocks", lambda self, backend="compiled": None)
 
 

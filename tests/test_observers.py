@@ -1,5 +1,6 @@
 """The observers of a run's blocks (sgmcmc/observers.py): what they keep does not depend on how the run is cut into
-blocks, the incremental trace scores equal a scoring of all samples, and a compiled run equals a numpy-step run."""
+blocks, the incremental trace scores equal a scoring of all samples, and the observers see the same run from the
+compiled blocks as from their source run as Python."""
 
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ tests/samplers/test_baoab.py).
 
 Every case runs two consecutive blocks from a fresh state (no kept gradient) twice with the same seed: ``numpy_block``
 (``sampler.step`` per step) and the engine's ``Blocks`` (the integrator's source as Python on every target and noise
-estimate; compiled where a block ends in a clip, a refusal or a divergence, and in a run). The first block checks the
+estimate; compiled where a block ends in a clip, a refusal or a divergence). A run of every sampler gives the same
+samples compiled and as Python (that the runner hands the blocks over whole, not an independent truth). The first block
+checks the
 first gradient F(θ₀), drawn before the block's normals (``Blocks.prepare``); the second the kept gradient's hand-over
 from block to block (the driver's carried vector). Paths, final states (the kept gradient included) agree to 1e-12, and
 so do the generators' positions after blocks that complete (after a failure the run ends: the numpy path stops drawing
