@@ -360,6 +360,11 @@ def _by_hand_gradient(model, theta, rows, normals, n_data, batch):
     return correlated_potential_gradient(theta) + normals[:, 0] @ np.array([[1.0, 0.0], [0.5, 0.8]]).T
 
 
+def _without_friction(gradient, dim, step_size):
+    """SGHMC's recipe (Eq. 12) with C = 0 and no V̂: its θ rows are the drift θ + εr, its r rows the kick r − ε∇Ũ."""
+    return _recipe("momentum_friction", dim, gradient, np.zeros((dim, dim)), 0.0, NO_METRIC, step_size)
+
+
 def _recipe_rows(recipe, z, step_size, rows, normals=None):
     """z with the rows ``rows`` of the generic recipe step from z (injected normals ``normals``, or none) and the
     others as they were: one move of a splitting, as the recipe writes it (Ma et al. 2015 Eq. 9 + K1)."""
@@ -433,8 +438,7 @@ def test_an_aboba_step_is_the_recipes_moves_around_the_exact_friction(model):
     position, momentum = np.arange(dim), np.arange(dim, 2 * dim)
 
     def without_friction(theta):
-        return _recipe("momentum_friction", dim, _by_hand_gradient(model, theta, rows, normals, n_data, batch),
-                       np.zeros((dim, dim)), 0.0, NO_METRIC, step_size)
+        return _without_friction(_by_hand_gradient(model, theta, rows, normals, n_data, batch), dim, step_size)
 
     z = _recipe_rows(without_friction(z[:, :dim]), z, step_size / 2, position)                            # A
     kick = without_friction(z[:, :dim])
@@ -478,7 +482,7 @@ def test_an_ou_splitting_step_is_the_recipes_moves_around_the_exact_friction(nam
                        constant, NO_METRIC, step_size)
 
     def without_friction(gradient):
-        return _recipe("momentum_friction", dim, gradient, np.zeros((dim, dim)), 0.0, NO_METRIC, step_size)
+        return _without_friction(gradient, dim, step_size)
 
     z = np.concatenate([start.theta, start.momentum] + ([start.xi[:, None]] if thermostat else []), axis=1)
     position, momentum = np.arange(dim), np.arange(dim, 2 * dim)
