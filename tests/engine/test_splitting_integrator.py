@@ -1,18 +1,15 @@
 """BAOAB's and BADODAB's integrator on the engine (:func:`sgmcmc.engine.integrators.ou_splitting` in the driver's
-blocks) against their numpy steps (the reference, sgmcmc/samplers/baoab.py, itself pinned to the papers' update in
-tests/samplers/test_baoab.py).
+blocks), across blocks. The step itself is pinned to the recipe's rows in turn around the exact Ornstein–Uhlenbeck
+step, with the kept gradient, in tests/engine/test_driver.py; here, what a run adds: the gradient kept from block to
+block.
 
-Every case runs two consecutive blocks from a fresh state (no kept gradient) twice with the same seed: ``numpy_block``
-(``sampler.step`` per step) and the engine's ``Blocks`` (the integrator's source as Python on every target and noise
-estimate; compiled where a block ends in a clip, a refusal or a divergence). A run of every sampler gives the same
-samples compiled and as Python (that the runner hands the blocks over whole, not an independent truth). The first block
-checks the
-first gradient F(θ₀), drawn before the block's normals (``Blocks.prepare``); the second the kept gradient's hand-over
-from block to block (the driver's carried vector). Paths, final states (the kept gradient included) agree to 1e-12, and
-so do the generators' positions after blocks that complete (after a failure the run ends: the numpy path stops drawing
-at the failed step, the engine has drawn the block's normals).
-Deliberately broken blocks (F recomputed instead of reused, the hand-over dropped, the normals' slots swapped) are
-shown to fail the same comparison.
+Every case runs the same steps from a fresh state (no kept gradient) with the same seed as several blocks, each
+starting from the last one's state, and as one block (the integrator's source as Python; compiled where a block ends
+in a clip, a refusal or a divergence). A block draws the first gradient F(θ₀) before its normals (``Blocks.prepare``)
+and its normals (K, slots, c, d) in step order, so the two consume the same random numbers in the same order: paths,
+final states (the kept gradient included) and the generator's position agree to 1e-12 only if each block starts from
+the gradient the last one kept. Deliberately broken blocks (F recomputed instead of reused, the hand-over dropped, the
+normals' slots swapped) are shown to fail the same comparison.
 """
 
 from __future__ import annotations
@@ -23,7 +20,7 @@ import numpy as np
 import pytest
 
 from sgmcmc.engine import driver
-from sgmcmc.engine.blocks import DIVERGED, FAILED, numpy_block
+from sgmcmc.engine.blocks import DIVERGED, FAILED
 from sgmcmc.engine.driver import COMPILED, PYTHON
 from sgmcmc.config import RunOptions
 from sgmcmc.noise import clip_counters
@@ -36,6 +33,8 @@ from sgmcmc.targets import make_target
 FORMULA_TARGETS = ("gaussian_1d", "double_well", "lecture_quartic", "correlated_2d", "gaussian_2d_cov", "gaussian_2d_prec")
 SAMPLERS = ("baoab", "badodab")
 STEPS = np.linspace(0.05, 0.01, 20)
+# BAOAB's friction C and BADODAB's A set to 1: the O step's D' = (1 − e^{−2h})/(2h), between 0.98 and 1 at h ≤ 0.02
+UNIT_DIFFUSION = {"baoab": {"friction": 1.0}, "badodab": {"diffusion": 1.0}}
 
 
 def _target(name, noise_variance=1.0):
@@ -66,10 +65,6 @@ def _blocks(advance, sampler, state, blocks, seed=6):
     return out, rng.random()
 
 
-def _numpy(sampler):
-    return lambda rng, state, step_sizes, start: numpy_block(sampler, rng, state, step_sizes, start)
-
-
 def _engine(sampler, backend):
     blocks = sampler.engine_blocks(backend)
     assert blocks is not None and blocks.carry == "gradient"
@@ -80,104 +75,111 @@ def _assert_close(actual, expected):
     np.testing.assert_allclose(actual, expected, rtol=1e-12, atol=1e-12)
 
 
-def _assert_same_blocks(compiled, reference):
-    assert len(compiled) == len(reference)
-    for mine, theirs in zip(compiled, reference):
-        assert (mine.start, mine.stop, mine.status) == (theirs.start, theirs.stop, theirs.status)
-        for field in ("theta", "momentum", "xi"):
-            if getattr(theirs, field) is None:  # numpy_block's paths of no step are None, the engine's empty
-                assert getattr(mine, field) is None or getattr(mine, field).size == 0, field
-            else:
-                _assert_close(getattr(mine, field), getattr(theirs, field))
-        for field in ("theta", "momentum", "xi", "gradient"):
-            if getattr(theirs.state, field) is None:
-                assert getattr(mine.state, field) is None, field
-            else:
-                _assert_close(getattr(mine.state, field), getattr(theirs.state, field))
+def _assert_same_run(pieces, whole):
+    """The blocks ``pieces`` against the one block ``whole`` of the same steps: where each ended, the paths end to
+    end, and the last state (its kept gradient included)."""
+    assert (pieces[0].start, pieces[-1].stop, pieces[-1].status) == (whole.start, whole.stop, whole.status)
+    for field in ("theta", "momentum", "xi"):
+        if getattr(whole, field) is None:
+            assert all(getattr(piece, field) is None for piece in pieces), field
+        else:
+            _assert_close(np.concatenate([getattr(piece, field) for piece in pieces], axis=1), getattr(whole, field))
+    for field in ("theta", "momentum", "xi", "gradient"):
+        if getattr(whole.state, field) is None:
+            assert getattr(pieces[-1].state, field) is None, field
+        else:
+            _assert_close(getattr(pieces[-1].state, field), getattr(whole.state, field))
 
 
 def _pair(sampler, blocks, advance=None, state=None, backend=PYTHON):
-    """(numpy blocks, the engine's blocks, where each left the Generator); ``advance`` replaces the engine's."""
+    """(the steps as one block, as the blocks ``blocks``, where each left the Generator); ``advance`` replaces the
+    engine's blocks for the pieces (the one block is always the engine's)."""
     state = _initial(sampler) if state is None else state
-    advance = _engine(sampler, backend) if advance is None else advance
-    reference, reference_next = _blocks(_numpy(sampler), sampler, state, blocks)
-    compiled, compiled_next = _blocks(advance, sampler, state, blocks)
-    return reference, compiled, reference_next, compiled_next
+    engine = _engine(sampler, backend)
+    (whole,), whole_next = _blocks(engine, sampler, state, [np.concatenate(blocks)])
+    pieces, pieces_next = _blocks(engine if advance is None else advance, sampler, state, blocks)
+    return whole, pieces, whole_next, pieces_next
 
 
 @pytest.mark.parametrize("target_name", FORMULA_TARGETS)
 @pytest.mark.parametrize("noise", ["known", "zero"])
 @pytest.mark.parametrize("name", SAMPLERS)
-def test_two_blocks_equal_the_numpy_steps(name, noise, target_name):
+def test_two_blocks_are_the_one_block_of_their_steps(name, noise, target_name):
     sampler = make_sampler(name, _target(target_name), noise_estimate=noise)
-    reference, compiled, reference_next, compiled_next = _pair(sampler, [STEPS, STEPS[::-1]])
-    assert [block.stop for block in reference] == [20, 40] and reference[-1].status is None
-    assert reference[-1].state.gradient is not None
-    _assert_same_blocks(compiled, reference)
-    assert compiled_next == reference_next  # the same random numbers consumed
+    whole, pieces, whole_next, pieces_next = _pair(sampler, [STEPS, STEPS[::-1]])
+    assert [block.stop for block in pieces] == [20, 40] and whole.status is None
+    assert whole.state.gradient is not None
+    _assert_same_run(pieces, whole)
+    assert pieces_next == whole_next  # the same random numbers consumed
 
 
 def test_small_friction_takes_the_ou_limit():
-    """C = 1e-14: (1 − e^{−2hC})/(2hC) at its limit 1, as ``ou_fraction`` has it."""
+    """C = 1e-14: (1 − e^{−2hC})/(2hC) at its limit 1, as ``ou_fraction`` has it (a 0/0 would leave NaN)."""
     sampler = make_sampler("baoab", _target("correlated_2d"), friction=1e-14, noise_estimate="zero")
-    reference, compiled, _, _ = _pair(sampler, [STEPS, STEPS])
-    _assert_same_blocks(compiled, reference)
+    whole, pieces, _, _ = _pair(sampler, [STEPS, STEPS])
+    assert np.all(np.isfinite(whole.theta))
+    _assert_same_run(pieces, whole)
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
-def test_clipped_counts_equal(name):
-    """V = 400 exceeds the O step's variance at h = 0.02: the diagonal clip sets it to 0 and counts it."""
-    sampler = make_sampler(name, make_target("gaussian_1d", noise_variance=400.0), noise_estimate="known", noise_clip=True)
+def test_the_clip_zeroes_and_counts_every_o_step_variance_where_the_estimate_exceeds_it(name):
+    """V = 400 at h = 0.02: the O step's covariance h(2D' − hV) is negative at every step (2D' < 2 < 8), so the
+    diagonal clip sets it to 0 and counts it once per chain and step, in both blocks."""
+    sampler = make_sampler(name, make_target("gaussian_1d", noise_variance=400.0), noise_estimate="known",
+                           noise_clip=True, **UNIT_DIFFUSION[name])
     steps = np.full(20, 0.02)
-    reference, compiled, reference_next, compiled_next = _pair(sampler, [steps, steps], backend=COMPILED)
-    assert sum(block.clipped.sum() for block in reference) > 0
-    for mine, theirs in zip(compiled, reference):
-        np.testing.assert_array_equal(mine.clipped, theirs.clipped)
-    _assert_same_blocks(compiled, reference)
-    assert compiled_next == reference_next
+    whole, pieces, whole_next, pieces_next = _pair(sampler, [steps, steps], backend=COMPILED)
+    for block in pieces:
+        np.testing.assert_array_equal(block.clipped, np.ones((3, 20), dtype=int))
+    _assert_same_run(pieces, whole)
+    assert pieces_next == whole_next
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
-def test_not_psd_ends_the_second_block_at_the_same_step(name):
-    """The O step's covariance refused at the 8th step of the second block (h = 0.02 with V = 400): status failed at
-    the same step, the same last good state (its kept gradient included)."""
-    sampler = make_sampler(name, make_target("gaussian_1d", noise_variance=400.0), noise_estimate="known")
+def test_not_psd_ends_the_second_block_at_its_first_step(name):
+    """The O step's covariance h(2D' − hV) refused at the 8th step of the second block (h = 0.02 with V = 400: 2D' < 2
+    < 8; before it h = 0.001: 2D' > 1.99 > 0.4): status failed at step 18, the 17 steps before it kept, and the last good state (its kept gradient included)
+    that of the one block of those steps."""
+    sampler = make_sampler(name, make_target("gaussian_1d", noise_variance=400.0), noise_estimate="known",
+                           **UNIT_DIFFUSION[name])
     second = np.concatenate([np.full(7, 0.001), np.full(5, 0.02)])
-    reference, compiled, _, _ = _pair(sampler, [np.full(10, 0.001), second], backend=COMPILED)
-    assert reference[-1].status == compiled[-1].status == FAILED
-    assert reference[-1].stop == compiled[-1].stop == 17
-    _assert_same_blocks(compiled, reference)
+    whole, pieces, _, _ = _pair(sampler, [np.full(10, 0.001), second], backend=COMPILED)
+    assert pieces[-1].status == FAILED and pieces[-1].stop == 17 and pieces[-1].error.startswith("step 18:")
+    _assert_same_run(pieces, whole)
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_failure_at_a_runs_first_step_keeps_the_state_given(name):
-    """Refused at step 1: no good step, and the block's state is the initial one (no kept gradient), as numpy's."""
-    sampler = make_sampler(name, make_target("gaussian_1d", noise_variance=400.0), noise_estimate="known")
-    reference, compiled, _, _ = _pair(sampler, [np.full(5, 0.02)], backend=COMPILED)
-    assert reference[0].status == compiled[0].status == FAILED
-    assert reference[0].stop == compiled[0].stop == 0
-    assert reference[0].state.gradient is None and compiled[0].state.gradient is None
+    """Refused at step 1: no good step, and the block's state is the initial one (no kept gradient)."""
+    sampler = make_sampler(name, make_target("gaussian_1d", noise_variance=400.0), noise_estimate="known",
+                           **UNIT_DIFFUSION[name])
+    state = _initial(sampler)
+    whole, pieces, _, _ = _pair(sampler, [np.full(5, 0.02)], state=state, backend=COMPILED)
+    assert pieces[0].status == FAILED and pieces[0].stop == 0
+    assert pieces[0].state.gradient is None
+    _assert_close(pieces[0].state.theta, state.theta)
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
-def test_divergence_ends_the_second_block_at_the_same_step(name):
-    """h = 1.5 blows up the double well in the second block: both stop at the same step with the same message."""
+def test_divergence_ends_the_second_block_at_its_step(name):
+    """h = 1.5 blows up the double well in the second block: the run stops at the first non-finite state, says which
+    step, and keeps the steps before it, as the one block of the same steps does."""
     sampler = make_sampler(name, make_target("double_well", noise_variance=1.0), noise_estimate="zero")
     state = _initial(sampler, n_chains=4)
-    reference, compiled, _, _ = _pair(sampler, [np.full(10, 0.01), np.full(60, 1.5)], state=state, backend=COMPILED)
-    assert reference[-1].status == compiled[-1].status == DIVERGED
-    assert 10 < reference[-1].stop == compiled[-1].stop < 70
-    assert reference[-1].error == compiled[-1].error
-    _assert_same_blocks(compiled, reference)
+    whole, pieces, _, _ = _pair(sampler, [np.full(10, 0.01), np.full(60, 1.5)], state=state, backend=COMPILED)
+    assert pieces[-1].status == DIVERGED and 10 < pieces[-1].stop < 70
+    assert pieces[-1].error.startswith(f"non-finite state at step {pieces[-1].stop + 1} in ")
+    assert pieces[-1].error == whole.error
+    _assert_same_run(pieces, whole)
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
-def test_blocks_of_one_step_equal_the_numpy_steps(name):
+def test_blocks_of_one_step_are_the_one_block_of_their_steps(name):
     """The hand-over at every step: twelve blocks of one step each."""
     sampler = make_sampler(name, _target("correlated_2d"))
-    reference, compiled, reference_next, compiled_next = _pair(sampler, [STEPS[k : k + 1] for k in range(12)])
-    _assert_same_blocks(compiled, reference)
-    assert compiled_next == reference_next
+    whole, pieces, whole_next, pieces_next = _pair(sampler, [STEPS[k : k + 1] for k in range(12)])
+    _assert_same_run(pieces, whole)
+    assert pieces_next == whole_next
 
 
 # --- the comparison fails for broken blocks ----------------------------------------------------------------------
@@ -229,9 +231,9 @@ def test_broken_blocks_fail_the_comparison(name, broken):
     else:
         def advance(rng, state, step_sizes, start):
             return blocks(_SwappedSlots(rng), state, step_sizes, start)
-    reference, compiled, _, _ = _pair(sampler, steps, advance=advance)
+    whole, pieces, _, _ = _pair(sampler, steps, advance=advance)
     with pytest.raises(AssertionError):
-        _assert_same_blocks(compiled, reference)
+        _assert_same_run(pieces, whole)
 
 
 # --- where the engine runs -----------------------------------------------------------------------------------------
@@ -267,22 +269,22 @@ def test_engine_blocks_where_they_apply_and_not_elsewhere():
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
-def test_a_full_estimate_with_the_clip_equals_the_numpy_steps(name):
+def test_a_full_estimate_with_the_clip_counts_its_draws_and_fallbacks(name):
     """A full V = 100·[[1, 0.3], [0.3, 0.5]] with the clip: over h = 0.05 … 0.01 some O steps have a Cholesky factor
-    and others are eigendecomposed with an eigenvalue clipped (sgmcmc.noise.clipped_gaussian); samples, clipped
-    counts and the draws counted are the numpy steps'."""
+    and others are eigendecomposed with an eigenvalue clipped (the draw itself is pinned to
+    sgmcmc.noise.clipped_gaussian in tests/engine/test_injection.py). One full draw per chain and step is counted, one
+    fallback per chain and step with a clipped eigenvalue, and the run is the one block of its steps."""
     sampler = make_sampler(name, make_target("gaussian_2d_cov", noise_variance=[[100.0, 30.0], [30.0, 50.0]]),
                            noise_clip=True)
     before = clip_counters.snapshot()
-    reference, _ = _blocks(_numpy(sampler), sampler, _initial(sampler), [STEPS])
-    middle = clip_counters.snapshot()
-    compiled, _ = _blocks(_engine(sampler, PYTHON), sampler, _initial(sampler), [STEPS])
-    after = clip_counters.snapshot()
-    draws, fallbacks = np.subtract(middle, before)
-    assert 0 < fallbacks < draws and reference[0].clipped.sum() > 0
-    _assert_same_blocks(compiled, reference)
-    np.testing.assert_array_equal(compiled[0].clipped, reference[0].clipped)
-    assert tuple(np.subtract(after, middle)) == (draws, fallbacks)
+    pieces, _ = _blocks(_engine(sampler, PYTHON), sampler, _initial(sampler), [STEPS[:10], STEPS[10:]])
+    draws, fallbacks = np.subtract(clip_counters.snapshot(), before)
+    clipped = np.concatenate([block.clipped for block in pieces], axis=1)
+    assert draws == clipped.size == 3 * STEPS.size
+    assert 0 < fallbacks == np.count_nonzero(clipped) < draws
+    (whole,), _ = _blocks(_engine(sampler, PYTHON), sampler, _initial(sampler), [STEPS])
+    _assert_same_run(pieces, whole)
+    np.testing.assert_array_equal(clipped, whole.clipped)
 
 
 @pytest.mark.parametrize("name", SAMPLERS)
@@ -315,8 +317,8 @@ def test_a_block_compiled_for_its_options_gives_the_generic_blocks_samples(name,
 
 @pytest.mark.parametrize("name", SAMPLERS)
 def test_exploration_steps_are_refused(name):
-    """The cyclical schedule's exploration steps run on the numpy steps without inject's noise and move θ between
-    compiled blocks; BAOAB and BADODAB cannot take them (their O step's noise is theirs alone: ``can_explore``), so
+    """The cyclical schedule's exploration steps run the engine's blocks without inject's noise and move θ between
+    blocks; BAOAB and BADODAB cannot take them (their O step's noise is theirs alone: ``can_explore``), so
     no kept gradient is left behind a θ that moved. A sampler of theirs that could would need that looked at."""
     sampler = make_sampler(name, _target("double_well"))
     assert not sampler.can_explore()
