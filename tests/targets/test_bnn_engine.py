@@ -1,9 +1,10 @@
 """The BNN (T11) on the engine's blocks, through its sums door (``BayesianNeuralNetwork.engine_functions``): the sums
 and the grouped prior equal the numpy reference (the per-example gradients of ``log_likelihood_gradients``, an
-independent computation, and ``log_prior_gradient`` under distinct precisions per chain and group), and the blocks'
-samples are the numpy steps' on the same random numbers (:class:`tests.helpers.EngineStream`), with the precisions
-read at each block's start. The blocks run as their Python source (the compiled block is that source:
-tests/engine/test_driver.py)."""
+independent computation, and ``log_prior_gradient`` under distinct precisions per chain and group), and a block's SGLD
+step is the step written from those numpy gradients on the block's own draws under the precisions of the block's start
+(read at each block, as a Gibbs step changes them), not the samplers' numpy steps. The integrators are pinned to the
+generic recipe in tests/samplers/test_recipe_agreement.py and tests/engine/test_driver.py; the blocks run as their
+Python source (the compiled block is that source: tests/engine/test_driver.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from sgmcmc.targets.gaussian_prior import grouped_prior_gradient
 from sgmcmc.targets.logistic_regression import LogisticRegression
 from tests.helpers import door_potentials
 from tests.targets.test_bnn import D, H, K, PRECISION_NAMES, _points, _target, _with_precisions
-from tests.targets.test_logistic_regression_engine import blocks_across_a_change, logistic
+from tests.targets.test_logistic_regression_engine import (logistic,
+                                                         sgld_steps_read_the_hyperparameters_at_each_block)
 
 
 @pytest.mark.parametrize("with_scatter", [True, False])
@@ -60,20 +62,11 @@ def test_the_door_gives_the_targets_potential_with_the_priors_normalising_terms(
         np.testing.assert_allclose(potential, target.potential(theta) - normalising, rtol=1e-10)
 
 
-CASES = [
-    ("sghmc", dict(noise_estimate="zero")),
-    ("sgld", dict(noise_estimate="known")),  # unknown on the BNN: nothing subtracted
-    ("sghmc", dict(noise_estimate="running", running_form="diagonal", noise_clip=True, finite_population=False)),
-    ("sgnht", dict(noise_estimate="zero", integrator="theta_first")),
-    ("baoab", dict(noise_estimate="zero")),
-    ("badodab", dict(noise_estimate="running", running_form="diagonal", finite_population=False)),
-]
-
-
-@pytest.mark.parametrize("name, params", CASES)
-def test_the_engine_blocks_are_the_numpy_steps_and_read_the_precisions_at_each_block(name, params):
-    """Two blocks of 15 steps from one Blocks object, the precisions (distinct per chain and group) redrawn between
-    them as a Gibbs step would: each block equals the numpy steps under the precisions of its start."""
+def test_one_sgld_block_reads_the_precisions_at_each_block():
+    """Two blocks of one SGLD step (minibatches of 7) from one Blocks object, the precisions (distinct per chain and
+    group) redrawn between them as a Gibbs step would: each step is θ − ε∇Ũ + √(2ε)z written from the numpy
+    ``log_likelihood_gradients`` and ``log_prior_gradient`` under the precisions of its block's start, on the block's
+    rows and normals drawn again (``sgld_by_hand`` in tests/targets/test_logistic_regression_engine.py)."""
     target = _target(batch_size=7)
 
     def change(block_number):
@@ -81,7 +74,7 @@ def test_the_engine_blocks_are_the_numpy_steps_and_read_the_precisions_at_each_b
         if block_number:
             target.set_hyperparameters({key: value[::-1] * 1.5 for key, value in values.items()})
 
-    blocks_across_a_change(make_sampler(name, target, **params), change, np.full(15, 0.01), n_chains=3)
+    sgld_steps_read_the_hyperparameters_at_each_block(target, change, n_chains=3, step_size=0.01, rtol=1e-9)
 
 
 def test_estimates_the_sums_do_not_serve_are_refused_with_the_key_to_change():

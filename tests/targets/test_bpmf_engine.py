@@ -1,9 +1,11 @@
 """BPMF (T12) on the engine's blocks, through its sums door (``BPMF.engine_functions``): the sums and the prior, given
 each chain's state (τ, the layout, λ), equal the numpy reference (the dense per-rating gradients of
 ``log_likelihood_gradients``, an independent computation, and ``log_prior_gradient``) under distinct hyperparameters
-per chain, and the blocks' samples are the numpy steps' on the same random numbers (:class:`tests.helpers.EngineStream`),
-with the hyperparameters read at each block's start. The blocks run as their Python source (the compiled block is that
-source: tests/engine/test_driver.py)."""
+per chain, and a block's SGLD step is the step written from those numpy gradients on the block's own draws under the
+hyperparameters of the block's start (read at each block, as a Gibbs step changes them), not the samplers' numpy
+steps. The integrators are pinned to the generic recipe in tests/samplers/test_recipe_agreement.py and
+tests/engine/test_driver.py; the blocks run as their Python source (the compiled block is that source:
+tests/engine/test_driver.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from sgmcmc.engine.blocks import kernel_of
 from sgmcmc.engine.driver import PYTHON, Blocks
 from sgmcmc.samplers import make_sampler
 from tests.targets.test_bpmf import _hyper, _target, _theta, ratings_file  # noqa: F401 (a fixture)
-from tests.targets.test_logistic_regression_engine import blocks_across_a_change
+from tests.targets.test_logistic_regression_engine import sgld_steps_read_the_hyperparameters_at_each_block
 
 
 @pytest.mark.parametrize("with_scatter", [True, False])
@@ -35,18 +37,11 @@ def test_the_sums_door_and_the_prior_are_the_reference(ratings_file, with_scatte
     np.testing.assert_allclose(per_chain, target.log_prior_gradient(theta), rtol=1e-15)
 
 
-CASES = [
-    ("sghmc", dict(noise_estimate="zero")),
-    ("sgld", dict(noise_estimate="known")),  # unknown on BPMF: nothing subtracted
-    ("sghmc", dict(noise_estimate="running", running_form="diagonal", noise_clip=True, finite_population=False)),
-    ("badodab", dict(noise_estimate="running", running_form="diagonal", noise_clip=True)),
-]
-
-
-@pytest.mark.parametrize("name, params", CASES)
-def test_the_engine_blocks_are_the_numpy_steps_and_read_the_hyperparameters_at_each_block(ratings_file, name, params):
-    """Two blocks of 12 steps from one Blocks object, the hyperparameters (distinct per chain) changed between them as
-    a Gibbs step would: each block equals the numpy steps under the hyperparameters of its start."""
+def test_one_sgld_block_reads_the_hyperparameters_at_each_block(ratings_file):
+    """Two blocks of one SGLD step (minibatches of 40 ratings) from one Blocks object, the hyperparameters (distinct
+    per chain) changed between them as a Gibbs step would: each step is θ − ε∇Ũ + √(2ε)z written from the numpy
+    ``log_likelihood_gradients`` and ``log_prior_gradient`` under the hyperparameters of its block's start, on the
+    block's rows and normals drawn again (``sgld_by_hand`` in tests/targets/test_logistic_regression_engine.py)."""
     target = _hyper(_target(ratings_file, batch_size=40))
 
     def change(block_number):
@@ -54,7 +49,7 @@ def test_the_engine_blocks_are_the_numpy_steps_and_read_the_hyperparameters_at_e
             values = target.hyperparameters()
             target.set_hyperparameters({key: value[::-1] * 1.7 for key, value in values.items()})
 
-    blocks_across_a_change(make_sampler(name, target, **params), change, np.full(12, 0.002), seed=4)
+    sgld_steps_read_the_hyperparameters_at_each_block(target, change, n_chains=2, step_size=0.002, seed=4, rtol=1e-9)
 
 
 def test_the_numpy_reference_stays_on_the_numpy_steps_and_the_full_running_estimate_is_refused(ratings_file):

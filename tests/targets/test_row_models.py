@@ -9,8 +9,8 @@ import logging
 import numpy as np
 import pytest
 
-from sgmcmc.engine.blocks import kernel_of, numpy_block
-from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks
+from sgmcmc.engine.blocks import kernel_of
+from sgmcmc.engine.driver import COMPILED, Blocks
 from sgmcmc.engine.estimators import called_in_python
 from sgmcmc.geometry import RationalMetric
 from sgmcmc.gradient_estimators import make_estimator
@@ -20,7 +20,7 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.user import user_target
 from tests.engine.test_driver import flat_prior, gaussian_examples
-from tests.helpers import door_potentials, on_the_numpy_steps
+from tests.helpers import door_potentials, engine_step, on_the_numpy_steps
 
 
 class GaussianMean:
@@ -329,19 +329,32 @@ def test_a_density_model_samples_its_distribution_on_the_engines_blocks(model):
     np.testing.assert_allclose(final.var(axis=0) / np.diag(model.covariance), 1.0, atol=0.2)
 
 
-@pytest.mark.parametrize("name, params", [("sgrld", {}), ("sgrhmc", {"integrator": "theta_first"}),
-                                          ("sghmc", {"friction": 2.0}), ("sgnht", {})])
-def test_a_density_models_engine_blocks_are_its_numpy_steps(name, params):
-    """The engine's source (run as Python: the compiled block is that source, tests/engine/test_driver.py) against the
-    numpy steps on the same random numbers, with the model's own rational metric for the Riemannian samplers."""
-    target = user_target(CorrelatedGaussian(), "CorrelatedGaussian", noise_variance=0.5)
-    sampler = make_sampler(name, target, noise_estimate="known", **params)
-    state = sampler.init(np.random.default_rng(0).standard_normal((3, 2)), np.random.default_rng(1))
-    steps = np.full(30, 0.02)
-    reference = numpy_block(sampler, np.random.default_rng(7), state, steps, start=0)
-    engine = sampler.engine_blocks(PYTHON)(np.random.default_rng(7), state, steps, 0)
-    np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-12, atol=1e-12)
-    assert not np.allclose(engine.theta[:, 0], engine.theta[:, -1])
+@pytest.mark.parametrize("model", [CorrelatedGaussian, MethodGaussian])
+@pytest.mark.parametrize("name", ["sgld", "sgrld"])
+def test_a_density_models_block_is_written_from_its_gradient_noise_and_metric(name, model):
+    """One step of the engine's block (its source as Python: the compiled block is that source,
+    tests/engine/test_driver.py) from scripted normals z₀ (the gradient noise's slot), z₁ (the injected noise's)
+    against the Euler step written here from what the model hands over: ∇Ũ = (θ − m)Σ⁻¹ + √v z₀ (v = 0.5, known and
+    subtracted), and for SGRLD the model's own rational metric S = a/√(1 + bθ²), a = (1, 0.6), b = (0.5, 0.2),
+    written out: θ − εS²∇Ũ + ε·2SS' + √(ε(2S² − εvS⁴)) z₁ (SGLD: S = 1). The gradient a staticmethod or a method
+    (the replay's table); not the numpy steps."""
+    target = user_target(model(), model.__name__, noise_variance=0.5)
+    sampler = make_sampler(name, target, noise_estimate="known")
+    theta = np.random.default_rng(0).standard_normal((3, 2))
+    state = sampler.init(theta, np.random.default_rng(1))
+    gradient_noise, injected = np.random.default_rng(7).standard_normal((2, 3, 2))
+    step_size, variance = 0.02, 0.5
+    if name == "sgrld":
+        a, b = np.array([1.0, 0.6]), np.array([0.5, 0.2])
+        root, derivative = a / np.sqrt(1 + b * theta**2), -a * b * theta * (1 + b * theta**2) ** -1.5
+    else:
+        root, derivative = np.ones_like(theta), np.zeros_like(theta)
+    gradient = (theta - MEAN) @ PRECISION + np.sqrt(variance) * gradient_noise
+    expected = (theta - step_size * root**2 * gradient + step_size * 2 * root * derivative
+                + np.sqrt(step_size * (2 * root**2 - step_size * variance * root**4)) * injected)
+    moved = engine_step(sampler, state, step_size, gradient_noise, injected)
+    np.testing.assert_allclose(moved.theta, expected, rtol=1e-12, atol=1e-13)
+    assert np.abs(moved.theta - theta).min() > 1e-3
 
 
 def test_control_variates_on_a_row_model_run_on_the_engine_and_count_their_gradients():
