@@ -1,25 +1,30 @@
 """The engine's minibatch estimator (sgmcmc/engine/estimators.py) against hand-written numpy on the same rows: the
-minibatch gradient, the control variates' h_i, and the running noise estimate (Shang et al. 2015 Eq. 18-19), whose
-state a block hands from step to step and back to the sampler state; the compiled block is its Python source."""
+minibatch gradient, the control variates' h_i, SVRG's estimate, the known V(θ) and the running noise estimate (Shang
+et al. 2015 Eq. 18-19), whose state a block hands from step to step and back to the sampler state; SGLD's step with the
+known V(θ) written out from the block's rows and normals; and, for every estimator state a block carries (the running
+estimate, SVRG's centres, the kept gradient of BAOAB and BADODAB, pSGLD's running average), two blocks from one
+Generator against one block of their steps (a block draws its minibatches and normals step after step, so the two
+draw the one's numbers). No sampler's numpy step is the reference; the integrators are pinned to the generic recipe
+step in tests/engine/test_driver.py and tests/samplers/test_recipe_agreement.py. The compiled block is its Python
+source."""
 
 from __future__ import annotations
-
-from dataclasses import replace
 
 import numba
 import numpy as np
 import pytest
 
 from sgmcmc.engine import estimators, integrators
-from sgmcmc.engine.blocks import numpy_block
 from sgmcmc.engine.driver import COMPILED, PYTHON, Blocks, block_draws, python_source
-from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE
+from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NO_ESTIMATE
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
+from sgmcmc.gradient_estimators import make_estimator
 from sgmcmc.state import SamplerState
 from sgmcmc.samplers import make_sampler
+from sgmcmc.targets import make_target
 from sgmcmc.targets.logistic_regression import LogisticRegression
-from tests.helpers import EngineStream, OuSplittingStream
+from sgmcmc.targets.user import UserModelError, user_target
 
 N_DATA, DIM, BATCH = 30, 3, 8
 SCALE = N_DATA * (N_DATA - BATCH) / BATCH  # c = N(N − n)/n
@@ -165,7 +170,7 @@ def test_the_compiled_blocks_with_a_running_estimate_are_their_python_source():
 # ------------------------------------------------------------------------------------------------------------- SVRG
 class KeysOf:
     """A Generator's ``random((1, c, N))`` for :meth:`sgmcmc.targets.data.DataTarget.minibatch`: keys 0 on the given
-    rows (K, c, n) of each call in turn, 1 elsewhere (the numpy steps take the rows of the n smallest keys)."""
+    rows (K, c, n) of each call in turn, 1 elsewhere (the numpy estimator takes the rows of the n smallest keys)."""
 
     def __init__(self, rows):
         self.rows, self.calls = rows, 0
@@ -178,8 +183,6 @@ class KeysOf:
 
 
 def svrg(update_every=3):
-    from sgmcmc.gradient_estimators import make_estimator
-
     rows = data()
     return make_estimator("svrg", LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH),
                           update_every=update_every)
@@ -189,7 +192,7 @@ def test_svrg_is_the_estimators_svrg_on_the_same_rows():
     """Seven minibatch gradients of 2 chains, each at a new θ, with update_every = 3: the engine's estimate (its Python
     source, each chain's count, θ̂ and ḡ(θ̂) in its memory) equals SVRG's formula written out and
     ``gradient_estimators.SVRG``'s on the same rows at every call, the renewals (calls 0, 3, 6) put each chain's θ̂ at its own θ with the full-data ḡ(θ̂), and the
-    memory handed back leaves the estimator where its numpy steps leave it (centres, count, cost)."""
+    memory handed back leaves the estimator where the numpy estimator is left (centres, count, cost)."""
     rng = np.random.default_rng(4)
     thetas, rows = rng.standard_normal((7, 2, DIM)), np.stack([[rng.choice(N_DATA, BATCH, replace=False)
                                                                  for _ in range(2)] for _ in range(7)])
@@ -230,18 +233,16 @@ def test_svrg_is_the_estimators_svrg_on_the_same_rows():
                                           ("psgld", dict(noise_estimate="zero", preconditioner="running",
                                                          damping=1.0)),
                                           ("sghmc", dict(integrator="aboba", noise_estimate="zero"))])
-def test_svrg_blocks_are_the_numpy_steps_across_blocks(name, params):
-    """Two blocks of 10 steps with update_every = 7 (renewals inside both blocks and none at the second's start): the
-    engine's paths, and the estimator's centres, count and cost afterwards, are the numpy steps' on the same draws."""
-    from sgmcmc.samplers import make_sampler
-
-    samplers = [make_sampler(name, svrg(7), **params) for _ in range(2)]
-    assert_blocks_are_the_numpy_steps(samplers, 10, 0.01)
-    numpy_estimator, engine_estimator = samplers[0].target, samplers[1].target
-    assert engine_estimator.calls == numpy_estimator.calls == 20
-    np.testing.assert_allclose(engine_estimator.centre, numpy_estimator.centre, rtol=1e-12)
-    np.testing.assert_allclose(engine_estimator.centre_mean, numpy_estimator.centre_mean, rtol=1e-10, atol=1e-13)
-    assert engine_estimator.cost() == numpy_estimator.cost()
+def test_svrg_blocks_are_one_block_across_blocks(name, params):
+    """Two blocks of 10 steps with update_every = 7 (renewals inside both blocks and none at the second's start),
+    against one block of 20 from the same seed, each on its own estimator: the same paths (the centres, their count
+    and ḡ(θ̂) handed from the first block to the second in the state), and the estimator's count, centres and cost
+    afterwards. SVRG's estimate itself is its formula (test above)."""
+    two, one, _ = assert_two_blocks_are_one_block(lambda: make_sampler(name, svrg(7), **params), 10, 0.01)
+    assert two.calls == one.calls == 20
+    np.testing.assert_allclose(two.centre, one.centre, rtol=1e-12)
+    np.testing.assert_allclose(two.centre_mean, one.centre_mean, rtol=1e-10, atol=1e-13)
+    assert two.cost() == one.cost()
 
 
 @pytest.mark.parametrize("centred", [False, True])
@@ -258,64 +259,69 @@ def test_the_known_noise_is_the_covariance_over_all_the_rows(centred):
     np.testing.assert_array_equal(gradient, plain)
 
 
+def logistic(estimator=None, update_every=4):
+    """Logistic regression on :func:`data` (minibatches of BATCH), or an estimator of it (SVRG: its
+    ``update_every``)."""
+    rows = data()
+    model = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
+    if estimator == "svrg":
+        return svrg(update_every)
+    return model if estimator is None else make_estimator(estimator, model, seed=0)
+
+
 @pytest.mark.parametrize("name, estimator, estimate", [
     ("sgld", None, "known"), ("sghmc", None, "known"), ("sgnht", None, "known"), ("sgld", "svrg", "known"),
     ("psgld", None, "known"), ("psgld", None, "running")])
-def test_known_noise_blocks_are_the_numpy_steps(name, estimator, estimate):
+def test_known_noise_blocks_are_one_block_across_blocks(name, estimator, estimate):
     """noise_estimate=known on logistic regression (V(θ) over all the rows at every gradient, subtracted from the
-    injected noise) in the engine's blocks: the numpy steps' paths on the same draws, in two blocks of 6 steps, for
-    the integrators that take one gradient a step (pSGLD's with the running preconditioner), and with SVRG's centres
-    (update_every = 4); pSGLD with the running noise estimate too."""
-    from sgmcmc.engine.blocks import numpy_block
-    from sgmcmc.samplers import make_sampler
-    from sgmcmc.targets.logistic_regression import LogisticRegression
-
-    rows = data()
-
-    def target():
-        base = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
-        return base if estimator is None else svrg(4)
-
+    injected noise) in the engine's blocks, for the integrators that take one gradient a step (pSGLD's with the
+    running preconditioner, V_t carried), with SVRG's centres (update_every = 4, renewed inside both blocks), and pSGLD
+    with the running noise estimate (carried too): two blocks of 6 steps are one block of 12 from the same seed. V(θ)
+    is its formula (test below) and SGLD's step with it is written out (the next test)."""
     params = dict(preconditioner="running", damping=1.0) if name == "psgld" else {}  # D ≤ 1: V̂ fits
-    samplers = [make_sampler(name, target(), noise_estimate=estimate, **params) for _ in range(2)]
-    assert samplers[1].engine_blocks(PYTHON).source[4][2] == (estimators.RUNNING_FULL if estimate == "running" else
-                                                              estimators.FULL_DATA)
-    assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
+    make = lambda: make_sampler(name, logistic(estimator), noise_estimate=estimate, **params)  # noqa: E731
+    assert make().engine_blocks(PYTHON).source[4][2] == (estimators.RUNNING_FULL if estimate == "running" else
+                                                        estimators.FULL_DATA)
+    assert_two_blocks_are_one_block(make, 6, 0.02)
+
+
+def test_sglds_step_with_the_known_noise_on_a_data_model_is_written_out():
+    """SGLD with noise_estimate=known on logistic regression, one step from the block's own draws
+    (:func:`block_draws`: its rows and normals): θ' = θ − ε∇Ũ(θ) + L·n₁, ∇Ũ = −(N/n) Σ_B g_i(θ) − ∇log p(θ) and
+    LLᵀ = ε(2I − εV(θ)) (L Cholesky's), V(θ) = N(N − n)/n · numpy's covariance of g_i(θ) over all N rows; at
+    ε = 0.05, εV(θ) is far from 0 (the step without it, L = √(2ε)I, is off by more than 10⁻³)."""
+    model, step_size, n_chains = logistic(), 0.05, 3
+    sampler = make_sampler("sgld", model, noise_estimate="known")
+    rng = np.random.default_rng(0)
+    start = sampler.init(model.initial_position(n_chains, rng), rng)
+    block = sampler.engine_blocks(PYTHON)(np.random.default_rng(1), start, np.array([step_size]), 0)
+    rows, normals, _ = block_draws(np.random.default_rng(1), 1, n_chains, DIM, n_data=N_DATA, batch_size=BATCH)
+    every = np.tile(np.arange(N_DATA), (n_chains, 1))
+    gradient = (-(N_DATA / BATCH) * model.log_likelihood_gradients(start.theta, rows[0]).sum(axis=1)
+                - model.log_prior_gradient(start.theta))
+    expected, without = [], []
+    for chain, examples in enumerate(model.log_likelihood_gradients(start.theta, every)):
+        covariance = step_size * (2 * np.eye(DIM) - step_size * SCALE * np.cov(examples, rowvar=False))
+        drift = start.theta[chain] - step_size * gradient[chain]
+        expected.append(drift + np.linalg.cholesky(covariance) @ normals[0, 1, chain])
+        without.append(drift + np.sqrt(2 * step_size) * normals[0, 1, chain])
+    np.testing.assert_allclose(block.theta[:, 0], expected, rtol=1e-10, atol=1e-12)
+    assert np.max(np.abs(block.theta[:, 0] - np.array(without))) > 1e-3
 
 
 @pytest.mark.parametrize("name, estimator", [("psgld", "minibatch"), ("psgld_no_gamma", "minibatch"),
                                              ("psgld", "control_variates")])
 @pytest.mark.parametrize("estimate", ["zero", "known", "running"])
-def test_the_stationary_preconditioner_on_a_data_model_is_the_numpy_steps(name, estimator, estimate):
+def test_the_stationary_preconditioner_on_a_data_model_is_one_block_across_blocks(name, estimator, estimate):
     """pSGLD's stationary D(θ) = 1/(λ + √v(θ)), v = ∇U² + diag V(θ), on logistic regression: ∇U and V(θ) over all the
     rows at every step, Γ's ∂²U/∂θ_i² and ∂V_ii/∂θ_i by central differences
-    (:func:`sgmcmc.engine.estimators.rows_stationary`), with each noise estimate, and with the control variates (V(θ)
-    the covariance of g_i(θ) − g_i(θ̂)): the numpy steps' paths on the same draws (10⁻¹⁰: the central differences
-    divide the rounding of ∇U and V by their spacings)."""
-    from sgmcmc.gradient_estimators import make_estimator
-
-    rows = data()
-    samplers = [make_sampler(name, make_estimator(estimator, LogisticRegression(rows[:, :-1], rows[:, -1],
-                                                                                batch_size=BATCH), seed=0),
-                             noise_estimate=estimate, damping=1.0) for _ in range(2)]
-    assert samplers[1].engine_blocks(PYTHON).parameters[6].python is estimators.rows_stationary.py_func
-    assert_blocks_are_the_numpy_steps(samplers, 6, 0.02)
-
-
-def test_a_stationary_preconditioner_without_the_noise_of_its_minibatches_fails_the_pin():
-    """The pin above can fail: the same blocks with c = 0 in v(θ) = ∇U² + c·diag S²(θ) (the preconditioner of the
-    exact gradient) leave the numpy steps' paths by far more than its tolerance."""
-    rows = data()
-    sampler = make_sampler("psgld", LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH),
-                           noise_estimate="zero", damping=1.0)
-    blocks = sampler.engine_blocks(PYTHON)
-    exact, numbers = blocks.parameters[7]
-    wrong = replace(blocks, parameters=(*blocks.parameters[:7], (exact, np.array([0.0, *numbers[1:]]))))
-    rng = np.random.default_rng(0)
-    state = sampler.init(sampler.target.initial_position(3, rng), rng)
-    reference = numpy_block(sampler, EngineStream(np.random.default_rng(1), BATCH), state, np.full(6, 0.02), 0)
-    engine = wrong(np.random.default_rng(1), state, np.full(6, 0.02), 0)
-    assert np.max(np.abs(engine.theta - reference.theta)) > 1e-4
+    (:func:`sgmcmc.engine.estimators.rows_stationary`), with each noise estimate (the running one carried), and with
+    the control variates (V(θ) the covariance of g_i(θ) − g_i(θ̂)): two blocks of 6 steps are one block of 12 from the
+    same seed. The step itself is the generic recipe step with D(θ) written out from the rows
+    (tests/engine/test_driver.py, test_a_psgld_step_on_a_data_model_is_the_generic_recipe_step)."""
+    make = lambda: make_sampler(name, logistic(estimator), noise_estimate=estimate, damping=1.0)  # noqa: E731
+    assert make().engine_blocks(PYTHON).parameters[6].python is estimators.rows_stationary.py_func
+    assert_two_blocks_are_one_block(make, 6, 0.02)
 
 
 @pytest.mark.validate  # a block compiled for each integrator on this model (seconds): the long tier
@@ -329,10 +335,6 @@ def test_the_compiled_blocks_with_a_data_models_noise_estimate_are_their_python_
     step with the known V(θ₁) or the running diagonal estimate (one compiled block for ou_splitting and the model: the
     noise estimate is in the source's numbers): the compiled block gives the Python source's bits (loops, not numba's
     np.sum, whose order differs from numpy's)."""
-    from sgmcmc.gradient_estimators import make_estimator
-    from sgmcmc.samplers import make_sampler
-    from sgmcmc.targets.logistic_regression import LogisticRegression
-
     rows, paths = data(), []
     for backend in (COMPILED, PYTHON):
         target = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
@@ -350,10 +352,6 @@ def test_known_noise_on_a_target_that_keeps_it_unknown_subtracts_nothing():
     """Welling and Teh's mixture draws its minibatches with replacement and keeps its V unknown (Target's
     noise_covariance, None): ``known`` must not become the estimator's per-example covariance there, but take the
     blocks of ``zero``: no V̂ in the injected noise, no noise estimate in the estimator."""
-    from sgmcmc.engine.injection import NO_ESTIMATE
-    from sgmcmc.samplers import make_sampler
-    from sgmcmc.targets import make_target
-
     target = make_target("welling_teh_mixture")
     known, zero = (make_sampler("sgld", target, noise_estimate=estimate).engine_blocks(PYTHON)
                    for estimate in ("known", "zero"))
@@ -370,85 +368,85 @@ def test_known_noise_on_a_target_that_keeps_it_unknown_subtracts_nothing():
                                     dict(noise_estimate="running", normal_gamma="inside"),
                                     dict(noise_estimate="zero", svrg=True), dict(noise_estimate="running", svrg=True),
                                     dict(noise_estimate="known", svrg=True)])  # V(θ₁) about each chain's own θ̂
-def test_ou_splitting_blocks_with_a_data_models_noise_estimate_are_the_numpy_steps(name, params):
+def test_ou_splitting_blocks_with_a_data_models_noise_estimate_are_one_block_across_blocks(name, params):
     """BAOAB and BADODAB on logistic regression with the known V(θ) (at θ₁, the O step's point: a pass over all the
     rows, plain or about the control variates' centre) or the running estimate (the kept gradient's: c·Î_t) subtracted
-    in the O step, and on Normal-Gamma (a data model on γ > 0): from a start whose first half move crosses γ = 0 in two
-    of the three chains (its reflection, V̂ none: near γ = 0 the known V leaves no PSD room at these steps), or from the
-    target's own start with V̂: the engine's blocks (Python source) take the numpy steps' path on the same draws, over
-    two blocks of 6 steps (the first kept gradient drawn by the numpy estimator before the first block), reflections
-    counted alike."""
-    from sgmcmc.engine.blocks import numpy_block
-    from sgmcmc.gradient_estimators import make_estimator
-    from sgmcmc.samplers import make_sampler
-    from sgmcmc.targets import make_target
-    from sgmcmc.targets.logistic_regression import LogisticRegression
-
-    params, rows = dict(params), data()
+    in the O step, with SVRG's centres (renewed inside both blocks), and on Normal-Gamma (a data model on γ > 0): from
+    a start whose first half move crosses γ = 0 in two of the three chains (its reflection, V̂ none: near γ = 0 the
+    known V leaves no PSD room at these steps), or from the target's own start with V̂. Two blocks of 6 steps (the
+    first kept gradient drawn by the first block from the run's Generator, then handed over in the state with the
+    momentum, the running estimate and the centres) are one block of 12 from the same seed: paths, momenta,
+    reflections, the running estimate (its count 13: the first kept gradient's and one a step) and SVRG's count,
+    centres and cost. The O step is pinned to its formula with the known V(θ₁) in tests/engine/test_driver.py
+    (test_an_ou_splitting_step_is_the_recipes_moves_around_the_exact_friction)."""
+    params = dict(params)
     centred, normal_gamma = params.pop("centred", False), params.pop("normal_gamma", None)
     with_svrg = params.pop("svrg", False)
 
     def target():
         if normal_gamma:
             return make_target("normal_gamma", n_data=N_DATA, batch_size=BATCH)
-        if with_svrg:  # renewals inside both blocks
-            return svrg(4)
-        base = LogisticRegression(rows[:, :-1], rows[:, -1], batch_size=BATCH)
-        return make_estimator("control_variates", base) if centred else base
+        return logistic("svrg" if with_svrg else "control_variates" if centred else None)
 
-    samplers = [make_sampler(name, target(), **params) for _ in range(2)]
-    blocks = samplers[1].engine_blocks(PYTHON)
-    assert isinstance(blocks, Blocks)
-    rng = np.random.default_rng(0)
-    state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
-    if normal_gamma == "reflected":  # γ = 0.01 and r_γ = −100, −50, 1: the first half move crosses 0 in two chains
-        state = state._replace(theta=np.array([[0.0, 0.01]] * 3), momentum=np.array([[0.0, -100.0], [0.0, -50.0],
-                                                                                     [0.0, 1.0]]))
-    states, replay, engine_rng = [state, state], OuSplittingStream(np.random.default_rng(1), BATCH), np.random.default_rng(1)
-    step_size = 0.01 if normal_gamma else 0.05
-    for block in range(2):
-        reference = numpy_block(samplers[0], replay, states[0], np.full(6, step_size), 6 * block)
-        engine = blocks(engine_rng, states[1], np.full(6, step_size), 6 * block)
-        assert reference.status is None and engine.status is None
-        np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(engine.momentum, reference.momentum, rtol=1e-10, atol=1e-12)
-        if normal_gamma:
-            np.testing.assert_array_equal(engine.reflected, reference.reflected)
-            if normal_gamma == "reflected" and block == 0:
-                assert engine.reflected.sum(axis=1).tolist() == [1, 1, 0]
-        if params["noise_estimate"] == "running":
-            assert engine.state.noise_count == reference.state.noise_count == 6 * block + 7
-            np.testing.assert_allclose(engine.state.noise, reference.state.noise, rtol=1e-10, atol=1e-12)
-        states = [reference.state, engine.state]
+    def start(sampler):
+        rng = np.random.default_rng(0)
+        state = sampler.init(sampler.target.initial_position(3, rng), rng)
+        if normal_gamma == "reflected":  # γ = 0.01 and r_γ = −100, −50, 1: the first half move crosses 0 in two chains
+            state = state._replace(theta=np.array([[0.0, 0.01]] * 3),
+                                   momentum=np.array([[0.0, -100.0], [0.0, -50.0], [0.0, 1.0]]))
+        return state
+
+    two, one, (first, second, _) = assert_two_blocks_are_one_block(lambda: make_sampler(name, target(), **params), 6,
+                                                                   0.01 if normal_gamma else 0.05, start=start)
+    if normal_gamma == "reflected":
+        assert first.reflected.sum(axis=1).tolist() == [1, 1, 0]
+    if params["noise_estimate"] == "running":
+        assert (first.state.noise_count, second.state.noise_count) == (7, 13)
     if with_svrg:  # the same count of minibatch gradients, centres and cost
-        assert samplers[0].target.calls == samplers[1].target.calls == 13
-        np.testing.assert_allclose(samplers[1].target.centre, samplers[0].target.centre, rtol=1e-12)
-        assert samplers[0].target.cost() == samplers[1].target.cost()
+        assert two.calls == one.calls == 13
+        np.testing.assert_allclose(two.centre, one.centre, rtol=1e-12)
+        assert two.cost() == one.cost()
 
 
-def assert_blocks_are_the_numpy_steps(samplers, steps, step_size):
-    """Two blocks of ``steps`` steps: the engine's (the second sampler's, Python source) paths are the numpy steps'
-    (the first's) on the same draws (:class:`tests.helpers.EngineStream`), from 3 chains at the target's start."""
-    from sgmcmc.engine.blocks import numpy_block
-    from tests.helpers import EngineStream
-
-    rng = np.random.default_rng(0)
-    state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
-    blocks = samplers[1].engine_blocks(PYTHON)
-    assert isinstance(blocks, Blocks)
-    states, replay, engine_rng = [state, state], EngineStream(np.random.default_rng(1), BATCH), np.random.default_rng(1)
-    for block in range(2):
-        reference = numpy_block(samplers[0], replay, states[0], np.full(steps, step_size), steps * block)
-        engine = blocks(engine_rng, states[1], np.full(steps, step_size), steps * block)
-        assert reference.status is None and engine.status is None
-        np.testing.assert_allclose(engine.theta, reference.theta, rtol=1e-10, atol=1e-12)
-        states = [reference.state, engine.state]
+def assert_two_blocks_are_one_block(make, steps, step_size, start=None):
+    """Two blocks of ``steps`` steps of a sampler ``make()`` (the engine's blocks, Python source), the second from the
+    first's state, on one Generator, against one block of 2·``steps`` of another ``make()`` from the same state and
+    seed (3 chains at the target's start, or ``start(sampler)``): the same paths, momenta, reflections, running noise
+    estimate and kept gradient (1e-10: a block's sums are the same, in the same order, so in practice equal bits).
+    Returns the two blocks' sampler's target and the one block's (estimators: ``calls``, ``centre``, ``cost()``), and
+    the blocks (first, second, one)."""
+    samplers = make(), make()
+    if start is None:
+        rng = np.random.default_rng(0)
+        state = samplers[0].init(samplers[0].target.initial_position(3, rng), rng)
+    else:
+        state = start(samplers[0])
+    blocks, whole = samplers[0].engine_blocks(PYTHON), samplers[1].engine_blocks(PYTHON)
+    assert isinstance(blocks, Blocks) and isinstance(whole, Blocks)
+    rng = np.random.default_rng(1)
+    first = blocks(rng, state, np.full(steps, step_size), 0)
+    second = blocks(rng, first.state, np.full(steps, step_size), steps)
+    one = whole(np.random.default_rng(1), state, np.full(2 * steps, step_size), 0)
+    assert first.status is None and second.status is None and one.status is None
+    close = dict(rtol=1e-10, atol=1e-12)
+    for field in ("theta", "momentum", "xi", "reflected"):
+        if getattr(one, field) is None:
+            assert getattr(first, field) is None and getattr(second, field) is None
+        else:
+            np.testing.assert_allclose(np.concatenate([getattr(first, field), getattr(second, field)], axis=1),
+                                       getattr(one, field), **close)
+    for field in SamplerState._fields:
+        value = getattr(one.state, field)
+        if value is None:
+            assert getattr(second.state, field) is None, field
+        else:
+            np.testing.assert_allclose(getattr(second.state, field), value, **close, err_msg=field)
+    return samplers[0].target, samplers[1].target, (first, second, one)
 
 
 class SummedLogistic:
     """:func:`logistic_examples` on :func:`data` as a user's data model on rows, with or without ``row_gradient_sums``
     (its sums, or a wrong second sum: ``wrong``)."""
-
     n_data, dim = N_DATA, DIM
     row_gradients, prior_gradient = staticmethod(logistic_examples), staticmethod(normal_prior)
 
@@ -479,9 +477,6 @@ def test_the_sums_door_is_the_rows_door(name, params, door):
     where that serves (no noise estimate, or the running diagonal one, also in BAOAB's O step) and on the rows
     elsewhere (the full running estimate, the known V); either way its paths and running estimate, over two blocks of
     8 steps, are those of the same model without the sums on the same draws."""
-    from sgmcmc.samplers import make_sampler
-    from sgmcmc.targets.user import user_target
-
     runs = []
     for sums in (True, False):
         sampler = make_sampler(name, user_target(SummedLogistic(sums), batch_size=BATCH), **params)
@@ -499,7 +494,6 @@ def test_the_sums_door_is_the_rows_door(name, params, door):
 
 
 def test_sums_that_disagree_with_the_rows_are_refused_in_one_line():
-    from sgmcmc.targets.user import UserModelError, user_target
 
     with pytest.raises(UserModelError, match="row_gradient_sums' Σ \\(g_i − ḡ\\)² disagrees") as error:
         user_target(SummedLogistic(wrong=True), batch_size=BATCH)
@@ -523,7 +517,6 @@ def compiled_sums(theta, rows):
 
 class CompiledSummedLogistic(SummedLogistic):
     """:class:`SummedLogistic` with functions numba compiles."""
-
     row_gradients, prior_gradient = staticmethod(compiled_examples), staticmethod(compiled_prior)
     row_gradient_sums = staticmethod(compiled_sums)
 
@@ -534,9 +527,6 @@ class CompiledSummedLogistic(SummedLogistic):
 @pytest.mark.validate  # a block compiled for this model (seconds): the long tier
 def test_the_compiled_sums_door_is_its_python_source():
     """SGLD with the running diagonal estimate on the sums door: the compiled block gives the Python source's bits."""
-    from sgmcmc.samplers import make_sampler
-    from sgmcmc.targets.user import user_target
-
     paths = []
     for backend in (COMPILED, PYTHON):
         sampler = make_sampler("sgld", user_target(CompiledSummedLogistic(), batch_size=BATCH),
