@@ -16,12 +16,15 @@ from omegaconf import OmegaConf
 from sgmcmc.engine.driver import PYTHON
 from sgmcmc.engine.estimators import choose_rows
 from sgmcmc.evaluation import Evaluator
+from sgmcmc.hyperparameters import GammaPrecisions
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
+from sgmcmc.targets.data import DataTarget
+from sgmcmc.targets.gaussian_prior import grouped_prior_gradient
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 
@@ -253,53 +256,69 @@ def one_thread(monkeypatch):
         numba.set_num_threads(previous)
 
 
-class HierarchicalGaussian:
+@numba.njit(cache=True)
+def constant_row_gradients(theta, rows):
+    """g_i(θ) = a_i, the rows themselves (:class:`HierarchicalGaussian`'s log-likelihood a_i·θ), (m, d)."""
+    return rows.copy()
+
+
+class HierarchicalGaussian(DataTarget):
     """A toy target with Gibbs-updated hyperparameters (the protocol of the SGHMC paper's BNN and BPMF, SPEC T11/T12):
-    θ = two groups of two coordinates, θ_g | λ_g ~ N(0, λ_g⁻¹ I), λ_g ~ Gamma(a, b), and no data; ∇Ũ = λθ + N(0, V).
-    The exact marginals: λ_g ~ Gamma(a, b) and each θ_i ~ Student t with 2a degrees of freedom and scale √(b/a).
-    Its prediction is θ itself ((c, 1, 4)), scored as the mean of the first coordinate."""
+    θ = two groups of two coordinates, θ_g | λ_g ~ N(0, λ_g⁻¹ I), λ_g ~ Gamma(a, b). The exact marginals: λ_g ~
+    Gamma(a, b) and each θ_i ~ Student t with 2a degrees of freedom and scale √(b/a). A data model on rows whose
+    log-likelihood a_i·θ sums to 0 over its N = 20 rows (Σ a_i = 0, so U is the prior's alone): ∇Ũ = λθ − (N/n) Σ_B
+    a_i, its minibatch noise of variance ``noise_variance`` in each coordinate (n = 5 rows without replacement:
+    (N²/n)(1 − n/N) times the a_i's sample variance), none at 0. It hands the engine its rows, their gradients and the
+    grouped prior of each chain's precisions (read at every block's start, as the BNN's). Its prediction is θ itself
+    ((c, 1, 4)), scored as the mean of the first coordinate."""
 
-    def __new__(cls, shape=3.0, rate=3.0, noise_variance=0.0, **kwargs):
-        from sgmcmc.hyperparameters import GammaPrecisions
-        from sgmcmc.targets.base import Target
+    name, dim = "hierarchical_gaussian", 4
+    N_DATA, BATCH_SIZE = 20, 5
 
-        class _Hierarchical(Target):
-            name, dim = "hierarchical_gaussian", 4
-            gibbs_every = kwargs.get("gibbs_every", 10)
-            predict_every = kwargs.get("predict_every", 0)
+    def __init__(self, shape=3.0, rate=3.0, noise_variance=0.0, gibbs_every=10, predict_every=0):
+        super().__init__(self.N_DATA, self.BATCH_SIZE)
+        self.gibbs_every, self.predict_every = gibbs_every, predict_every
+        self.precisions = GammaPrecisions(["precision_a", "precision_b"], [slice(0, 2), slice(2, 4)], 4, shape, rate)
+        rows = np.random.default_rng(0).standard_normal((self.N_DATA, self.dim))
+        rows = (rows - rows.mean(axis=0)) / rows.std(axis=0, ddof=1)  # Σ a_i = 0, sample variance 1
+        scale = self.N_DATA**2 / self.BATCH_SIZE * (1 - self.BATCH_SIZE / self.N_DATA)
+        self.rows = np.ascontiguousarray(rows * np.sqrt(noise_variance / scale))
 
-            def __init__(self):
-                self.precisions = GammaPrecisions(["precision_a", "precision_b"], [slice(0, 2), slice(2, 4)], 4,
-                                                  shape, rate)
+    def log_likelihood_gradients(self, theta, index):
+        return self.rows[index]
 
-            def potential(self, theta):
-                return self.precisions.prior_potential(theta)
+    def log_prior_gradient(self, theta):
+        return self.precisions.prior_gradient(theta)
 
-            def gradient(self, theta):
-                return -self.precisions.prior_gradient(theta)
+    def potential(self, theta):
+        return self.precisions.prior_potential(theta)
 
-            def stochastic_gradient(self, theta, rng):
-                return self.gradient(theta) + np.sqrt(noise_variance) * rng.standard_normal(theta.shape)
+    def engine_functions(self):
+        return {"row_gradients": constant_row_gradients, "prior_gradient": grouped_prior_gradient, "data": self.rows,
+                "n_data": self.n_data, "estimator_state": self._prior_state, "estimator_size": 3}
 
-            def initial_position(self, n_chains, rng):
-                return rng.standard_normal((n_chains, self.dim))
+    def _prior_state(self, n_chains):
+        """(c, 3): each chain's (λ_a, λ_b, the end 2 of group a)."""
+        values = np.broadcast_to(self.precisions.values, (n_chains, 2))
+        return np.column_stack([values, np.full(n_chains, 2.0)])
 
-            def hyperparameters(self):
-                return self.precisions.as_dict()
+    def initial_position(self, n_chains, rng):
+        return rng.standard_normal((n_chains, self.dim))
 
-            def reset_hyperparameters(self):
-                self.precisions.reset()
+    def hyperparameters(self):
+        return self.precisions.as_dict()
 
-            def set_hyperparameters(self, values):
-                self.precisions.load(values)
+    def reset_hyperparameters(self):
+        self.precisions.reset()
 
-            def gibbs_update(self, theta, rng, mode=False):
-                (self.precisions.mode if mode else lambda t: self.precisions.draw(t, rng))(theta)
+    def set_hyperparameters(self, values):
+        self.precisions.load(values)
 
-            def predict(self, theta):
-                return np.array(theta)[:, None, :]
+    def gibbs_update(self, theta, rng, mode=False):
+        (self.precisions.mode if mode else lambda t: self.precisions.draw(t, rng))(theta)
 
-            def predictive_metrics(self, prediction):
-                return {"first": prediction[:, 0, 0]}
+    def predict(self, theta):
+        return np.array(theta)[:, None, :]
 
-        return _Hierarchical()
+    def predictive_metrics(self, prediction):
+        return {"first": prediction[:, 0, 0]}
