@@ -69,10 +69,15 @@ def test_every_estimator_is_unbiased(name, make):
 
 
 class WithoutMeanTerm(ControlVariates):
-    """A deliberately wrong estimator: the full-data gradient at the centre left out of h_i."""
+    """A deliberately wrong estimator: the full-data gradient at the centre left out of h_i (its numpy minibatch
+    gradient), and the ḡ(θ̂) it hands the engine's blocks 0 (their control variates without that term)."""
 
     def log_likelihood_gradients(self, theta, index):
         return super().log_likelihood_gradients(theta, index) - self.centre_mean[:, None, :]
+
+    def engine_functions(self):
+        functions = super().engine_functions()
+        return {**functions, "centre_mean": np.zeros_like(functions["centre_mean"])}
 
 
 def test_the_z_test_catches_an_estimator_without_its_full_gradient_term():

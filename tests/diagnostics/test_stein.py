@@ -24,9 +24,9 @@ from sgmcmc.diagnostics.stein import (DATA_TARGET_MAX_POINTS, evenly_spaced_samp
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
-from sgmcmc.samplers.sgld import SGLD
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
+from tests.deliberate_bugs import double_the_injected_noise
 
 # ------------------------------------------------------------------------------ the independent reference
 
@@ -192,22 +192,13 @@ def test_ksd_falls_with_sgld_step_size():
         assert larger - smaller > 2 * np.hypot(larger_se, smaller_se), summaries
 
 
-class SGLDDoubledNoise(SGLD):
-    """A deliberate bug: the injected noise's variance doubled (on the numpy steps: the subclass has no kernel)."""
-
-    def inject(self, rng, step_size, diffusion, covariance, transform=None):
-        noise, clipped = super().inject(rng, step_size, diffusion, covariance, transform)
-        return np.sqrt(2.0) * noise, clipped
-
-
-class SGLDNumpySteps(SGLD):
-    """SGLD itself on the same numpy steps as :class:`SGLDDoubledNoise`."""
-
-
-def test_ksd_exposes_a_doubled_noise_variance():
+def test_ksd_exposes_a_doubled_noise_variance(monkeypatch):
+    """SGLD's KSD at ε = 0.2, then with every block's injected normals times √2 (the engine's deliberate bug)."""
     step = 0.2
-    correct = _mean_and_se([_last_step_ksd(SGLDNumpySteps(_gaussian()), step, seed) for seed in SEEDS])
-    doubled = _mean_and_se([_last_step_ksd(SGLDDoubledNoise(_gaussian()), step, seed) for seed in SEEDS])
+    sampler = make_sampler("sgld", _gaussian())
+    correct = _mean_and_se([_last_step_ksd(sampler, step, seed) for seed in SEEDS])
+    double_the_injected_noise(monkeypatch)
+    doubled = _mean_and_se([_last_step_ksd(sampler, step, seed) for seed in SEEDS])
     assert doubled[0] - correct[0] > 2 * np.hypot(correct[1], doubled[1]), (correct, doubled)
 
 
