@@ -6,19 +6,19 @@ With a θ-dependent metric in that regime, its position flow must be second orde
 before issue 16 are 0.25 low on Gamma(20, 1) at every ε, and the test below catches them. Two steps of the engine's
 blocks equal the published update written out here (the identity metric and the expanded mean's)."""
 
+import math
+
+import numba
 import numpy as np
 import pytest
 
-import sgmcmc.samplers.momentum_recipe as momentum_recipe
-from sgmcmc.evaluation import Evaluator
 from sgmcmc.geometry import DiagonalMetric, ExpandedMeanMetric, RationalMetric
 from sgmcmc.config import RunOptions
 from sgmcmc.engine.driver import PYTHON, block_draws
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
-from sgmcmc.samplers.sgrhmc import SGRHMC
 from sgmcmc.schedules import Constant
-from sgmcmc.targets.base import Target
+from sgmcmc.targets.base import SyntheticTarget
 from tests.deliberate_bugs import double_the_injected_noise
 from tests.helpers import build, sample_and_score
 from tests.samplers.test_recipe_agreement import Gamma2D
@@ -29,17 +29,6 @@ EXACT = {"noise_variance": 0.0}  # exact gradients: the integrator has no gradie
 
 def _build(name, target_name, integrator="aboba", **params):
     return build(name, target_name, EXACT, integrator=integrator, noise_estimate="zero", **params)
-
-
-def test_ornstein_uhlenbeck_step_is_exact():
-    """Two half steps compose to one full step in distribution: mean e^{−u} r and variance 1 − e^{−2u}."""
-    rng = np.random.default_rng(0)
-    r0, u = np.full(400_000, 2.0), np.full(400_000, 0.7)
-    once = momentum_recipe.ornstein_uhlenbeck(r0, u, rng.standard_normal(r0.shape))
-    twice = momentum_recipe.ornstein_uhlenbeck(momentum_recipe.ornstein_uhlenbeck(r0, u / 2, rng.standard_normal(r0.shape)),
-                                               u / 2, rng.standard_normal(r0.shape))
-    for draws in (once, twice):
-        assert abs(draws.mean() - 2.0 * np.exp(-0.7)) < 0.005 and abs(draws.var() - (1 - np.exp(-1.4))) < 0.005
 
 
 @pytest.mark.parametrize("name, params", [("sghmc", {"friction": 2.0}), ("sgrhmc", {})])
@@ -86,12 +75,14 @@ def test_refuses_a_gradient_noise_correction():
 
 
 # -- a θ-dependent metric in the overdamped regime (issue 16) ---------------------------------------------------------
-class Gamma1D(Target):
-    """Gamma(k, 1) on θ > 0: U = −(k − 1) log θ + θ, exact gradients; E θ = k, Var θ = k."""
+class Gamma1D(SyntheticTarget):
+    """Gamma(k, 1) on θ > 0: U = −(k − 1) log θ + θ, exact gradients; E θ = k, Var θ = k. It hands the engine its
+    gradient, U and the reflection θ ≤ 0 → −θ (r flipped)."""
 
     name, dim = "gamma_1d", 1
 
     def __init__(self, shape: float = 20.0):
+        super().__init__(noise_variance=0.0)
         self.shape = shape
 
     def potential(self, theta):
@@ -100,14 +91,45 @@ class Gamma1D(Target):
     def gradient(self, theta):
         return 1.0 - (self.shape - 1.0) / theta
 
-    def stochastic_gradient(self, theta, rng):
-        return self.gradient(theta)
-
     def initial_position(self, n_chains, rng):
         return rng.gamma(self.shape, 1.0, (n_chains, 1))
 
     def reflect(self, theta):
         return np.abs(theta), theta < 0
+
+    def engine_functions(self):
+        return {**self.density_functions(gamma_1d_gradient_into, gamma_1d_potential, parameters=(self.shape,)),
+                "reflect": reflect_at_zero}
+
+
+def gamma_1d_gradient_into(theta, parameters, out):
+    """:meth:`Gamma1D.gradient` of one chain, the shape k in ``parameters[0]``."""
+    out[0] = 1.0 - (parameters[0] - 1.0) / theta[0]
+
+
+def gamma_1d_potential(theta, parameters):
+    """:meth:`Gamma1D.potential` of one chain."""
+    return -(parameters[0] - 1.0) * np.log(theta[0]) + theta[0]
+
+
+def reflect_at_zero(theta, momentum):
+    """θ ≤ 0 → −θ with r flipped, one chain (a coordinate flowed through 0); the number reflected."""
+    count = 0
+    for j in range(theta.shape[0]):
+        if theta[j] <= 0.0:
+            theta[j] = -theta[j]
+            if momentum.shape[0] > 0:
+                momentum[j] = -momentum[j]
+            count += 1
+    return count
+
+
+@numba.njit(cache=True)
+def expanded_mean_euler_flow(theta, momentum, time, parameters, out):
+    """A deliberate bug: the position half step before issue 16, explicit Euler θ + t·√(cθ)·r, for one chain."""
+    for j in range(theta.shape[0]):
+        out[j] = theta[j] + time * math.sqrt(parameters[0] * theta[j]) * momentum[j]
+    return 0
 
 
 class RungeKuttaExpandedMean(DiagonalMetric):
@@ -123,11 +145,13 @@ class RungeKuttaExpandedMean(DiagonalMetric):
         return 0.5 * np.sqrt(self.scale / theta)
 
 
-def euler_position_flow(self, theta, momentum, time):
-    """The position half step before issue 16: explicit Euler, θ + t·S(θ) r."""
-    return theta + time * self.transform(theta) * momentum, None
+def euler_engine_function(self, dim):
+    """:meth:`ExpandedMeanMetric.engine_function` with the Euler flow :func:`expanded_mean_euler_flow`."""
+    metric, _, parameters = REAL_EXPANDED_MEAN(self, dim)
+    return metric, expanded_mean_euler_flow, parameters
 
 
+REAL_EXPANDED_MEAN = ExpandedMeanMetric.engine_function
 GAMMA_METRICS = {"exact flow": lambda: ExpandedMeanMetric(scale=10.0), "Runge-Kutta flow": lambda: RungeKuttaExpandedMean(10.0)}
 
 
@@ -137,7 +161,7 @@ def gamma_moment_z_scores(metric, step_size, n_chains=1000, n_steps=10_000, seed
     target = Gamma1D(20.0)
     sampler = make_sampler("sgrhmc", target, integrator="aboba", noise_estimate="zero", metric=metric)
     settings = RunOptions(n_steps=n_steps, n_chains=n_chains, burn_in=n_steps // 5, eval_every=n_steps, progress=False)
-    outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed), Evaluator(target))
+    outcome = run_chains(sampler, Constant(step_size), settings, np.random.default_rng(seed))
     assert outcome.status == "completed"
     theta = outcome.samples[:, :, 0]
     # εF at the 1% quantile of Gamma(20, 1) (11.5): the overdamped regime εF ≥ 4 of the issue covers the mass
@@ -162,14 +186,14 @@ def test_theta_dependent_metric_overdamped_is_unbiased(metric_name, step_size):
 def test_theta_dependent_metric_catches_the_euler_position_step(monkeypatch, step_size):
     """The same check fails on the old explicit-Euler position halves, whose missing ½·S S′ drift does not shrink
     with ε (overdamped analysis: E θ ≈ 19.75)."""
-    monkeypatch.setattr(SGRHMC, "position_flow", euler_position_flow)
+    monkeypatch.setattr(ExpandedMeanMetric, "engine_function", euler_engine_function)
     z = gamma_moment_z_scores(ExpandedMeanMetric(scale=10.0), step_size)
     assert z[0] < -8, z
 
 
 def test_theta_dependent_metric_catches_a_doubled_noise(monkeypatch):
-    exact = momentum_recipe.ornstein_uhlenbeck
-    monkeypatch.setattr(momentum_recipe, "ornstein_uhlenbeck", lambda r, u, normal: exact(r, u, np.sqrt(2.0) * normal))
+    """The O step's normals times √2 (tests/deliberate_bugs.py) on the engine's blocks."""
+    double_the_injected_noise(monkeypatch)
     z = gamma_moment_z_scores(ExpandedMeanMetric(scale=10.0), 0.05)
     assert np.max(np.abs(z)) > 8, z
 
