@@ -20,11 +20,13 @@ import numpy as np
 import pytest
 import yaml
 
+from sgmcmc.engine import integrators
+from sgmcmc.geometry import RationalMetric
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers import SAMPLERS, register_sampler
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.schema import Key, real
-from sgmcmc.state import SamplerState, StepInfo
+from sgmcmc.state import SamplerState
 from tests.samplers.test_recipe_agreement import check_recipe_agreement
 from tests.test_config import sampler_file_problems
 
@@ -43,9 +45,12 @@ SMALL = ["run.n_steps=60", "run.n_chains=8", "run.burn_in=20", "run.eval_every=2
 
 # ---- the module: one class ----------------------------------------------------------------------------------------
 class ToyScaledSGLD(Sampler):
-    """z = θ, H = U, D = c·I, Q = 0 (Ma et al. 2015, Eq. 9 + K1): θ' = θ − εc∇Ũ(θ) + N(0, ε(2c − εc²V̂))."""
+    """z = θ, H = U, D = c·I, Q = 0 (Ma et al. 2015, Eq. 9 + K1): θ' = θ − εc∇Ũ(θ) + N(0, ε(2c − εc²V̂)). On the
+    engine it is the Langevin integrator with the constant metric S = √c (D = S² = c·I, Γ = 0): a sampler names its
+    integrator and metric, and writes no update of its own."""
 
     name = NAME
+    exact_kernel = True  # the engine's blocks run this class's own recipe (a subclass of it does not inherit them)
     integrators = ("euler", "generic")
     parameters = {**Sampler.parameters, "scale": Key(real(0.0, strict=True), "c in D = c·I")}
 
@@ -57,13 +62,11 @@ class ToyScaledSGLD(Sampler):
         theta = np.array(theta, dtype=float)
         return SamplerState(theta=theta, **self.initial_noise(theta.shape[0]))
 
-    def _step_euler(self, rng, state, step_size):
-        scale = np.full_like(state.theta, self.scale)
-        estimate = self.gradient_and_noise(rng, state)
-        noise, clipped = self.inject(rng, step_size, scale, estimate.covariance, scale)
-        theta, _, reflected = self.reflect(state.theta - step_size * scale * estimate.gradient + noise)
-        return (SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count),
-                StepInfo(clipped=clipped, reflected=reflected))
+    def engine_integrator(self):
+        return integrators.langevin, 1.0, False, False
+
+    def engine_metric(self):
+        return RationalMetric([np.sqrt(self.scale)], [0.0]).engine_function(self.target.dim)
 
     def recipe(self):
         def diffusion(z):
@@ -79,12 +82,13 @@ class ToyScaledSGLD(Sampler):
         )
 
 
-class ToyScaledSGLDDoubleNoise(ToyScaledSGLD):
-    """A deliberate bug: the injected noise with 2ε in place of ε (twice the temperature)."""
+class ToyScaledSGLDDoubleScale(ToyScaledSGLD):
+    """A deliberate bug: the engine's step takes D = 2c·I (its metric S = √(2c)) while the recipe declares c·I."""
 
-    def inject(self, rng, step_size, diffusion, covariance, transform=None):
-        noise, clipped = super().inject(rng, step_size, diffusion, covariance, transform)
-        return np.sqrt(2.0) * noise, clipped
+    exact_kernel = True
+
+    def engine_metric(self):
+        return RationalMetric([np.sqrt(2.0 * self.scale)], [0.0]).engine_function(self.target.dim)
 
 
 # ---- the registry line (undone afterwards) ------------------------------------------------------------------------
@@ -170,8 +174,8 @@ def test_a_registered_toy_is_covered_by_the_recipe_agreement_check(registered):
 
 
 def test_the_recipe_agreement_check_catches_a_broken_toy():
-    """The same check on a toy whose closed-form step injects twice the noise: its Euler step misses the recipe's."""
-    broken = type("BrokenToy", (ToyScaledSGLDDoubleNoise,), {"name": "toy_broken_sgld"})
+    """The same check on a toy whose engine step takes twice its declared D: its Euler step misses the recipe's."""
+    broken = type("BrokenToy", (ToyScaledSGLDDoubleScale,), {"name": "toy_broken_sgld", "exact_kernel": True})
     register_sampler(broken)
     try:
         with pytest.raises(AssertionError, match="toy_broken_sgld, integrator euler"):
