@@ -20,7 +20,7 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.user import user_target
 from tests.engine.test_driver import flat_prior, gaussian_examples
-from tests.helpers import door_potentials, engine_step, on_the_numpy_steps
+from tests.helpers import door_potentials, engine_step
 
 
 class GaussianMean:
@@ -99,16 +99,31 @@ def test_the_ou_splittings_on_a_row_model_sample_its_posterior(name):
     np.testing.assert_allclose(ratio, 1.0, atol=0.25)
 
 
+def running_psgld_variance_by_hand(model, alpha, damping, step_size, seed, n_chains=400, n_steps=600):
+    """Li et al. (2016) Algorithm 1 on the full batch, written here: ĝ = ∇U(θ) = N(θ − x̄) (flat prior),
+    V_t = αV_{t−1} + (1 − α)ĝ² from V_0 = 0, D = 1/(λ + √V_t), θ ← θ − εDĝ + N(0, 2εD) (Γ dropped), from the
+    posterior; the variance over the chains at the end over the exact one."""
+    mean, variance = model.posterior()
+    rng = np.random.default_rng(seed)
+    theta = mean + np.sqrt(variance) * rng.standard_normal((n_chains, model.dim))
+    average = np.zeros_like(theta)
+    for _ in range(n_steps):
+        gradient = model.n_data * (theta - mean)
+        average = alpha * average + (1 - alpha) * gradient**2
+        diffusion = 1.0 / (damping + np.sqrt(average))
+        theta = theta - step_size * diffusion * gradient + np.sqrt(2 * step_size * diffusion) * rng.standard_normal(
+            theta.shape)
+    return theta.var(axis=0) / variance
+
+
 @pytest.mark.validate
-def test_psglds_running_preconditioner_on_a_row_model_has_the_numpy_steps_variance(monkeypatch):
-    """Li et al.'s running average drops Γ, so its chains are 30-45% too wide here on either path: the engine's blocks
-    against the numpy steps (the reference), each from 400 chains (a variance ratio with a standard error of 10%; a
-    factor 2 of the noise is 100%)."""
+def test_psglds_running_preconditioner_on_a_row_model_has_the_hand_written_algorithms_variance():
+    """Li et al.'s running average drops Γ, so its chains need not have the posterior's variance: the engine's blocks
+    against the algorithm written in the test (the same variance, whatever it is), each from 400 chains (a variance ratio with a standard error of 10%; a factor 2 of
+    the noise is 100%)."""
     sampler, engine = _row_model_variance("psgld", {"preconditioner": "running"}, 0.002)
     assert isinstance(kernel_of(sampler), Blocks)
-    on_the_numpy_steps(monkeypatch)
-    sampler, reference = _row_model_variance("psgld", {"preconditioner": "running"}, 0.002, seed=3)
-    assert kernel_of(sampler) is None
+    reference = running_psgld_variance_by_hand(GaussianMean(), sampler.alpha, sampler.damping, 0.002, seed=3)
     np.testing.assert_allclose(engine / reference, 1.0, atol=0.35)  # 3.5 standard errors of the ratio
 
 
