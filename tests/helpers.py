@@ -14,7 +14,6 @@ from numba.core.registry import CPUDispatcher
 from omegaconf import OmegaConf
 
 from sgmcmc.engine.driver import PYTHON
-from sgmcmc.engine.estimators import choose_rows
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.hyperparameters import GammaPrecisions
 from sgmcmc.config import RunOptions
@@ -55,74 +54,6 @@ def on_the_numpy_steps(monkeypatch) -> None:
     engine's blocks for the rest of the test (None, as for a sampler that has none): the runner then takes its numpy
     steps, the reference some statistical tests compare with."""
     monkeypatch.setattr(Sampler, "engine_blocks", lambda self, backend="compiled": None)
-
-
-class EngineStream:
-    """A numpy Generator as a data model's numpy steps call it, drawing what the engine's blocks draw for each step
-    (:func:`sgmcmc.engine.driver.block_draws`), so that the numpy steps take the engine's steps: the minibatch keys
-    ``random((1, c, N))`` (``DataTarget.minibatch``) from the engine's uniforms (c, n), the rows by Floyd's algorithm
-    (key 0 on them, 1 elsewhere: the n smallest keys), and the injected noise ``standard_normal((c, d))`` as slot 1
-    of the engine's (2, c, d) normals (slot 0 is the gradient noise a density model would take). Initial states are
-    drawn with ``rng`` itself."""
-
-    def __init__(self, rng: np.random.Generator, batch_size: int):
-        self.rng, self.batch_size = rng, batch_size
-
-    def random(self, shape):
-        _, n_chains, n_data = shape
-        rows = np.empty((1, n_chains, self.batch_size), dtype=np.int64)
-        choose_rows(self.rng.random((1, n_chains, self.batch_size)), n_data, rows, np.zeros(n_data, dtype=np.bool_))
-        rows = rows[0]
-        keys = np.ones(shape)
-        keys[0, np.arange(n_chains)[:, None], rows] = 0.0
-        return keys
-
-    def choice(self, n_data, size, replace=False, shuffle=False):
-        """One chain's minibatch as a model that draws one chain at a time takes it (BPMF's ``rng.choice(N, n,
-        replace=False)``, in chain order: the chains' uniforms in the engine's C order)."""
-        rows = np.empty((1, 1, size), dtype=np.int64)
-        choose_rows(self.rng.random((1, 1, size)), n_data, rows, np.zeros(n_data, dtype=np.bool_))
-        return rows[0, 0]
-
-    def standard_normal(self, shape):
-        return self.rng.standard_normal((2, *shape))[1]
-
-
-class OuSplittingStream:
-    """A numpy Generator as BAOAB's and BADODAB's numpy steps call it on a data model, drawing what the engine's blocks
-    draw for each step (the minibatch's uniforms (c, n), then the normals (2, c, d)): the step's first call, the O
-    step's ``standard_normal((c, d))``, draws both and returns slot 0; its minibatch keys ``random((1, c, N))`` are
-    then the engine's rows (:class:`tests.helpers.EngineStream`'s keys). A ``random`` call before any step (the first
-    kept gradient of a state without one, which the blocks draw from the run's Generator too) passes through."""
-
-    def __init__(self, rng: np.random.Generator, batch_size: int):
-        self.rng, self.batch_size, self.uniforms, self.chain = rng, batch_size, None, 0
-
-    def standard_normal(self, shape):
-        self.uniforms, self.chain = self.rng.random((shape[0], self.batch_size)), 0
-        return self.rng.standard_normal((2, *shape))[0]
-
-    def choice(self, n_data, size, replace=False, shuffle=False):
-        """One chain's minibatch as a model that draws one chain at a time takes it (BPMF's), the chains in order."""
-        if self.uniforms is None:
-            return self.rng.choice(n_data, size, replace=replace, shuffle=shuffle)
-        rows = np.empty((1, 1, size), dtype=np.int64)
-        choose_rows(self.uniforms[None, self.chain:self.chain + 1], n_data, rows, np.zeros(n_data, dtype=np.bool_))
-        self.chain += 1
-        if self.chain == self.uniforms.shape[0]:
-            self.uniforms = None
-        return rows[0, 0]
-
-    def random(self, shape):
-        if self.uniforms is None:
-            return self.rng.random(shape)
-        _, n_chains, n_data = shape
-        rows = np.empty((1, n_chains, self.batch_size), dtype=np.int64)
-        choose_rows(self.uniforms[None], n_data, rows, np.zeros(n_data, dtype=np.bool_))
-        keys = np.ones(shape)
-        keys[0, np.arange(n_chains)[:, None], rows[0]] = 0.0
-        self.uniforms = None
-        return keys
 
 
 class RequestStopAt:
