@@ -6,7 +6,7 @@
 - A density model with exact moments and density gets the moment errors and the KL grid's metrics.
 - Bad models (wrong gradient shape, NaN at θ₀, a missing method, a file that does not import, a gradient of the
   wrong sign or scale, a compiled gradient that disagrees) are one line, exit 2, no traceback, no folder.
-- The model's compiled path (the LOGISTIC data kernel) gives the numpy path's samples.
+- A model whose methods are callables keeps the engine's compiled blocks.
 """
 
 import os
