@@ -31,7 +31,6 @@ from sgmcmc.paper import PaperFolder
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
-from sgmcmc.samplers.hmc import leapfrog
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
 
@@ -206,6 +205,18 @@ def independent_draw_acceptance(target, n_pairs: int, rng: np.random.Generator) 
         return target.potential(theta) + 0.5 * rng.standard_normal(n_pairs) ** 2
 
     return float(np.mean(np.exp(np.minimum(energy() - energy(), 0.0))))
+
+
+def leapfrog(theta, momentum, step_size, n_steps, gradient):
+    """The Hamiltonian path of Fig. 1's left panel (Ma et al. 2015, Eq. 10; Chen et al. 2014 Fig. 1), r carried from one
+    trajectory to the next: half kick, (drift, kick) × m, the last kick a half; ``gradient`` maps θ → ∇U(θ) or a noisy
+    estimate. The samplers' own leapfrog (r resampled, the MH test) is the engine's
+    (:func:`sgmcmc.engine.integrators.trajectory`)."""
+    momentum = momentum - 0.5 * step_size * gradient(theta)
+    for index in range(n_steps):
+        theta = theta + step_size * momentum
+        momentum = momentum - (0.5 if index == n_steps - 1 else 1.0) * step_size * gradient(theta)
+    return theta, momentum
 
 
 def phase_space_traces(n_points: int, inner_steps: int) -> dict[str, np.ndarray]:

@@ -1,7 +1,7 @@
 """What calling a vectorised model one chain at a time costs (:func:`sgmcmc.engine.replay.per_chain`): the steps the
 replay's table does not serve (HMC's exact ∇U over all the rows and its U, SVRG's renewals, pSGLD's stationary V(θ)
-and Γ) on the engine's compiled blocks, against the same sampler's numpy steps (all the chains in one call), in one
-process. The model: examples/robust_regression.py's Student-t regression in the vectorised contract (N rows, d = 20,
+and Γ) on the engine's compiled blocks, in microseconds a step of all chains (results/bench/per-chain-cost-20261130.json,
+made while the numpy steps existed, also timed those, all the chains in one call). The model: examples/robust_regression.py's Student-t regression in the vectorised contract (N rows, d = 20,
 minibatch 100), with its log-likelihood for HMC's Metropolis test. Each line: ``--steps`` steps after a warm-up block
 of 2 (its compile included there), θ₀ = 0.
 
@@ -60,7 +60,7 @@ class VectorisedRobustRegression:
 
 
 def timed(label, name, settings, estimator, step_size, target, chains, steps):
-    """Seconds a step on the engine's blocks (one chain at a time) and on the numpy steps."""
+    """Seconds a step on the engine's blocks (one chain at a time)."""
     sampler = make_sampler(name, make_estimator(estimator, target, seed=0), **settings)
     blocks, rng = sampler.engine_blocks(), np.random.default_rng(1)
     assert blocks is not None and blocks.replay is None, f"{label}: not called one chain at a time"
@@ -70,15 +70,7 @@ def timed(label, name, settings, estimator, step_size, target, chains, steps):
     block = blocks(rng, state, np.full(steps, step_size), 0)
     engine = (time.perf_counter() - start) / steps
     assert block.status is None, block.error
-    numpy_sampler = make_sampler(name, make_estimator(estimator, target, seed=0), **settings)
-    numpy_state = numpy_sampler.init(np.zeros((chains, target.dim)), rng)
-    numpy_sampler.step(rng, numpy_state, step_size)
-    start = time.perf_counter()
-    for _ in range(steps):
-        numpy_state, _ = numpy_sampler.step(rng, numpy_state, step_size)
-    numpy_steps = (time.perf_counter() - start) / steps
-    return {"case": label, "chains": chains, "engine_us_per_step": engine * 1e6,
-            "numpy_steps_us_per_step": numpy_steps * 1e6, "numpy_over_engine": numpy_steps / engine}
+    return {"case": label, "chains": chains, "engine_us_per_step": engine * 1e6}
 
 
 def main() -> None:
@@ -94,9 +86,7 @@ def main() -> None:
         for case in CASES:
             rows.append(timed(*case, target, chains, arguments.steps))
             row = rows[-1]
-            print(f"{row['case']}, chains={chains}: engine {row['engine_us_per_step']:.0f} us/step, numpy steps "
-                  f"{row['numpy_steps_us_per_step']:.0f} us/step, numpy/engine {row['numpy_over_engine']:.2f}",
-                  flush=True)
+            print(f"{row['case']}, chains={chains}: engine {row['engine_us_per_step']:.0f} us/step", flush=True)
     if arguments.output:
         report = {"command": "python scripts/per_chain_cost.py " + " ".join(sys.argv[1:]), "n_data": arguments.n_data,
                   "steps": arguments.steps, "load_average_after": os.getloadavg()[0], "rows": rows}

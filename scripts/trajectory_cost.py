@@ -1,10 +1,10 @@
-"""Exact HMC (with its Metropolis–Hastings test) on data models, the engine's blocks against the numpy steps, in
-seconds a step of all chains (the same sampler, target and step size; the numpy steps while they exist):
+"""Exact HMC (with its Metropolis–Hastings test) on data models, on the engine's blocks, in seconds a step of all chains
+(results/bench/trajectory-cost-20261129.json, made at 775b011 while the numpy steps existed, also timed those):
 
 - Welling and Teh's mixture (N = 100, d = 2), 1,000 chains, m = 10 leapfrog steps: every gradient and U over all N
-  rows, one chain at a time on the engine, all chains at once in numpy;
+  rows, one chain at a time;
 - logistic regression on MNIST 7 vs 9 (N = 12,000, d = 100), 10 chains, m = 60 (``make reference-logistic``'s
-  setting): the engine's gradient sums are two BLAS products a chain, numpy's one product for all chains.
+  setting): the gradient sums are two BLAS products a chain.
 
     SGMCMC_DATA=../shared/data python scripts/trajectory_cost.py [--steps 5] [--output results/bench/trajectory-cost-<date>.json]
 """
@@ -38,13 +38,7 @@ def seconds_a_step(case: str, steps: int) -> dict:
     start = time.perf_counter()
     blocks(np.random.default_rng(1), state, np.full(steps, step_size), 0)
     engine = (time.perf_counter() - start) / steps
-    rng, state = np.random.default_rng(1), sampler.init(theta, None)
-    start = time.perf_counter()
-    for _ in range(steps):
-        state, _ = sampler._step_leapfrog(rng, state, step_size)
-    numpy_steps = (time.perf_counter() - start) / steps
-    return {"chains": chains, "n_leapfrog": leapfrog, "steps": steps, "engine_seconds_a_step": engine,
-            "numpy_seconds_a_step": numpy_steps, "engine_over_numpy": engine / numpy_steps}
+    return {"chains": chains, "n_leapfrog": leapfrog, "steps": steps, "engine_seconds_a_step": engine}
 
 
 def main() -> None:

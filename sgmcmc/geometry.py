@@ -2,14 +2,16 @@
 
 A metric gives the diagonal of G(θ)^{-1/2} and its divergence; the samplers need
 G^{-1/2}, G^{-1} and the corrections γ_i = ∂_{θ_i}(G^{-1/2})_ii and ∂_{θ_i}(G^{-1})_ii, and the ``aboba``
-integrator needs the position flow θ̇ = G(θ)^{-1/2} r at fixed r (exact where it has a closed form, else a
-fourth-order Runge–Kutta step). All methods take θ of shape (n_chains, dim) and return (n_chains, dim).
+integrator needs the position flow θ̇ = G(θ)^{-1/2} r at fixed r. All methods take θ of shape (n_chains, dim) and
+return (n_chains, dim).
 
 A metric the engine's compiled blocks can take hands them functions of one chain (:meth:`DiagonalMetric.
 engine_function`), like a target's gradient: ``metric(θ, parameters, root, derivative)`` writing S = diag G^{-1/2} and
-∂_i S_ii, and ``flow(θ, r, t, parameters, out)`` writing Φ_t(θ, r) (:meth:`DiagonalMetric.position_flow`; it flips
-r where the flow crossed the support's boundary and returns how many did); plain Python
-the compiler accepts, the same expressions as the methods here.
+∂_i S_ii, and ``flow(θ, r, t, parameters, out)`` writing Φ_t(θ, r), the flow of θ̇ = S(θ) r at fixed r (exact where
+it has a closed form, else one classical Runge–Kutta step; it flips r where the flow crossed the support's boundary
+and returns how many did). An explicit Euler step θ + t·s(θ)r is not enough when s depends on θ: in the overdamped
+limit it loses the ½·s s′ part of the Langevin drift of D = s², a bias that does not shrink with ε; any second-order
+flow keeps it. Plain Python the compiler accepts, the same expressions as the methods here.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ class DiagonalMetric(ABC):
 
     def engine_function(self, dim: int) -> Optional[tuple]:
         """(``metric(θ, parameters, root, derivative)``, ``flow(θ, r, t, parameters, out) -> crossed``, their parameters) for the
-        engine's blocks in ``dim`` coordinates, or None (the default): the metric runs on the numpy steps."""
+        engine's blocks in ``dim`` coordinates, or None (the default): the engine cannot run this metric (only the
+        ``generic`` integrator can)."""
         return None
 
     def inverse(self, theta: np.ndarray) -> np.ndarray:
@@ -46,22 +49,6 @@ class DiagonalMetric(ABC):
     def inverse_derivative(self, theta: np.ndarray) -> np.ndarray:
         """∂_{θ_i}(G^{-1})_ii = 2 s_i ∂_i s_i with s = diag(G^{-1/2}): the SGRLD correction Γ (Eq. 14 + K1)."""
         return 2.0 * self.inverse_sqrt(theta) * self.inverse_sqrt_derivative(theta)
-
-    def position_flow(self, theta: np.ndarray, momentum: np.ndarray, time: float) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        """θ(t) of θ̇ = G(θ)^{-1/2} r with r held fixed, and the mask of coordinates whose flow crossed the
-        boundary of the support and came back reflected (their r must flip; None when there is none).
-
-        This is the position part of the (θ, r) recipe's Hamiltonian flow, the "A" step of ``aboba``. An explicit
-        Euler step θ + t·s(θ)r is not enough when s depends on θ: in the overdamped limit it loses the ½·s s′
-        part of the Langevin drift of D = s², a bias that does not shrink with ε. Any second-order flow keeps
-        it; this default is one classical Runge–Kutta step (local error O(t⁵)); metrics with a closed-form
-        flow override it.
-        """
-        k1 = self.inverse_sqrt(theta) * momentum
-        k2 = self.inverse_sqrt(theta + 0.5 * time * k1) * momentum
-        k3 = self.inverse_sqrt(theta + 0.5 * time * k2) * momentum
-        k4 = self.inverse_sqrt(theta + time * k3) * momentum
-        return theta + (time / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4), None
 
 
 class IdentityMetric(DiagonalMetric):
@@ -74,10 +61,6 @@ class IdentityMetric(DiagonalMetric):
 
     def inverse_sqrt_derivative(self, theta):
         return np.zeros_like(theta)
-
-    def position_flow(self, theta, momentum, time):
-        """Exact: θ + t r."""
-        return theta + time * momentum, None
 
     def engine_function(self, dim):
         return identity_metric, identity_flow, np.zeros(0)
@@ -136,14 +119,6 @@ class ExpandedMeanMetric(DiagonalMetric):
         """:func:`expanded_mean_metric` and :func:`expanded_mean_flow` with parameters (c,)."""
         return expanded_mean_metric, expanded_mean_flow, np.array([self.scale])
 
-    def position_flow(self, theta, momentum, time):
-        """Exact: √θ moves at the constant speed √c·r/2, so θ(t) = (√θ + √c·r·t/2)². Where √θ + √c·r·t/2 < 0
-        the flow has reached θ = 0 and comes back as its mirror image (the reflection θ ← |θ| of SPEC T10 in
-        the √θ coordinate): those coordinates are returned in the mask, and their r flips."""
-        root = np.sqrt(theta) + (0.5 * np.sqrt(self.scale) * time) * momentum
-        crossed = root < 0
-        return root * root, (crossed if crossed.any() else None)
-
 
 def identity_metric(theta, parameters, root, derivative):
     """G = I for one chain: S = 1, ∂S = 0 (SGLD's and SGHMC's, and the Riemannian samplers' on a flat target)."""
@@ -153,7 +128,7 @@ def identity_metric(theta, parameters, root, derivative):
 
 
 def identity_flow(theta, momentum, time, parameters, out):
-    """:meth:`IdentityMetric.position_flow` for one chain: θ + t r, exact; no coordinate crosses a boundary (0)."""
+    """Φ_t of G = I for one chain: θ + t r, exact; no coordinate crosses a boundary (0)."""
     for j in range(theta.shape[0]):
         out[j] = theta[j] + time * momentum[j]
     return 0
@@ -170,7 +145,7 @@ def rational_metric(theta, parameters, root, derivative):
 
 
 def rational_flow(theta, momentum, time, parameters, out):
-    """:meth:`DiagonalMetric.position_flow`'s Runge–Kutta step for :class:`RationalMetric`, one chain: S is diagonal and
+    """Φ_t of :class:`RationalMetric` for one chain, one classical Runge–Kutta step (local error O(t⁵)): S is diagonal and
     S_jj depends on θ_j alone, so each coordinate's flow θ̇_j = S_jj(θ_j) r_j is stepped on its own."""
     d = theta.shape[0]
     for j in range(d):
@@ -195,7 +170,8 @@ def expanded_mean_metric(theta, parameters, root, derivative):
 
 
 def expanded_mean_flow(theta, momentum, time, parameters, out):
-    """:meth:`ExpandedMeanMetric.position_flow` for one chain: θ(t) = (√θ + √c·r·t/2)², r flipped in place where
+    """Φ_t of :class:`ExpandedMeanMetric` for one chain, exact: √θ moves at the constant speed √c·r/2, so
+    θ(t) = (√θ + √c·r·t/2)², r flipped in place where
     √θ + √c·r·t/2 < 0 (the flow reached 0 and came back mirrored); returns how many such coordinates."""
     crossed = 0
     for j in range(theta.shape[0]):

@@ -33,7 +33,7 @@ minibatch run's. Its cost is counted in per-example gradient evaluations (:meth:
 On a target that hands the engine its rows (logistic regression, a user's model on rows: ``engine_functions``), the
 samplers run the estimators on the engine's blocks (:func:`sgmcmc.engine.estimators.minibatch_gradient`: g_i(θ̂)
 beside g_i(θ), SVRG's per-chain centres and renewals in each chain's memory, handed back to the estimator after each
-block), pinned to these numpy steps by ``tests/engine/test_estimators.py``.
+block), pinned to the formulas written out in ``tests/engine/test_estimators.py``.
 """
 
 from __future__ import annotations

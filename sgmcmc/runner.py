@@ -26,7 +26,7 @@ from sgmcmc.checkpoint import (
     restore_generator,
     split_target_state,
 )
-from sgmcmc.config import RunOptions
+from sgmcmc.config import ConfigError, RunOptions
 from sgmcmc.engine.blocks import kernel_of, numpy_block
 from sgmcmc.engine.driver import Blocks
 from sgmcmc.evaluation import Evaluator
@@ -75,7 +75,7 @@ class RunOutcome:
 
 def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
     """Steps per block: a block's paths hold about 2¹⁸ numbers each, with at most 8,192 steps (compiled) or 64 steps
-    (numpy steps, which also stop early when asked to; LDA's d = 385,100 gets one step per block)."""
+    (the generic recipe step, which also stops early when asked to; LDA's d = 385,100 gets one step per block)."""
     return int(max(1, min(8192 if compiled else 64, 2**18 // max(1, n_chains * dim))))
 
 
@@ -113,8 +113,6 @@ def check_exploration(sampler: Sampler, schedule) -> None:
     """A schedule with exploration steps (``schedule.exploration`` > 0) needs a sampler that can take its step without
     the injected noise (:meth:`~sgmcmc.samplers.base.Sampler.can_explore`); else a one-line ConfigError."""
     if getattr(schedule, "exploration", 0.0) > 0 and not sampler.can_explore():
-        from sgmcmc.schema import ConfigError
-
         raise ConfigError(f"schedule.exploration={schedule.exploration}: {sampler.name} with integrator "
                           f"{sampler.integrator} cannot take its step without the injected noise (use 0, or sgld "
                           f"or sghmc with a closed-form integrator other than aboba)")
@@ -124,15 +122,13 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
                    stops: Callable[[int], int], n_steps: int, stop_requested: Callable[[], bool] = lambda: False,
                    advance: Optional[Blocks] = None):
     """Run the chains from step ``start`` in blocks, yielding each :class:`~sgmcmc.engine.blocks.Block`; the block
-    after step t ends at ``stops(t)``. Compiled where the sampler declares a kernel for its target (a
-    :class:`~sgmcmc.engine.driver.Blocks` runs a block itself, drawing its minibatches), else the numpy
-    steps. The exploration steps of a schedule with phases (``schedule.exploration``) run without the injected
-    noise, on the engine's blocks (:meth:`~sgmcmc.engine.driver.Blocks.without_noise`) where the sampling runs there,
-    else on the numpy steps (:meth:`~sgmcmc.samplers.base.Sampler.without_noise`), the same random numbers drawn
-    either way, in blocks of their own marked ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
-    before every block, and before every numpy step). ``advance``: the sampler's blocks
-    (:func:`~sgmcmc.engine.blocks.kernel_of`, made once a run: making them may say something), or None for the numpy
-    steps."""
+    after step t ends at ``stops(t)``. ``advance``: the sampler's blocks on the engine
+    (:func:`~sgmcmc.engine.blocks.kernel_of`, made once a run: making them may say something), or None for the generic
+    recipe step (:func:`~sgmcmc.engine.blocks.numpy_block`, ``integrator=generic``). The exploration steps of a
+    schedule with phases (``schedule.exploration``) run the engine's blocks without the injected noise
+    (:meth:`~sgmcmc.engine.driver.Blocks.without_noise`), the same random numbers drawn, in blocks of their own marked
+    ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
+    before every block, and before every generic step)."""
     check_exploration(sampler, schedule)
     explore = advance.without_noise() if isinstance(advance, Blocks) and sampler.can_explore() else None
     t = start
@@ -143,10 +139,6 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
         step_sizes = schedule_step_sizes(schedule, t, stop)
         if schedule_exploring(schedule, t) and explore is not None:  # the engine's blocks without injected noise
             block = explore(rng, state, step_sizes, t)
-            block.exploring = True
-        elif schedule_exploring(schedule, t):  # the numpy steps without injected noise, same random numbers
-            with sampler.without_noise():
-                block = numpy_block(sampler, rng, state, step_sizes, t, stop_requested)
             block.exploring = True
         elif advance is not None:
             block = advance(rng, state, step_sizes, t)
@@ -246,6 +238,11 @@ def run_chains(
 
     due_step, due_time = checkpointer.next_due(outcome.steps_done) if checkpointer else (float("inf"), float("inf"))
     advance = kernel_of(sampler, settings.backend)  # the engine's Blocks run a block themselves
+    if advance is None and sampler.integrator != "generic":
+        raise ConfigError(f"sampler={sampler.name} (integrator {sampler.integrator}, noise_estimate "
+                          f"{sampler.noise_estimate}) has no engine blocks on target {target.name!r}: the target hands "
+                          f"the engine no functions, or not those this noise estimate needs; set sampler.integrator="
+                          f"generic (the recipe step, slow), or another noise_estimate or sampler")
     size = block_steps(settings.n_chains, target.dim, advance is not None)
     with workers_ignore_stop_signals():  # tqdm's monitor thread leaves SIGINT/SIGTERM to the main thread
         progress = ProgressObserver(trace, settings.n_steps, outcome.steps_done, enabled=settings.progress)

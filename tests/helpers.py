@@ -19,7 +19,6 @@ from sgmcmc.hyperparameters import GammaPrecisions
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
-from sgmcmc.samplers.base import Sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
 from sgmcmc.targets.data import DataTarget
@@ -47,13 +46,6 @@ def engine_step(sampler, state, step_size: float, *normals: np.ndarray):
     blocks = sampler.engine_blocks(PYTHON)
     assert blocks is not None, f"{sampler.name} on {sampler.target.name} has no engine blocks"
     return blocks(ScriptedNormals(np.stack(normals)[None]), state, np.array([float(step_size)]), 0).state
-
-
-def on_the_numpy_steps(monkeypatch) -> None:
-    """Every sampler that inherits :meth:`~sgmcmc.samplers.base.Sampler.engine_blocks` (not the optimisers) without the
-    engine's blocks for the rest of the test (None, as for a sampler that has none): the runner then takes its numpy
-    steps, the reference some statistical tests compare with."""
-    monkeypatch.setattr(Sampler, "engine_blocks", lambda self, backend="compiled": None)
 
 
 class RequestStopAt:

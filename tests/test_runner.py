@@ -5,12 +5,14 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from sgmcmc.config import RunOptions
+from sgmcmc.config import ConfigError, RunOptions
 from sgmcmc.engine.driver import PYTHON
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.runner import RunningMoments, run_chains
 from sgmcmc.results import new_run_folder
+from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
+from sgmcmc.targets.double_well import DoubleWell
 from tests.helpers import RequestStopAt, build
 
 
@@ -122,3 +124,19 @@ def test_no_covariance_in_high_dimension(monkeypatch):
     moments.update(np.zeros((2, 3)))
     assert moments.covariance() is None
     np.testing.assert_allclose(moments.mean, 0.5)
+
+
+def test_a_sampler_without_engine_blocks_is_refused_in_one_line_and_runs_with_the_generic_step():
+    """A subclass of a target has no engine blocks (tests/engine/test_compiled_blocks.py): every integrator but the
+    generic recipe step is refused with a one-line ConfigError naming sampler.integrator; the generic step runs."""
+    class ShiftedWell(DoubleWell):
+        def gradient_1d(self, x):
+            return super().gradient_1d(x - 1.0)
+
+    settings = RunOptions(n_steps=20, n_chains=2, burn_in=0, eval_every=20, progress=False)
+    with pytest.raises(ConfigError, match=r"^sampler=sgld \(integrator euler, .*set sampler.integrator=generic") as error:
+        run_chains(make_sampler("sgld", ShiftedWell()), Constant(0.1), settings, np.random.default_rng(0))
+    assert "\n" not in str(error.value)
+    outcome = run_chains(make_sampler("sgld", ShiftedWell(), integrator="generic"), Constant(0.1), settings,
+                         np.random.default_rng(0))
+    assert outcome.status == "completed" and outcome.samples.shape == (2, 20, 1)

@@ -1,11 +1,11 @@
 """A block of steps: every chain advanced from step ``start`` to ``stop``, with its whole path.
 
-Two ways to run one, which give the same samples for the same random numbers:
+Two ways to run one:
 
-- :func:`numpy_block`, the reference: ``sampler.step`` once per step (any sampler, any target);
-- compiled, where the sampler runs on the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`): the block's random
-  numbers are drawn with the run's Generator in the order the numpy steps draw them, and one numba block advances all
-  chains.
+- the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`): the block's random numbers are drawn with the run's
+  Generator, and one block of the sampler's integrator (compiled, or its source run as Python) advances all chains;
+- :func:`numpy_block`, the ``generic`` integrator: the recipe's step (``sampler.step``, Ma et al. 2015 Eq. 9 with +Γ)
+  once per step, the oracle the integrators are pinned to.
 
 Both stop at the first step that leaves a non-finite state (status ``diverged``) or whose injected covariance is
 not positive semidefinite (status ``failed``), keeping the steps before it; the Generator has then moved on, and the
@@ -31,7 +31,7 @@ PATHS = ("theta", "momentum", "xi", "accept_probability", "clipped", "reflected"
 def kernel_of(sampler, backend: str = "compiled") -> "Optional[Blocks]":
     """The sampler's blocks for its target on ``backend`` (``run.backend``: compiled, or the same source as Python):
     the engine's blocks (:class:`sgmcmc.engine.driver.Blocks`) where the target hands the engine its functions, or
-    None for the numpy steps."""
+    None where it cannot run them (the ``generic`` integrator, the recipe's step, runs any)."""
     return sampler.engine_blocks(backend)
 
 
@@ -109,7 +109,7 @@ def _stack(rows: list, dtype=float) -> Optional[np.ndarray]:
 
 def numpy_block(sampler, rng: np.random.Generator, state: SamplerState, step_sizes: np.ndarray, start: int,
                 stop_requested: Callable[[], bool] = lambda: False) -> Block:
-    """The reference path: ``sampler.step`` for each step size in turn; ends early (a shorter block, no status) when
+    """The generic recipe step, ``sampler.step``, for each step size in turn; ends early (a shorter block, no status) when
     ``stop_requested()`` says so before a step."""
     paths = {"theta": [], "momentum": [], "xi": [], "accept_probability": [], "clipped": [], "reflected": []}
     status = error = None
@@ -159,7 +159,7 @@ def first_failure(bad_step: np.ndarray, bad_code: np.ndarray, n_steps: int, star
 
 
 def gradient_noise_mode(covariance) -> tuple[int, np.ndarray, np.ndarray]:
-    """How a known V̂ (None or (d, d)) enters the kernels' injected covariance, as ``sgmcmc.noise`` decides it:
+    """How a known V̂ (None or (d, d)) enters the kernels' injected covariance:
     (mode, its diagonal, the matrix)."""
     if covariance is None:
         return codes.NO_ESTIMATE, np.zeros(1), np.zeros((1, 1))

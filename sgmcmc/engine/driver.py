@@ -207,7 +207,7 @@ def block_draws(rng: np.random.Generator, n_steps: int, n_chains: int, dim: int,
     checkpoint's, a resumed run's) draws the same numbers: per step a data model's ``passes`` minibatches, one for
     each gradient of the step (the uniforms (c, passes·n) of :func:`~sgmcmc.engine.estimators.choose_rows`, each n a
     subset of its own, or with ``replacement`` the indices ⌊uN⌋ of its uniforms; none when n = N without
-    replacement, or for a density model), the normals (slots, c, d) in the numpy steps' order (all chains' gradient
+    replacement, or for a density model), the normals (slots, c, d) (all chains' gradient
     noise, then their injected noise), and a Metropolis–Hastings test's uniforms (c,). Returns (rows (K, c,
     passes·n), or (1, 1, passes·N) for n = N (every row at every gradient), (1, 1, 0) for no data; normals (K,
     slots, c, d); uniforms (K, c), or (0, 0) without a test)."""
@@ -233,7 +233,7 @@ def block_draws(rng: np.random.Generator, n_steps: int, n_chains: int, dim: int,
 
 def _clipped(path: np.ndarray) -> np.ndarray:
     """The clipped eigenvalues (c, m) of a block's clipped counts, whose flags (full draws, eigendecomposed ones:
-    :data:`~sgmcmc.engine.codes.CLIP_DRAW`) go to :data:`sgmcmc.noise.clip_counters`, as the numpy steps count them."""
+    :data:`~sgmcmc.engine.codes.CLIP_DRAW`) go to :data:`sgmcmc.noise.clip_counters`."""
     clip_counters.draws += int(np.count_nonzero(path & CLIP_DRAW))
     clip_counters.fallbacks += int(np.count_nonzero(path & CLIP_FALLBACK))
     return path & (CLIP_DRAW - 1)
@@ -267,7 +267,7 @@ class Blocks:
     ``carry`` names the :class:`~sgmcmc.state.SamplerState` field (c, d) the integrator carries from step to step
     (BAOAB's kept ``gradient``, pSGLD's ``preconditioner``), handed over from block to block in the state; None for
     none. ``prepare(rng, state) -> state`` fills that field where the state has none, before anything else of a block
-    is drawn (BAOAB's gradient at θ₀, drawn as its numpy step draws it); a block that fails at its first step returns
+    is drawn (BAOAB's gradient at θ₀); a block that fails at its first step returns
     the state it was given.
 
     ``running`` is the gradient estimator's running noise estimate (:data:`~sgmcmc.engine.estimators.RUNNING_FULL`,
@@ -293,8 +293,7 @@ class Blocks:
     :class:`~sgmcmc.engine.static.StaticFunction` ``reflect(θ, r) -> count``: it maps one chain's θ (d,) back into the
     support in place, flips r's entries of the coordinates it reflected (r is empty for a sampler without momentum)
     and returns how many it reflected. The block hands it to the integrator as the source's last slot
-    (``source[-1]``, whatever the estimator's source holds), which calls it where the numpy steps call
-    ``Sampler.reflect``, and returns the counts per step as :attr:`Block.reflected` (c, K). None for a target on all
+    (``source[-1]``, whatever the estimator's source holds), which calls it right after each move of θ, and returns the counts per step as :attr:`Block.reflected` (c, K). None for a target on all
     of R^d: :func:`no_reflection`, and no counts."""
 
     step: StaticFunction
@@ -338,13 +337,12 @@ class Blocks:
         """These blocks without their injected noise, for an integrator whose injected noise is slot 1 of a step's
         normals (SGLD's, SGHMC's): every random number is drawn as before and that slot then set to 0, with V̂ left
         out of the injected covariance (nothing to refuse or clip), so a step is the sampler's drift alone (SGLD
-        θ' = θ − ε∇Ũ, SGHMC SGD with momentum), as :meth:`sgmcmc.samplers.base.Sampler.without_noise` makes the
-        numpy steps (Zhang et al. 2020, Algorithm 1's exploration)."""
+        θ' = θ − ε∇Ũ, SGHMC SGD with momentum; Zhang et al. 2020, Algorithm 1's exploration)."""
         return replace(self, silent=True, options=(self.options[0], NO_ESTIMATE, 0, self.options[3]))
 
     def compile_error(self, dim: int) -> Optional[str]:
         """Compile the block for ``dim`` coordinates (a block of no steps, drawing nothing from the run's Generator):
-        None, or the compiler's first line where it refuses a function (then run the numpy steps)."""
+        None, or the compiler's first line where it refuses a function (then the Python backend runs them)."""
         if self.backend == PYTHON:
             return None
         state = SamplerState(theta=np.zeros((1, dim)), momentum=np.zeros((1, dim)), xi=np.zeros(1))

@@ -5,9 +5,9 @@ correction B̂ = T V̂ T of SPEC §4.3), for the integrators of :mod:`sgmcmc.eng
 SGNHT), ``variance`` V̂ (d, d), or the row (1, d) of its diagonal where it does not enter in full
 (:func:`variance_diagonal`), and ``mode`` says how it enters: not at all, by its diagonal, or in full (a Cholesky
 factor, LAPACK potrf's test: a pivot that is not > 0 has none). With ``clip`` a negative variance of the diagonal
-form is set to 0 and counted instead of refusing the step; in full, the draw is :func:`sgmcmc.noise.clipped_gaussian`'s:
+form is set to 0 and counted instead of refusing the step; in full, the draw is that of ``clipped_gaussian`` in tests/reference_noise.py:
 the Cholesky factor where there is one, else the eigendecomposition with the negative eigenvalues set to 0 and counted
-(a V̂ whose off-diagonal entries are all 0 is drawn elementwise, as ``sgmcmc.noise`` does). The count returned then
+(a V̂ whose off-diagonal entries are all 0 is drawn elementwise). The count returned then
 carries the flags :data:`~sgmcmc.engine.codes.CLIP_DRAW` and ``CLIP_FALLBACK`` (a full draw, an eigendecomposed one)
 for :data:`sgmcmc.noise.clip_counters`.
 """
@@ -99,7 +99,7 @@ def _full_draw(step_size, diffusion, scale, variance, clip, z, out, square):
 
 @numba.njit(cache=True)
 def _diagonal(variance):
-    """Whether every off-diagonal entry of V̂ is 0 (``sgmcmc.noise.is_diagonal``)."""
+    """Whether every off-diagonal entry of V̂ is 0."""
     for i in range(variance.shape[0]):
         for j in range(variance.shape[1]):
             if i != j and variance[i, j] != 0:

@@ -17,8 +17,7 @@ overwrite ``normals``, the step's scratch copy that the driver refills at every 
   ``normals[1]`` are the injected noise's standard normals (ou_splitting's are ``normals[0]``; a trajectory hands each of its gradients and injections its own slots); U, where a
   Metropolis–Hastings test needs it, by ``call3(source[5], source, θ, memory)``; ``uniform`` is the test's uniform;
 - ``source[-1]``, the target's reflection into its support, ``reflect(θ, r) -> count`` (appended by the driver; see
-  :class:`sgmcmc.engine.driver.Blocks`): called on θ right after each move of θ, where the numpy steps call
-  ``Sampler.reflect`` (after the move, before anything is evaluated at the new θ: theta_first reflects θ + εSr and
+  :class:`sgmcmc.engine.driver.Blocks`): called on θ right after each move of θ (after the move, before anything is evaluated at the new θ: theta_first reflects θ + εSr and
   flips the old r before its gradient; splitting and euler reflect θ' and flip r'; ABOBA, BAOAB and BADODAB after
   each half move); the counts of a step are summed into ``reflected``. A target on all of R^d has the driver's
   ``no_reflection``, inlined to nothing; a trajectory (HMC, SGHMC + MH) does not reflect (those samplers refuse a
@@ -258,7 +257,7 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
     D' = D(1 − e^{−2hc})/(2hc), D = C (A): the exact Ornstein–Uhlenbeck variance less the recipe's ε²B̂; [D ξ' = ξ₁ + (h/2)(r₂ᵀr₂/d − 1)];
     A θ' = θ₁ + (h/2)r₂; B r' = r₂ − (h/2)∇Ũ(θ'), ∇Ũ(θ') kept in ``carry``. V̂ is the source's at θ₁ (a data
     model's V(θ₁), or the running estimate after the kept gradient's minibatch; a density model's constant V). The O
-    step's normals are ``normals[0]`` and the gradient's ``normals[1]`` (the numpy step's order), copied into slot 0
+    step's normals are ``normals[0]`` and the gradient's ``normals[1]``, copied into slot 0
     for the estimator once the O step has read it."""
     d = theta.shape[0]
     half = 0.5 * step_size
@@ -349,7 +348,7 @@ def preconditioned(source, parameters, options, variance, theta, momentum, xi, c
 
 @numba.njit(cache=True, inline="always")
 def _ou_fraction(rate, step_size):
-    """(1 − e^{−2hc})/(2hc), 1 where |2hc| < 10⁻¹² (``sgmcmc.samplers.baoab.ou_fraction``, the same formula)."""
+    """(1 − e^{−2hc})/(2hc), 1 where |2hc| < 10⁻¹²."""
     u = 2.0 * step_size * rate
     if abs(u) < 1e-12:
         return 1.0

@@ -53,10 +53,10 @@ predicted_thermostat`), as Leimkuhler & Shang show for adaptive Langevin.
 **On the engine** (:meth:`_ForceReuse.engine_integrator`): on a model that hands the engine its functions,
 :func:`sgmcmc.engine.integrators.ou_splitting` runs these steps line for line, carrying the kept gradient from step
 to step and block to block (the driver's carried vector, ``state.gradient``); a state without one draws F(θ₀) with
-:meth:`_first_gradient` before the block's normals, as the numpy step draws it first. On a data model the O step's
+:meth:`_first_gradient` before the block's normals. On a data model the O step's
 V̂ is the estimator's (:func:`sgmcmc.engine.estimators.minibatch_noise`): V(θ₁) for ``known``, c·Î_t for
-``running``; on a bounded support (Normal-Gamma) the target's reflection after each half move. Elsewhere (SVRG, the
-``generic`` integrator) the engine runs :meth:`step`.
+``running``; on a bounded support (Normal-Gamma) the target's reflection after each half move. The ``generic`` integrator is the recipe's step
+(:meth:`~sgmcmc.samplers.base.Sampler.step`).
 """
 
 from __future__ import annotations
@@ -65,25 +65,8 @@ import numpy as np
 from scipy.optimize import brentq
 
 from sgmcmc.engine import integrators
-from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.samplers.sghmc import SGHMC
 from sgmcmc.samplers.sgnht import SGNHT
-from sgmcmc.state import SamplerState, StepInfo
-
-
-def ou_fraction(rate: np.ndarray, step_size: float) -> np.ndarray:
-    """(1 − e^{−2hc})/(2hc), elementwise (1 at c = 0, any sign of c): the exact Ornstein–Uhlenbeck variance of
-    dr = −c r dt + √(2D) dW over a step h, D(1 − e^{−2hc})/c, is the recipe's h·2D' with D' = D·(this factor).
-    That D' is passed as the diffusion to :meth:`~sgmcmc.samplers.base.Sampler.inject`, which then draws
-    N(0, h(2D' − hV̂))."""
-    u = 2.0 * step_size * np.asarray(rate, dtype=float)
-    small = np.abs(u) < 1e-12
-    return np.where(small, 1.0, -np.expm1(-u) / np.where(small, 1.0, u))
-
-
-def _sum_counts(*counts):
-    present = [count for count in counts if count is not None]
-    return sum(present) if present else None
 
 
 class _ForceReuse:
@@ -110,57 +93,17 @@ class _ForceReuse:
         estimate = self.gradient_and_noise(rng, state)
         return estimate.gradient, state._replace(noise=estimate.noise, noise_count=estimate.noise_count)
 
-    def _current_noise(self, state, theta):
-        """V̂ for the O step: None (zero), the target's V(θ) (known), c·Î of the state (running)."""
-        if self.noise_estimate != "running":
-            return self.gradient_noise(theta)
-        covariance = self.running_scale() * state.noise
-        return DiagonalCovariance(covariance) if self.running_form == "diagonal" else covariance
-
 
 class BAOAB(_ForceReuse, SGHMC):
     name = "baoab"
     exact_kernel = True
     integrators = ("baoab", "generic")
 
-    def _step_baoab(self, rng, state, step_size):
-        half = 0.5 * step_size
-        gradient, state = self._first_gradient(rng, state)
-        momentum = state.momentum - half * gradient                                            # B
-        theta, momentum, first = self._drift(state.theta, momentum, half)                      # A
-        friction = self.friction(theta)
-        covariance = self._current_noise(state, theta)
-        noise, clipped = self.inject(rng, step_size, friction * ou_fraction(friction, step_size), covariance)
-        momentum = np.exp(-step_size * friction) * momentum + noise                            # O
-        theta, momentum, second = self._drift(theta, momentum, half)                           # A
-        estimate = self.gradient_and_noise(rng, state, theta)
-        momentum = momentum - half * estimate.gradient                                         # B
-        new_state = SamplerState(theta=theta, momentum=momentum, noise=estimate.noise, noise_count=estimate.noise_count,
-                                 gradient=estimate.gradient)
-        return new_state, StepInfo(clipped=clipped, reflected=_sum_counts(first, second))
-
 
 class BADODAB(_ForceReuse, SGNHT):
     name = "badodab"
     exact_kernel = True
     integrators = ("badodab", "generic")
-
-    def _step_badodab(self, rng, state, step_size):
-        half = 0.5 * step_size
-        gradient, state = self._first_gradient(rng, state)
-        momentum = state.momentum - half * gradient                                            # B
-        theta, momentum, first = self.reflect(state.theta + half * momentum, momentum)         # A
-        xi = self._thermostat_update(state.xi, momentum, half)                                 # D
-        covariance = self._current_noise(state, theta)
-        diffusion = self.diffusion * np.broadcast_to(ou_fraction(xi, step_size)[:, None], theta.shape)
-        noise, clipped = self.inject(rng, step_size, diffusion, covariance)
-        momentum = np.exp(-step_size * xi)[:, None] * momentum + noise                         # O
-        xi = self._thermostat_update(xi, momentum, half)                                       # D
-        theta, momentum, second = self.reflect(theta + half * momentum, momentum)              # A
-        estimate = self.gradient_and_noise(rng, state, theta)
-        momentum = momentum - half * estimate.gradient                                         # B
-        new_state = SamplerState(theta, momentum, xi, estimate.noise, estimate.noise_count, gradient=estimate.gradient)
-        return new_state, StepInfo(clipped=clipped, reflected=_sum_counts(first, second))
 
     def predicted_thermostat(self, theta: np.ndarray, step_size: float):
         """Where ξ settles at step size h over positions θ (m, d), the force left out: at fixed ξ the O step and the

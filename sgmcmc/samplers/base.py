@@ -1,17 +1,18 @@
 """What a sampler is: an ``init``/``step`` pair over a :class:`~sgmcmc.state.SamplerState`, plus the
 (H, D, Q, Γ) it implements, so the generic recipe step (Ma et al. 2015, Eq. 9 + K1) can run it too.
 
-``step(rng, state, step_size) -> (state, info)`` is vectorised across chains. ``integrator`` picks
-the closed-form update: ``"splitting"`` (default for momentum samplers, SPEC §4.1), ``"euler"`` (the
-simultaneous Euler step, equal to the generic step for the same random numbers) or ``"generic"``
-(the generic recipe step on the sampler's own D and Q, with Γ from the sampler or finite differences).
+``integrator`` picks the update: one of the engine's integrators (:mod:`sgmcmc.engine.integrators`), which a
+sampler names with its ``engine_*`` hooks and runs with :meth:`Sampler.engine_blocks`: ``"splitting"`` (default for
+momentum samplers, SPEC §4.1), ``"euler"`` (the simultaneous Euler step, equal to the generic step for the same
+random numbers) and the others; or ``"generic"``, :meth:`Sampler.step`: the generic recipe step on the sampler's own
+D and Q, with Γ from the sampler or finite differences, vectorised across chains, the oracle the integrators are
+pinned to.
 """
 
 from __future__ import annotations
 
 import logging
 from abc import ABC, abstractmethod
-from contextlib import contextmanager
 from dataclasses import replace
 from typing import NamedTuple, Optional
 
@@ -29,7 +30,7 @@ from sgmcmc.engine.replay import on_replay, per_chain
 from sgmcmc.engine.static import static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.gradient_estimators import SVRG
-from sgmcmc.noise import DiagonalCovariance, injected_noise, injected_noise_clipped
+from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
 from sgmcmc.schema import Key, boolean, choice, metric, optional, real
 from sgmcmc.state import SamplerState, StepInfo
@@ -131,8 +132,8 @@ class Sampler(ABC):
     """Base class of every sampler: binds a target and the sampler's parameters.
 
     Subclasses set ``name`` (the registry's and the config's), ``integrators`` (the first is the default) and
-    ``parameters`` (their config keys, :meth:`config_keys`), implement ``init``, the closed-form steps
-    ``_step_<integrator>`` and, unless they are outside the recipe class, ``recipe``, ``pack`` and ``unpack``.
+    ``parameters`` (their config keys, :meth:`config_keys`), implement ``init``, the ``engine_*`` hooks that
+    name their integrator and, unless they are outside the recipe class, ``recipe``, ``pack`` and ``unpack``.
     ``sgmcmc.samplers.register_sampler`` makes one runnable by name.
     """
 
@@ -194,11 +195,14 @@ class Sampler(ABC):
         """Initial state for positions θ of shape (n_chains, dim)."""
 
     def step(self, rng: np.random.Generator, state: SamplerState, step_size: float) -> tuple[SamplerState, StepInfo]:
-        """One update of every chain with step size ε."""
-        if self.integrator == "generic":
-            z = recipe_step(self.recipe_at(step_size), self.pack(state), step_size, rng)
-            return self.unpack(z), StepInfo()
-        return getattr(self, f"_step_{self.integrator}")(rng, state, step_size)
+        """One generic recipe step of every chain with step size ε (Ma et al. 2015 Eq. 9 with +Γ, SPEC §0 K1;
+        :func:`sgmcmc.recipe.recipe_step`): the ``generic`` integrator, the oracle the engine's integrators are pinned
+        to. Every other integrator runs on the engine's blocks (:meth:`engine_blocks`)."""
+        if self.integrator != "generic":
+            raise ValueError(f"{self.name}'s {self.integrator} integrator runs on the engine's blocks "
+                             f"(engine_blocks()); step() is the generic recipe step (integrator=generic)")
+        z = recipe_step(self.recipe_at(step_size), self.pack(state), step_size, rng)
+        return self.unpack(z), StepInfo()
 
     # -- compiled blocks (sgmcmc.engine) ---------------------------------------------------------------
     def engine_integrator(self) -> Optional[tuple]:
@@ -291,7 +295,7 @@ class Sampler(ABC):
         running, scale = NO_RUNNING, 0.0
         # a data model's known V(θ): the per-example covariance the estimator computes (DataTarget's, or SVRG's, which
         # has it once each chain has a centre), or none at all (Target's: nothing subtracted, as on Welling and Teh's
-        # mixture); a data model with a V(θ) of its own stays on the numpy steps
+        # mixture); a data model with a V(θ) of its own has no blocks with noise_estimate=known
         noise_covariance = type(self.target).noise_covariance
         per_example = noise_covariance in (DataTarget.noise_covariance, SVRG.noise_covariance)
         if data and step in ESTIMATED and (self.noise_estimate == "running" or
@@ -361,8 +365,8 @@ class Sampler(ABC):
         """This sampler on its target, as the warnings name them."""
         return f"{self.name} on {getattr(self.target, 'spec', self.target.name)}"
 
-    # True in the body of each class whose numpy steps a compiled kernel reproduces; a subclass (which may override
-    # them) runs on the numpy steps unless it sets it too.
+    # True in the body of each class whose engine hooks (engine_integrator, engine_variant, ...) describe its whole
+    # update; a subclass (which may change the update) has no engine blocks unless it sets it too.
     exact_kernel = False
 
     def _kernel_declared(self, hook: str) -> bool:
@@ -453,49 +457,14 @@ class Sampler(ABC):
             return float(self.target.noise_scale)
         return self.target.n_data**2 / self.target.batch_size
 
-    # True in the body of each class whose closed-form steps draw all their noise through :meth:`inject`, so that
-    # :meth:`without_noise` makes them the optimiser step of the cyclical schedule's exploration phase (Zhang et al.
-    # 2020, Algorithm 1); a subclass that overrides the steps sets it again. Not the aboba or generic integrators,
-    # whose noise does not pass through inject.
+    # True in the body of each class whose engine blocks can drop their injected noise (Blocks.without_noise), so that
+    # the cyclical schedule's exploration phase takes the sampler's drift alone (Zhang et al. 2020, Algorithm 1); a
+    # subclass that changes the step sets it again. Not the aboba or generic integrators.
     explores = False
-    _noise_off = False
 
     def can_explore(self) -> bool:
         """Whether this sampler, with its integrator, can take its step without the injected noise."""
         return bool(type(self).__dict__.get("explores", False)) and self.integrator not in ("aboba", "generic")
-
-    @contextmanager
-    def without_noise(self):
-        """Within the block, :meth:`inject` draws its standard normals as usual (the random stream is unchanged) and
-        returns zero noise: the step is the sampler's drift alone (for SGLD θ' = θ − ε∇Ũ, for SGHMC SGD with
-        momentum). Refused for a sampler that cannot (:meth:`can_explore`)."""
-        if not self.can_explore():
-            raise ValueError(f"{self.name} with integrator {self.integrator} cannot take its step without the injected noise")
-        self._noise_off = True
-        try:
-            yield self
-        finally:
-            self._noise_off = False
-
-    def inject(self, rng, step_size, diffusion, covariance, transform=None) -> tuple[np.ndarray, Optional[np.ndarray]]:
-        """N(0, ε(2D − ε T V̂ T)) and, with ``noise_clip``, the clipped eigenvalues per chain (else None); inside
-        :meth:`without_noise`, zeros (and no clipped eigenvalues) after drawing the same standard normals."""
-        if self._noise_off:
-            rng.standard_normal(np.shape(diffusion))
-            return np.zeros(np.shape(diffusion)), (np.zeros(np.shape(diffusion)[0], dtype=int) if self.noise_clip else None)
-        if self.noise_clip:
-            return injected_noise_clipped(rng, step_size, diffusion, covariance, transform)
-        return injected_noise(rng, step_size, diffusion, covariance, transform), None
-
-    def reflect(self, theta: np.ndarray, momentum: Optional[np.ndarray] = None):
-        """Reflect θ into the target's support (``Target.reflect``) and flip the reflected coordinates'
-        momentum (a specular reflection, which keeps exp(−H) invariant); returns (θ, r, count per chain or None)."""
-        theta, mask = self.target.reflect(theta)
-        if mask is None:
-            return theta, momentum, None
-        if momentum is not None:
-            momentum = np.where(mask, -momentum, momentum)
-        return theta, momentum, mask.sum(axis=1)
 
     # -- helpers ------------------------------------------------------------------------------------
     def gradient_noise(self, theta: np.ndarray) -> Optional[np.ndarray]:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import numpy as np
 
 from sgmcmc.engine.integrators import COVARIANCE_FRICTION
-from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import block_diagonal
 from sgmcmc.samplers.sgnht import SGNHT
@@ -39,20 +38,6 @@ class CCAdL(SGNHT):
     def engine_variant(self):
         """The covariance-controlled friction (ε/2)Σ̂r with Σ̂ the known V, or none for ``zero`` (Σ̂ = 0)."""
         return COVARIANCE_FRICTION
-
-    def friction_matrix(self, estimate, step_size):
-        """(h/2)Σ̂: the covariance-controlled friction (Eq. 12, Algorithm 1 step 5); its diagonal (n, d) when
-        Σ̂ is a diagonal estimate."""
-        if estimate.covariance is None:
-            return None
-        if isinstance(estimate.covariance, DiagonalCovariance):
-            return 0.5 * step_size * estimate.covariance.variances
-        n, d = estimate.gradient.shape
-        return 0.5 * step_size * np.broadcast_to(estimate.covariance, (n, d, d))
-
-    def subtracted_noise(self, estimate):
-        """Nothing: CCAdL injects √(2Ah)·N(0, I) and removes the gradient noise's heat by friction."""
-        return None
 
     def predicted_friction(self, estimate, step_size):
         """(h/2)Σ̂ (Algorithm 1 step 5)."""

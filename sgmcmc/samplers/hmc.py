@@ -19,38 +19,11 @@ from sgmcmc.engine.estimators import on_rows
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.schema import Key, boolean, integer
-from sgmcmc.state import SamplerState, StepInfo
-
-
-def leapfrog(theta, momentum, step_size, n_steps, gradient):
-    """Störmer–Verlet trajectory of n_steps steps (Eq. 10): half kick, (drift, kick)×m, last kick a half.
-
-    ``gradient`` maps θ → ∇U(θ) (or a stochastic estimate); θ, r are (n_chains, dim).
-    """
-    momentum = momentum - 0.5 * step_size * gradient(theta)
-    for index in range(n_steps):
-        theta = theta + step_size * momentum
-        scale = 0.5 if index == n_steps - 1 else 1.0
-        momentum = momentum - scale * step_size * gradient(theta)
-    return theta, momentum
-
-
-def metropolis_hastings(rng, target, theta0, momentum0, theta, momentum):
-    """Accept (θ, r) over (θ₀, r₀) with probability min(1, exp(H(θ₀, r₀) − H(θ, r))), H = U + ½rᵀr with
-    the exact U (SPEC §0 K4), per chain. Returns the kept (θ, r) and the :class:`StepInfo`."""
-    old_energy = target.potential(theta0) + 0.5 * np.sum(momentum0**2, axis=1)
-    with np.errstate(over="ignore", invalid="ignore"):
-        new_energy = target.potential(theta) + 0.5 * np.sum(momentum**2, axis=1)
-        log_ratio = np.where(np.isfinite(new_energy), old_energy - new_energy, -np.inf)
-    accept_probability = np.exp(np.minimum(log_ratio, 0.0))
-    accepted = rng.random(theta.shape[0]) < accept_probability
-    theta = np.where(accepted[:, None], theta, theta0)
-    momentum = np.where(accepted[:, None], momentum, momentum0)
-    return theta, momentum, StepInfo(accept_probability, accepted)
+from sgmcmc.state import SamplerState
 
 
 def require_potential_for_metropolis(sampler) -> None:
-    """A Metropolis test needs the exact U(θ) (:func:`metropolis_hastings`): refuse a target without one. And a
+    """A Metropolis test needs the exact U(θ): refuse a target without one. And a
     leapfrog trajectory runs m steps with no reflection between them: refuse a target with a bounded support."""
     if sampler.target.bounded:
         raise ValueError(f"{sampler.name}'s leapfrog trajectories do not reflect at the boundary of target "
@@ -58,17 +31,6 @@ def require_potential_for_metropolis(sampler) -> None:
     if sampler.metropolis and not sampler.target.has_potential:
         raise ValueError(f"metropolis=true needs the exact potential U for the Metropolis test, which target "
                          f"{sampler.target.name!r} does not have (set sampler.metropolis=false)")
-
-
-def resampled_trajectory_step(rng, target, state, trajectory, metropolis: bool):
-    """One step of the HMC family: r ~ N(0, I), (θ', r') = trajectory(θ, r), then the MH test of
-    :func:`metropolis_hastings` if ``metropolis`` (HMC, naive SGHMC, SGHMC + MH; SPEC §1, E7)."""
-    momentum = rng.standard_normal(state.theta.shape)
-    theta, new_momentum = trajectory(state.theta, momentum)
-    if not metropolis:
-        return SamplerState(theta, new_momentum), StepInfo()
-    theta, new_momentum, info = metropolis_hastings(rng, target, state.theta, momentum, theta, new_momentum)
-    return SamplerState(theta, new_momentum), info
 
 
 N_LEAPFROG = Key(integer(1), "m, steps per trajectory")
@@ -97,17 +59,6 @@ class HMC(Sampler):
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)
         return SamplerState(theta=theta, momentum=np.zeros_like(theta))
-
-    def _gradient(self, rng):
-        if self.uses_stochastic_gradient:
-            return lambda theta: self.target.stochastic_gradient(theta, rng)
-        return self.target.gradient
-
-    def _step_leapfrog(self, rng, state, step_size):
-        def trajectory(theta, momentum):
-            return leapfrog(theta, momentum, step_size, self.n_leapfrog, self._gradient(rng))
-
-        return resampled_trajectory_step(rng, self.target, state, trajectory, self.metropolis)
 
     def engine_integrator(self):
         return integrators.trajectory, (0.0, self.n_leapfrog), True, False
@@ -172,7 +123,7 @@ def trajectory_functions(functions: Optional[dict], exact: bool) -> Optional[dic
     """A resampled-trajectory sampler's view of what the target hands the engine: a density model's with the gradient
     noise's factor zero for the exact ∇U (HMC); a data model's without its gradient estimator's control variates or
     SVRG for the exact ∇U (its blocks take all N rows: :attr:`~sgmcmc.samplers.base.Sampler.uses_stochastic_gradient`;
-    the numpy steps take the target's gradient), else as it is; None for a model that estimates ∇Ũ by itself (its
+    else as it is; None for a model that estimates ∇Ũ by itself (its
     own minibatches, one a step) or none."""
     if functions is None or "batch_gradient" in functions:
         return None

@@ -13,7 +13,7 @@ Integrators (SPEC §4.1):
 - ``aboba``: half a position step θ_h = Φ_{ε/2}(θ, r), half a kick r₁ = r + (ε/2)f with f = −S∇Ũ(θ_h) + γ
   (S, F, γ at θ_h), the friction–noise part dr = −F r dt + √(2F) dW solved exactly, r₂ = e^{−εF} r₁ + √(1 − e^{−2εF}) ξ,
   the second half kick r' = r₂ + (ε/2)f and half position step θ' = Φ_{ε/2}(θ_h, r') (Leimkuhler & Matthews
-  2013's ABOBA order; one gradient per step). Φ_t is the flow of θ̇ = S(θ) r at fixed r (:meth:`position_flow`):
+  2013's ABOBA order; one gradient per step). Φ_t is the flow of θ̇ = S(θ) r at fixed r (the metric's ``flow``, :mod:`sgmcmc.geometry`):
   θ + t·r for SGHMC, exact for the expanded-mean metric, a Runge–Kutta step otherwise. It is leapfrog as εF → 0
   and stable in the overdamped regime εF ≫ 1, where the Euler friction factor 1 − εF of the other steps flips
   sign and grows (gSGRHMC on LDA has F = G⁻¹ = diag(θ) with θ_kw in the hundreds to millions, SPEC T10). There
@@ -33,7 +33,7 @@ import numpy as np
 from sgmcmc.engine import integrators
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal, diagonal_matrices
-from sgmcmc.state import SamplerState, StepInfo
+from sgmcmc.state import SamplerState
 
 
 class MomentumRecipeSampler(Sampler):
@@ -53,69 +53,6 @@ class MomentumRecipeSampler(Sampler):
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)
         return SamplerState(theta=theta, momentum=rng.standard_normal(theta.shape), **self.initial_noise(theta.shape[0]))
-
-    def _momentum_update(self, rng, state, theta, momentum, step_size):
-        """r' with everything evaluated at ``theta``; returns (S(θ), r', gradient estimate, clipped)."""
-        transform, friction = self.transform(theta), self.friction(theta)
-        estimate = self.gradient_and_noise(rng, state, theta)
-        noise, clipped = self.inject(rng, step_size, friction, estimate.covariance, transform)
-        new_momentum = (
-            momentum
-            - step_size * transform * estimate.gradient
-            - step_size * friction * momentum
-            + step_size * self.correction(theta)
-            + noise
-        )
-        return transform, new_momentum, estimate, clipped
-
-    def position_flow(self, theta: np.ndarray, momentum: np.ndarray, time: float):
-        """Φ_t: θ(t) of θ̇ = S(θ) r at fixed r and the mask of coordinates reflected by the flow itself (None):
-        θ + t·S r, exact when S does not depend on θ (SGHMC); samplers with a θ-dependent S override it."""
-        return theta + time * self.transform(theta) * momentum, None
-
-    def _drift(self, theta, momentum, time):
-        """Φ_t, then the momentum flip of coordinates the flow reflected, then the target's reflection."""
-        theta, crossed = self.position_flow(theta, momentum, time)
-        if crossed is not None:
-            momentum = np.where(crossed, -momentum, momentum)
-        theta, momentum, reflected = self.reflect(theta, momentum)
-        if crossed is not None:
-            reflected = crossed.sum(axis=1) + (0 if reflected is None else reflected)
-        return theta, momentum, reflected
-
-    def _step_aboba(self, rng, state, step_size):
-        half = 0.5 * step_size
-        theta, momentum, first = self._drift(state.theta, state.momentum, half)
-        transform, friction = self.transform(theta), self.friction(theta)
-        estimate = self.gradient_and_noise(rng, state, theta)
-        force = -transform * estimate.gradient + self.correction(theta)
-        momentum = momentum + half * force
-        momentum = ornstein_uhlenbeck(momentum, step_size * friction, rng.standard_normal(theta.shape))
-        momentum = momentum + half * force
-        theta, momentum, second = self._drift(theta, momentum, half)
-        reflected = None if first is None and second is None else (0 if first is None else first) + (0 if second is None else second)
-        state = SamplerState(theta=theta, momentum=momentum, noise=estimate.noise, noise_count=estimate.noise_count)
-        return state, StepInfo(reflected=reflected)
-
-    def _finish(self, theta, momentum, estimate, clipped):
-        theta, momentum, reflected = self.reflect(theta, momentum)
-        state = SamplerState(theta=theta, momentum=momentum, noise=estimate.noise, noise_count=estimate.noise_count)
-        return state, StepInfo(clipped=clipped, reflected=reflected)
-
-    def _step_splitting(self, rng, state, step_size):
-        transform, momentum, estimate, clipped = self._momentum_update(rng, state, state.theta, state.momentum, step_size)
-        return self._finish(state.theta + step_size * transform * momentum, momentum, estimate, clipped)
-
-    def _step_euler(self, rng, state, step_size):
-        transform, momentum, estimate, clipped = self._momentum_update(rng, state, state.theta, state.momentum, step_size)
-        return self._finish(state.theta + step_size * transform * state.momentum, momentum, estimate, clipped)
-
-    def _step_theta_first(self, rng, state, step_size):
-        theta = state.theta + step_size * self.transform(state.theta) * state.momentum
-        theta, momentum, reflected = self.reflect(theta, state.momentum)
-        _, momentum, estimate, clipped = self._momentum_update(rng, state, theta, momentum, step_size)
-        new_state = SamplerState(theta=theta, momentum=momentum, noise=estimate.noise, noise_count=estimate.noise_count)
-        return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
     # -- the compiled block ---------------------------------------------------------------------------
     def engine_update(self):

@@ -13,9 +13,9 @@ setting carries over:
   (Eq. 12, SPEC §4.1), from r₀ = 0. In the heavy-ball form of the authors' code, v = εr: v' = (1 − α)v − η∇Ũ(θ),
   θ' = θ + v' with learning rate η = ε² and momentum decay α = εC.
 
-Each is its sampler's own step (and, on the engine, its sampler's blocks) without the injected noise
-(:meth:`~sgmcmc.samplers.base.Sampler.without_noise`, :meth:`~sgmcmc.engine.driver.Blocks.without_noise`): the
-update is written once, in the sampler; the step draws the sampler's random numbers and drops the injected ones.
+Each is its sampler's blocks on the engine without the injected noise (:meth:`~sgmcmc.engine.driver.Blocks.without_noise`):
+the update is written once, in the engine's integrator; the block draws the sampler's random numbers and drops the
+injected ones.
 ``tests/samplers/test_optimisers.py`` pins each step to a hand-written heavy-ball update.
 """
 
@@ -34,10 +34,6 @@ class WithoutNoise:
 
     kind = "optimiser"
 
-    def step(self, rng, state, step_size):
-        with self.without_noise():
-            return super().step(rng, state, step_size)
-
     def engine_blocks(self, backend=COMPILED):
         blocks = super().engine_blocks(backend)
         return None if blocks is None else blocks.without_noise()
@@ -48,7 +44,7 @@ class SGD(WithoutNoise, SGLD):
 
     name = "sgd"
     integrators = ("euler",)
-    exact_kernel = explores = True  # SGLD's blocks and steps, without the noise
+    exact_kernel = explores = True  # SGLD's blocks, without the noise
     parameters = {}
 
     def __init__(self, target, integrator=None):
@@ -61,7 +57,7 @@ class SGDMomentum(WithoutNoise, SGHMC):
 
     name = "sgd_momentum"
     integrators = ("splitting",)
-    exact_kernel = explores = True  # SGHMC's blocks and steps, without the noise
+    exact_kernel = explores = True  # SGHMC's blocks, without the noise
     parameters = {"friction": FRICTION}
 
     def __init__(self, target, friction: float = 1.0, integrator=None):

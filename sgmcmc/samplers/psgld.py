@@ -67,7 +67,7 @@ from sgmcmc.engine.static import static
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, diagonal_matrices, per_example_gradients
 from sgmcmc.schema import Key, choice, real
-from sgmcmc.state import SamplerState, StepInfo
+from sgmcmc.state import SamplerState
 
 PRECONDITIONERS = ("stationary", "running")
 PSGLD_KEYS = {
@@ -182,23 +182,6 @@ class PSGLD(Sampler):
                                      self.noise_derivative(theta), moment)
 
     # -- the step ----------------------------------------------------------------------------------------------------
-    def _step_euler(self, rng, state, step_size):
-        theta = state.theta
-        estimate = self.gradient_and_noise(rng, state)
-        if self.preconditioner == "running":
-            average = rmsprop_average(state.preconditioner, estimate.gradient, self.alpha)
-            diffusion = preconditioner_diagonal(average, self.damping)
-            drift = -diffusion * estimate.gradient  # Γ of a frozen preconditioner: 0
-        else:
-            average = None
-            diffusion = self.diffusion(theta)
-            drift = -diffusion * estimate.gradient + self.correction(theta)
-        noise, clipped = self.inject(rng, step_size, diffusion, estimate.covariance, diffusion)
-        theta, _, reflected = self.reflect(theta + step_size * drift + noise)
-        new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count,
-                                 preconditioner=average)
-        return new_state, StepInfo(clipped=clipped, reflected=reflected)
-
     # -- the engine's blocks ----------------------------------------------------------------------------------------
     def engine_integrator(self):
         """:func:`~sgmcmc.engine.integrators.preconditioned` with the constants (α, λ, diag V): V a density model's
@@ -278,7 +261,7 @@ class PSGLDNoGamma(PSGLD):
 
     name = "psgld_no_gamma"
     with_gamma = False
-    exact_kernel = True  # its numpy step is PSGLD's with Γ = 0, which the kernel takes as with_gamma
+    exact_kernel = True  # PSGLD's blocks with Γ = 0 (the integrator's variant, from with_gamma)
 
 
 def no_moments(arguments, source, theta, rows, memory, normals, gradient, moment, slope):

@@ -26,10 +26,8 @@ from __future__ import annotations
 import numpy as np
 
 from sgmcmc.engine import integrators
-from sgmcmc.noise import injected_noise
 from sgmcmc.samplers.base import NOISE_ESTIMATES, Sampler
-from sgmcmc.samplers.hmc import (METROPOLIS, N_LEAPFROG, require_potential_for_metropolis, resampled_trajectory_step,
-                                  trajectory_functions)
+from sgmcmc.samplers.hmc import (METROPOLIS, N_LEAPFROG, require_potential_for_metropolis, trajectory_functions)
 from sgmcmc.samplers.sghmc import FRICTION, SGHMC
 from sgmcmc.schema import Key, choice
 from sgmcmc.state import SamplerState
@@ -57,23 +55,6 @@ class SGHMCMetropolis(Sampler):
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)
         return SamplerState(theta=theta, momentum=np.zeros_like(theta))
-
-    def trajectory(self, rng, theta, momentum, step_size):
-        """m inner steps of Alg. 2 from (θ, r); returns (θ_m, r_m). Random numbers per inner step: the
-        gradient noise, then the injected noise (one (n, d) standard normal array each)."""
-        friction = np.full_like(theta, self.friction_coefficient)
-        for _ in range(self.n_leapfrog):
-            theta = theta + step_size * momentum
-            gradient = self.target.stochastic_gradient(theta, rng)
-            noise = injected_noise(rng, step_size, friction, self.gradient_noise(theta))
-            momentum = momentum - step_size * gradient - step_size * friction * momentum + noise
-        return theta, momentum
-
-    def _step_trajectory(self, rng, state, step_size):
-        def trajectory(theta, momentum):
-            return self.trajectory(rng, theta, momentum, step_size)
-
-        return resampled_trajectory_step(rng, self.target, state, trajectory, self.metropolis)
 
     def engine_integrator(self):
         return integrators.trajectory, (self.friction_coefficient, self.n_leapfrog), True, False

@@ -11,7 +11,7 @@ import numpy as np
 from sgmcmc.engine import integrators
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
-from sgmcmc.state import SamplerState, StepInfo
+from sgmcmc.state import SamplerState
 
 
 class SGLD(Sampler):
@@ -23,14 +23,6 @@ class SGLD(Sampler):
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)
         return SamplerState(theta=theta, **self.initial_noise(theta.shape[0]))
-
-    def _step_euler(self, rng, state, step_size):
-        theta = state.theta
-        estimate = self.gradient_and_noise(rng, state)
-        noise, clipped = self.inject(rng, step_size, np.ones_like(theta), estimate.covariance)
-        theta, _, reflected = self.reflect(theta - step_size * estimate.gradient + noise)
-        new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count)
-        return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
     def engine_integrator(self):
         return integrators.langevin, 1.0, False, False

@@ -24,7 +24,7 @@ from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal
 from sgmcmc.samplers.linearised import mean_hessian, thermostat_fixed_point
 from sgmcmc.schema import Key, real
-from sgmcmc.state import SamplerState, StepInfo
+from sgmcmc.state import SamplerState
 
 
 class SGNHT(Sampler):
@@ -45,51 +45,6 @@ class SGNHT(Sampler):
 
     def engine_integrator(self):
         return integrators.thermostat, self.diffusion, True, True
-
-    def friction_matrix(self, estimate, step_size):
-        """Extra friction on r beyond ξ (none for SGNHT; CCAdL's (ε/2)Σ̂): (n, d, d), or its diagonal (n, d)."""
-        return None
-
-    def _momentum_update(self, rng, state, theta, step_size):
-        estimate = self.gradient_and_noise(rng, state, theta)
-        diffusion = np.full_like(theta, self.diffusion)
-        noise, clipped = self.inject(rng, step_size, diffusion, self.subtracted_noise(estimate), None)
-        momentum = state.momentum - step_size * estimate.gradient - step_size * state.xi[:, None] * state.momentum + noise
-        extra = self.friction_matrix(estimate, step_size)
-        if extra is not None and extra.ndim == 2:  # a diagonal friction (n, d)
-            momentum = momentum - step_size * extra * state.momentum
-        elif extra is not None:
-            momentum = momentum - step_size * np.einsum("nij,nj->ni", extra, state.momentum)
-        return momentum, estimate, clipped
-
-    def subtracted_noise(self, estimate):
-        """V̂ that the injected noise makes room for: the estimate itself (ε(2A − εV̂), SPEC §4.3)."""
-        return estimate.covariance
-
-    def _thermostat_update(self, xi, momentum, step_size):
-        return xi + step_size * (np.mean(momentum**2, axis=1) - 1.0)
-
-    def _state(self, theta, momentum, xi, estimate):
-        return SamplerState(theta, momentum, xi, estimate.noise, estimate.noise_count)
-
-    def _step_splitting(self, rng, state, step_size):
-        momentum, estimate, clipped = self._momentum_update(rng, state, state.theta, step_size)
-        theta, momentum, reflected = self.reflect(state.theta + step_size * momentum, momentum)
-        xi = self._thermostat_update(state.xi, momentum, step_size)
-        return self._state(theta, momentum, xi, estimate), StepInfo(clipped=clipped, reflected=reflected)
-
-    def _step_euler(self, rng, state, step_size):
-        momentum, estimate, clipped = self._momentum_update(rng, state, state.theta, step_size)
-        theta, momentum, reflected = self.reflect(state.theta + step_size * state.momentum, momentum)
-        xi = self._thermostat_update(state.xi, state.momentum, step_size)
-        return self._state(theta, momentum, xi, estimate), StepInfo(clipped=clipped, reflected=reflected)
-
-    def _step_theta_first(self, rng, state, step_size):
-        theta, old_momentum, reflected = self.reflect(state.theta + step_size * state.momentum, state.momentum)
-        state = state._replace(theta=theta, momentum=old_momentum)
-        momentum, estimate, clipped = self._momentum_update(rng, state, theta, step_size)
-        xi = self._thermostat_update(state.xi, momentum, step_size)
-        return self._state(theta, momentum, xi, estimate), StepInfo(clipped=clipped, reflected=reflected)
 
     def predicted_thermostat(self, theta: np.ndarray, step_size: float):
         """Where ξ settles at step size ε, averaged over positions θ (m, d) (e.g. the kept samples).

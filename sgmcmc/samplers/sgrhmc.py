@@ -43,7 +43,3 @@ class SGRHMC(MomentumRecipeSampler):
     def engine_variant(self):
         """γ kept, or dropped where a subclass drops it (naive SGRHMC)."""
         return PLAIN if type(self).correction is SGRHMC.correction else WITHOUT_CORRECTION
-
-    def position_flow(self, theta, momentum, time):
-        """The metric's flow of θ̇ = G(θ)^{-1/2} r (exact for the expanded mean, Runge–Kutta otherwise)."""
-        return self.metric.position_flow(theta, momentum, time)

@@ -14,7 +14,7 @@ from sgmcmc.engine import integrators
 from sgmcmc.geometry import DiagonalMetric
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import METRIC, Sampler, diagonal_matrices
-from sgmcmc.state import SamplerState, StepInfo
+from sgmcmc.state import SamplerState
 
 
 class SGRLD(Sampler):
@@ -30,16 +30,6 @@ class SGRLD(Sampler):
     def init(self, theta, rng):
         theta = np.array(theta, dtype=float)
         return SamplerState(theta=theta, **self.initial_noise(theta.shape[0]))
-
-    def _step_euler(self, rng, state, step_size):
-        theta = state.theta
-        inverse_metric = self.metric.inverse(theta)
-        estimate = self.gradient_and_noise(rng, state)
-        drift = -inverse_metric * estimate.gradient + self.metric.inverse_derivative(theta)
-        noise, clipped = self.inject(rng, step_size, inverse_metric, estimate.covariance, inverse_metric)
-        theta, _, reflected = self.reflect(theta + step_size * drift + noise)
-        new_state = SamplerState(theta=theta, noise=estimate.noise, noise_count=estimate.noise_count)
-        return new_state, StepInfo(clipped=clipped, reflected=reflected)
 
     def engine_integrator(self):
         return integrators.langevin, 0.0, False, False

@@ -90,7 +90,7 @@ class Target(ABC):
     def engine_functions(self) -> Optional[dict]:
         """What this target hands the engine's compiled blocks (:func:`sgmcmc.engine.estimators.source_of`): its
         functions, which the compiler takes (plain numpy on arrays, or ``numba.njit``), and their arrays; None (the
-        default) keeps it on the numpy steps. A density model gives ``gradient_into(θ, parameters, out)`` (∇U of one
+        default): the engine cannot run it (only the ``generic`` integrator, the recipe's step, can). A density model gives ``gradient_into(θ, parameters, out)`` (∇U of one
         chain written into ``out``), ``parameters``, and its gradient noise's factor ``noise_factor`` L and
         covariance ``noise_covariance`` V = LLᵀ (:meth:`SyntheticTarget.density_functions`); a data model on rows
         ``row_gradients(θ, rows)`` or ``row_gradient_sums(θ, rows[, with_scatter[, hyperparameters]])`` or both,
@@ -103,8 +103,7 @@ class Target(ABC):
         A target whose support has a boundary (its own :meth:`reflect`) adds ``reflect(θ, r) -> count``, the same
         reflection on one chain (:class:`sgmcmc.engine.driver.Blocks`' ``reflect``): it maps θ (d,) back into the
         support in place, negates r's entries of the coordinates it reflected (r is (d,), or empty (0,) for a sampler
-        without momentum) and returns how many it reflected; the blocks call it wherever the numpy steps call
-        :meth:`reflect` and count its reflections per step (Normal-Gamma's γ ≤ 0 → −γ). Without it the blocks do
+        without momentum) and returns how many it reflected; the blocks call it right after each move of θ and count its reflections per step (Normal-Gamma's γ ≤ 0 → −γ). Without it the blocks do
         not reflect, so such a target must hand over either its reflection or nothing."""
         return None
 

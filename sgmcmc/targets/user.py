@@ -376,7 +376,7 @@ class UserDataTarget(_UserTarget, DataTarget):
 
 class RowModel:
     """A data model in the compiled form (the module docstring's "A data model on rows"), seen through the
-    vectorised contract (``grad_log_likelihood(θ, index)`` and the rest) that the checks and the numpy steps call."""
+    vectorised contract (``grad_log_likelihood(θ, index)`` and the rest) that the checks and the generic recipe step call."""
 
     def __init__(self, model):
         self.wrapped = model

@@ -143,9 +143,9 @@ def test_every_sampler_and_integrator_has_a_kernel_on_the_formula_targets():
     assert sorted(missing) == sorted(expected)
 
 
-def test_subclasses_run_on_the_numpy_steps():
-    """A kernel reproduces its own class's numpy steps only: a subclass of a target or a sampler (which may override
-    the gradient, the reflection, the friction, …) gets no kernel."""
+def test_subclasses_get_no_engine_blocks():
+    """The engine's blocks run a class's own declared hooks only: a subclass of a target or a sampler (which may
+    override the gradient, the reflection, the friction, …) gets none (and a run of it is refused, tests/test_runner.py)."""
     from sgmcmc.samplers.sghmc import SGHMC
     from sgmcmc.targets.double_well import DoubleWell
 

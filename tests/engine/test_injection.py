@@ -10,7 +10,7 @@ import pytest
 
 from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
 from sgmcmc.engine.injection import DIAGONAL_ESTIMATE, FULL_ESTIMATE, NOT_PSD, OK, inject
-from sgmcmc.noise import clipped_gaussian, injected_noise_clipped
+from tests.reference_noise import clipped_gaussian, injected_noise_clipped
 from tests.helpers import ScriptedNormals
 
 STEP, DIFFUSION, SCALE = 0.1, np.array([1.0, 0.5, 2.0]), np.array([1.0, 0.8, 1.2])

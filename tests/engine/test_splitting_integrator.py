@@ -114,7 +114,7 @@ def test_two_blocks_are_the_one_block_of_their_steps(name, noise, target_name):
 
 
 def test_small_friction_takes_the_ou_limit():
-    """C = 1e-14: (1 − e^{−2hC})/(2hC) at its limit 1, as ``ou_fraction`` has it (a 0/0 would leave NaN)."""
+    """C = 1e-14: (1 − e^{−2hC})/(2hC) at its limit 1, as ``_ou_fraction`` has it (a 0/0 would leave NaN)."""
     sampler = make_sampler("baoab", _target("correlated_2d"), friction=1e-14, noise_estimate="zero")
     whole, pieces, _, _ = _pair(sampler, [STEPS, STEPS])
     assert np.all(np.isfinite(whole.theta))

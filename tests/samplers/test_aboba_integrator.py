@@ -11,8 +11,9 @@ import math
 import numba
 import numpy as np
 import pytest
+from scipy.integrate import solve_ivp
 
-from sgmcmc.geometry import DiagonalMetric, ExpandedMeanMetric, RationalMetric
+from sgmcmc.geometry import ExpandedMeanMetric, RationalMetric
 from sgmcmc.config import RunOptions
 from sgmcmc.engine.driver import PYTHON, block_draws
 from sgmcmc.runner import run_chains
@@ -132,19 +133,6 @@ def expanded_mean_euler_flow(theta, momentum, time, parameters, out):
     return 0
 
 
-class RungeKuttaExpandedMean(DiagonalMetric):
-    """G⁻¹ = cθ without a closed-form flow: ``aboba`` then uses the default Runge–Kutta position flow."""
-
-    def __init__(self, scale):
-        self.scale = scale
-
-    def inverse_sqrt(self, theta):
-        return np.sqrt(self.scale * theta)
-
-    def inverse_sqrt_derivative(self, theta):
-        return 0.5 * np.sqrt(self.scale / theta)
-
-
 def euler_engine_function(self, dim):
     """:meth:`ExpandedMeanMetric.engine_function` with the Euler flow :func:`expanded_mean_euler_flow`."""
     metric, _, parameters = REAL_EXPANDED_MEAN(self, dim)
@@ -152,7 +140,7 @@ def euler_engine_function(self, dim):
 
 
 REAL_EXPANDED_MEAN = ExpandedMeanMetric.engine_function
-GAMMA_METRICS = {"exact flow": lambda: ExpandedMeanMetric(scale=10.0), "Runge-Kutta flow": lambda: RungeKuttaExpandedMean(10.0)}
+GAMMA_METRICS = {"exact flow": lambda: ExpandedMeanMetric(scale=10.0)}
 
 
 def gamma_moment_z_scores(metric, step_size, n_chains=1000, n_steps=10_000, seed=3):
@@ -198,16 +186,23 @@ def test_theta_dependent_metric_catches_a_doubled_noise(monkeypatch):
     assert np.max(np.abs(z)) > 8, z
 
 
-@pytest.mark.parametrize("metric, tolerance", [(ExpandedMeanMetric(scale=10.0), 1e-10), (RungeKuttaExpandedMean(10.0), 1e-7),
-                                               (RationalMetric([1.0], [1.0]), 1e-7)], ids=["exact", "runge-kutta", "rational"])
-def test_position_flow_solves_the_ode(metric, tolerance):
-    """Φ_t against scipy's adaptive solution of θ̇ = s(θ) r at fixed r, away from the boundary (one Runge–Kutta
-    step: local error O(t⁵), about 3e-9 relative here)."""
-    from scipy.integrate import solve_ivp
+def engine_flow(metric, theta, momentum, time):
+    """Φ_t of the metric's engine flow (:meth:`~sgmcmc.geometry.DiagonalMetric.engine_function`) on each chain of θ, r
+    (c, d): (θ(t), r after the flow's flips, the crossings per chain)."""
+    _, flow, parameters = metric.engine_function(theta.shape[1])
+    flowed, momentum = np.empty_like(theta), momentum.copy()
+    crossed = [flow(theta[i], momentum[i], time, parameters, flowed[i]) for i in range(theta.shape[0])]
+    return flowed, momentum, np.array(crossed)
 
+
+@pytest.mark.parametrize("metric, tolerance", [(ExpandedMeanMetric(scale=10.0), 1e-10), (RationalMetric([1.0], [1.0]), 1e-7)],
+                         ids=["exact", "rational-runge-kutta"])
+def test_position_flow_solves_the_ode(metric, tolerance):
+    """The engine's Φ_t against scipy's adaptive solution of θ̇ = s(θ) r at fixed r, away from the boundary (the
+    rational metric's one Runge–Kutta step: local error O(t⁵), about 3e-9 relative here)."""
     theta, momentum, time = np.array([[3.0], [0.7], [12.0]]), np.array([[0.8], [-0.5], [-1.3]]), 0.05
-    flowed, crossed = metric.position_flow(theta, momentum, time)
-    assert crossed is None
+    flowed, _, crossed = engine_flow(metric, theta, momentum, time)
+    assert not crossed.any()
     for i in range(theta.shape[0]):
         solution = solve_ivp(lambda t, y: metric.inverse_sqrt(y[None, :])[0] * momentum[i], (0.0, time), theta[i],
                              rtol=1e-12, atol=1e-14)
@@ -217,9 +212,10 @@ def test_position_flow_solves_the_ode(metric, tolerance):
 def test_expanded_mean_flow_reflects_at_zero():
     """A flow that reaches θ = 0 comes back as the mirror image in √θ and reports the crossing (its r flips)."""
     metric = ExpandedMeanMetric(scale=4.0)  # √θ moves at speed √c·r/2 = r
-    flowed, crossed = metric.position_flow(np.array([[1.0, 1.0]]), np.array([[-3.0, 0.5]]), 1.0)
+    flowed, momentum, crossed = engine_flow(metric, np.array([[1.0, 1.0]]), np.array([[-3.0, 0.5]]), 1.0)
     np.testing.assert_allclose(flowed, [[4.0, 2.25]])  # (1 − 3)² and (1 + 0.5)²
-    np.testing.assert_array_equal(crossed, [[True, False]])
+    np.testing.assert_array_equal(momentum, [[3.0, 0.5]])
+    np.testing.assert_array_equal(crossed, [1])
 
 
 def reference_aboba(theta, momentum, step_size, friction, root, root_derivative, gradient, flow, normal):
@@ -254,7 +250,7 @@ def test_two_aboba_steps_are_the_published_update(case):
         sampler = make_sampler("sgrhmc", target, integrator="aboba", noise_estimate="zero", metric=metric)
         theta = rng.uniform(2.0, 6.0, size=(n_chains, 2))
         pieces = dict(friction=1.0, root=metric.inverse_sqrt, root_derivative=metric.inverse_sqrt_derivative,
-                      flow=lambda t, r, time: metric.position_flow(t, r, time)[0])
+                      flow=lambda t, r, time: engine_flow(metric, t, r, time)[0])
     state = sampler.init(theta, rng)
     block = sampler.engine_blocks(PYTHON)(np.random.default_rng(5), state, np.full(2, step_size), 0)
     _, normals, _ = block_draws(np.random.default_rng(5), 2, n_chains, 2)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sgmcmc.diagnostics import marginal_density_rmse
-from sgmcmc.noise import injected_noise_clipped
+from tests.reference_noise import injected_noise_clipped
 from sgmcmc.recipe import check_recipe, finite_difference_correction, recipe_step
 from sgmcmc.config import RunOptions
 from sgmcmc.engine.blocks import kernel_of
@@ -242,26 +242,3 @@ def test_ccadl_beats_sgnht_at_large_step(seed):
     ours = marginal_density_rmse(ccadl.samples.reshape(-1, 2), marginals, edges)["rmse_density"]
     theirs = marginal_density_rmse(sgnht.samples.reshape(-1, 2), marginals, edges)["rmse_density"]
     assert ours < 0.5 * theirs, (ours, theirs)
-
-
-@pytest.mark.parametrize("name", ["ccadl", "sghmc", "sgld", "sgnht"])
-def test_diagonal_running_estimate_step_equals_the_dense_diagonal_step(name, monkeypatch):
-    """The (n, d) diagonal path (DiagonalCovariance) takes the same step as the same estimate written as
-    d×d diagonal matrices (which the DRBM's d ~ 4,000 cannot afford)."""
-    import sgmcmc.samplers.base as base
-    from sgmcmc.noise import DiagonalCovariance
-
-    target = make_target("normal_gamma", data_seed=2)
-    params = {} if name == "ccadl" else {"noise_estimate": "running", "noise_clip": True}
-    sampler = make_sampler(name, target, running_form="diagonal", **params)
-    rng = np.random.default_rng(3)
-    state = sampler.init(np.tile([[0.1, 1.2]], (N_CHAINS, 1)), rng)
-    for _ in range(5):
-        state, _ = sampler.step(rng, state, 0.001)
-    assert isinstance(sampler.gradient_and_noise(np.random.default_rng(0), state).covariance, DiagonalCovariance)
-    fast, _ = sampler.step(np.random.default_rng(9), state, 0.001)
-    monkeypatch.setattr(base, "DiagonalCovariance", lambda variances: np.stack([np.diag(v) for v in variances]))
-    dense, _ = sampler.step(np.random.default_rng(9), state, 0.001)
-    for part in ("theta", "momentum", "xi"):
-        if getattr(fast, part) is not None:
-            np.testing.assert_allclose(getattr(fast, part), getattr(dense, part), rtol=1e-12, atol=1e-14)

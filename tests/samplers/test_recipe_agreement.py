@@ -156,10 +156,9 @@ def _compare(case, integrator, with_gamma=True):
     expected = reference_step(recipe, z, STEP_SIZE, NOISE[case.target], gradient_normal, injected, with_gamma)
     slot = slice(0, d) if state.momentum is None else slice(d, 2 * d)
     blocks = None if integrator == "generic" else sampler.engine_blocks(PYTHON)
+    assert integrator == "generic" or blocks is not None, f"{case}: {integrator} has no engine blocks"
     if integrator == "generic":  # the generic recipe step (sgmcmc.recipe.recipe_step), noise for all of z
         new_state, _ = sampler.step(ScriptedNormals(gradient_normal, injected), state, STEP_SIZE)
-    elif blocks is None:  # a sampler added without engine blocks (tests/samplers/test_adding_a_sampler.py): its step
-        new_state, _ = sampler.step(ScriptedNormals(gradient_normal, injected[:, slot]), state, STEP_SIZE)
     else:  # the engine's blocks, their source as Python: a step's normals (1, slots, c, d), the gradient's, then the
         # injected noise's for the block that receives it (θ, or r)
         normals = ScriptedNormals(np.stack([gradient_normal, injected[:, slot]])[None])

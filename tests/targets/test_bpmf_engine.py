@@ -52,7 +52,7 @@ def test_one_sgld_block_reads_the_hyperparameters_at_each_block(ratings_file):
     sgld_steps_read_the_hyperparameters_at_each_block(target, change, n_chains=2, step_size=0.002, seed=4, rtol=1e-9)
 
 
-def test_the_numpy_reference_stays_on_the_numpy_steps_and_the_full_running_estimate_is_refused(ratings_file):
+def test_the_numpy_reference_has_no_engine_blocks_and_the_full_running_estimate_is_refused(ratings_file):
     target = _target(ratings_file)
     assert kernel_of(make_sampler("sgld", _target(ratings_file, kernels=False)), PYTHON) is None
     with pytest.raises(ValueError, match=r"^sampler.running_form=full: .* use sampler.running_form=diagonal$"):
