@@ -42,7 +42,8 @@ from sgmcmc.keys import describe_config
 from sgmcmc.memory import check_run_fits
 from sgmcmc.observers import PathStatistics, Snapshots
 from sgmcmc.recipe import RecipeError, psd_square_root
-from sgmcmc.data import DataError
+from sgmcmc.data import DataError, resolve_cache_dir
+from sgmcmc.engine.static import use_cache_folder
 from sgmcmc.results import new_run_folder, provenance, write_json, write_rows, write_samples, write_text
 from sgmcmc.runner import FAILED, INTERRUPTED, RunOutcome, check_exploration, run_chains
 from sgmcmc.samplers import make_sampler
@@ -122,6 +123,7 @@ def _build(config: RunDescription) -> Built:
             if isinstance(metric, RationalMetric) and metric.scale.shape[0] not in (1, target.dim):
                 raise ConfigError(f"sampler.metric.scale must have 1 or {target.dim} entries for target {target.name}")
             sampler_params["metric"] = metric
+    use_cache_folder(resolve_cache_dir(config.cache_dir))  # the engine's callback modules, beside the other caches
     try:
         sampler = make_sampler(config.sampler.name, target, **sampler_params)
     except ValueError as error:

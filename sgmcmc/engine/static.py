@@ -36,7 +36,7 @@ import warnings
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
 
 import numba
 import numpy as np
@@ -140,8 +140,23 @@ def static(function: Callable, cacheable: bool = True, inline: bool = True) -> S
 # thread's table with a block's own functions while the block runs.
 _BOUND = threading.local()
 # where the callbacks' trampolines are written, one small module each, so that numba's on-disk cache finds them (and the
-# blocks compiled with them) in the next process: ``$SGMCMC_CACHE/callbacks``, else the project's ``.cache/callbacks``
-CALLBACK_FOLDER = Path(os.environ.get("SGMCMC_CACHE", ENGINE.parents[1] / ".cache")) / "callbacks"
+# blocks compiled with them) in the next process: the run's ``<cache_dir>/callbacks`` (:func:`use_cache_folder`, which
+# sgmcmc.experiment calls with the config's cache_dir), else ``$SGMCMC_CACHE/callbacks`` at the time of writing, else
+# the project's ``.cache/callbacks``
+CALLBACK_FOLDER: Optional[Path] = None
+
+
+def use_cache_folder(folder: Optional[Path]) -> None:
+    """Write the callbacks' trampolines into ``<folder>/callbacks`` from now on (None: back to the default)."""
+    global CALLBACK_FOLDER
+    CALLBACK_FOLDER = None if folder is None else Path(folder) / "callbacks"
+
+
+def callback_folder() -> Path:
+    """The folder :func:`callback` writes its trampolines into (:data:`CALLBACK_FOLDER`)."""
+    if CALLBACK_FOLDER is not None:
+        return CALLBACK_FOLDER
+    return Path(os.environ.get("SGMCMC_CACHE") or ENGINE.parents[1] / ".cache") / "callbacks"
 
 
 class Callback(StaticFunction):
@@ -201,7 +216,7 @@ def callback(function: Callable, output: types.Type, name: str = "") -> Callback
     a tuple of arrays). It takes the required positional parameters ``function`` takes (:func:`arity`); ``name`` names
     the model's door it serves. Called, not inlined.
 
-    The trampoline is a module of its own in :data:`CALLBACK_FOLDER`, written once for its slot (:func:`_slot`), its
+    The trampoline is a module of its own in :func:`callback_folder`, written once for its slot (:func:`_slot`), its
     arity and its output, that calls ``bound(slot)``: numba caches it, and the blocks compiled with it, on disk like
     any other function, so the next process (the next test) with a model of the same class compiles nothing. The
     blocks bind the function while they run (:func:`bindings`). Measured on a method of one line, θ (1, 10): 3.4-6.9 µs a call
@@ -231,10 +246,10 @@ def callback(function: Callable, output: types.Type, name: str = "") -> Callback
 def _written(module_name: str, source: str) -> Path:
     """The trampoline module's file, written once (each writer through a file of its own, moved into place: test workers
     may write it at once) so that its cache stays valid, and rewritten where it holds anything else: in
-    :data:`CALLBACK_FOLDER`, or where that cannot be written (a read-only installation without ``SGMCMC_CACHE``) in a
+    :func:`callback_folder`, or where that cannot be written (a read-only installation without ``SGMCMC_CACHE``) in a
     folder of this user's in the system's temporary folder, used only if no one else can write to it."""
     fallback = Path(tempfile.gettempdir()) / f"sgmcmc-callbacks-{getpass.getuser()}"
-    for folder in (CALLBACK_FOLDER, fallback):
+    for folder in (callback_folder(), fallback):
         path = folder / f"{module_name}.py"
         try:
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)

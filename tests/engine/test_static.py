@@ -15,6 +15,8 @@ from numba import types
 
 import sgmcmc.engine.static as static_module
 from sgmcmc.engine.static import arity, bind, bindings, call1, callback, lead3, static
+from sgmcmc.experiment import build
+from tests.helpers import composed
 
 
 def takes_one(a):
@@ -75,6 +77,18 @@ def test_a_callback_where_the_cache_folder_cannot_be_written_is_written_to_the_t
     other.start()
     other.join()
     np.testing.assert_array_equal(calls(first, np.ones(3)), np.full(3, 2.0))
+
+
+def test_the_callbacks_are_written_into_the_runs_cache_dir(monkeypatch, tmp_path):
+    """``cache_dir`` (the config's top-level key) holds the engine's callback modules too: a run built with it writes
+    its trampolines into ``<cache_dir>/callbacks``, not the project's .cache (nor $SGMCMC_CACHE's)."""
+    monkeypatch.setattr(static_module, "CALLBACK_FOLDER", None)
+    monkeypatch.setenv("SGMCMC_CACHE", str(tmp_path / "from-env"))
+    assert static_module.callback_folder() == tmp_path / "from-env" / "callbacks"
+    build(composed("target=double_well", "sampler=sgld", f"cache_dir={tmp_path / 'configured'}"))
+    # a door of its own: a trampoline this process has loaded already (another test's) is not written again
+    made = callback(Scaled(2.0).gradient, types.float64[::1], "cache_dir_gradient")
+    assert Path(made.dispatcher.py_func.__code__.co_filename).parent == tmp_path / "configured" / "callbacks"
 
 
 def test_a_model_is_bound_only_while_its_block_runs():
