@@ -15,7 +15,8 @@ from typing import Optional
 import numpy as np
 
 from sgmcmc.engine import integrators
-from sgmcmc.engine.estimators import on_rows
+from sgmcmc.engine.estimators import has_potential, on_rows
+from sgmcmc.engine.replay import per_chain
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.schema import Key, boolean, integer
@@ -24,13 +25,19 @@ from sgmcmc.state import SamplerState
 
 def require_potential_for_metropolis(sampler) -> None:
     """A Metropolis test needs the exact U(θ): refuse a target without one. And a
-    leapfrog trajectory runs m steps with no reflection between them: refuse a target with a bounded support."""
+    leapfrog trajectory runs m steps with no reflection between them: refuse a target with a bounded support. The test
+    runs on the engine's blocks, so the model must hand U over to them too."""
     if sampler.target.bounded:
         raise ValueError(f"{sampler.name}'s leapfrog trajectories do not reflect at the boundary of target "
                          f"{sampler.target.name!r}'s support (use a one-step sampler: sgld, sgrld, sghmc, sgrhmc)")
     if sampler.metropolis and not sampler.target.has_potential:
         raise ValueError(f"metropolis=true needs the exact potential U for the Metropolis test, which target "
                          f"{sampler.target.name!r} does not have (set sampler.metropolis=false)")
+    functions = sampler.engine_functions()  # the test runs on the engine's blocks: U as the model hands it over there
+    if sampler.metropolis and functions is not None and not has_potential(per_chain(functions)):
+        raise ValueError(f"metropolis=true needs the exact potential U on the engine's blocks for the Metropolis test "
+                         f"(the model's row_log_likelihoods and prior_log_density), which target "
+                         f"{sampler.target.name!r} does not hand over (set sampler.metropolis=false)")
 
 
 N_LEAPFROG = Key(integer(1), "m, steps per trajectory")
