@@ -24,7 +24,7 @@ DOCUMENT_COUNTS = (2_000, 10_000)
 def measure(sampler_name: str, documents: int) -> dict:
     """Stream ``documents`` through the sampler at ``python run.py sampler=<name> target=lda``'s settings, on what a
     run takes (:func:`sgmcmc.engine.blocks.kernel_of`): the engine's blocks, one step each (LDA's d = 385,100 gets one
-    step a block, :func:`sgmcmc.runner.block_steps`), else the numpy steps; ``path`` says which."""
+    step a block, :func:`sgmcmc.runner.block_steps`)."""
     from experiments.common import compose
     from sgmcmc.engine.blocks import kernel_of
     from sgmcmc.experiment import build
@@ -39,18 +39,17 @@ def measure(sampler_name: str, documents: int) -> dict:
     steps = documents // target.batch_size
     blocks = kernel_of(sampler)
     if blocks is None:
-        def advance(state, t):
-            return sampler.step(rng, state, schedule(t))[0]
-    else:
-        def advance(state, t):
-            return blocks(rng, state, np.array([schedule(t)]), t).state
+        raise ValueError(f"{sampler_name} on lda has no engine blocks to time")
+
+    def advance(state, t):
+        return blocks(rng, state, np.array([schedule(t)]), t).state
     state = advance(state, 0)  # compiles the blocks and the Gibbs kernel (or loads them from numba's cache)
     start = time.perf_counter()
     for t in range(1, steps):
         state = advance(state, t)
     seconds = time.perf_counter() - start
     return {"sampler": sampler_name, "documents": target.documents_seen, "setup_seconds": setup,
-            "path": "numpy steps" if blocks is None else "engine blocks",
+            "path": "engine blocks",
             "seconds_per_100_documents": 100.0 * seconds / ((steps - 1) * target.batch_size),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
             "finite": bool(np.isfinite(state.theta).all()), "numba_threads": _numba_threads()}

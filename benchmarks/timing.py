@@ -12,22 +12,19 @@ from sgmcmc.runner import block_steps
 
 
 def timed_steps(sampler, theta, step_size: float, n_steps: int, warm_up: int) -> tuple[float, float]:
-    """(wall, CPU) seconds per step from ``theta`` after ``warm_up`` untimed steps: on the sampler's compiled blocks
-    where it has them (:func:`~sgmcmc.engine.blocks.kernel_of`: the engine's, or a data kernel; blocks of the runner's
-    size), else per ``sampler.step``. The process's CPU time is the steadier of the two on a machine busy with other
-    work (it still counts every thread it runs)."""
+    """(wall, CPU) seconds per step from ``theta`` after ``warm_up`` untimed steps, on the sampler's blocks
+    (:func:`~sgmcmc.engine.blocks.kernel_of`; blocks of the runner's size). The process's CPU time is the steadier of
+    the two on a machine busy with other work (it still counts every thread it runs)."""
     rng = np.random.default_rng(0)
     state = sampler.init(theta, rng)
     kernel = kernel_of(sampler)
+    if kernel is None:
+        raise ValueError(f"{sampler.name} on {sampler.target.name} has no engine blocks to time")
 
     def advance(state, count):
-        if kernel is not None:
-            size = block_steps(*theta.shape, compiled=True)
-            for start in range(0, count, size):
-                state = kernel(rng, state, np.full(min(size, count - start), step_size), start).state
-            return state
-        for _ in range(count):
-            state, _ = sampler.step(rng, state, step_size)
+        size = block_steps(*theta.shape, compiled=True)
+        for start in range(0, count, size):
+            state = kernel(rng, state, np.full(min(size, count - start), step_size), start).state
         return state
 
     state = advance(state, warm_up)
