@@ -5,7 +5,7 @@ such logs by function and by test file.
 On a fresh clone (numba's on-disk cache empty), from the repository root:
 
     PYTHONPATH=scripts PYTEST_ADDOPTS="-p numba_compile_log" COMPILE_LOG=/tmp/compile.jsonl make test
-    python scripts/numba_compile_log.py /tmp/compile.jsonl.* [--output results/test-times/compile-<sha>.json]
+    python scripts/numba_compile_log.py /tmp/compile.jsonl.* [--output results/numba-compile/<sha>-make-test.json]
 
 Each pytest process (every xdist worker) appends to ``$COMPILE_LOG.<pid>``, one JSON line per compilation. A cache
 hit also passes through numba's compile event, in a few milliseconds: the summary counts only the events that took
