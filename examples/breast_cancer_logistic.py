@@ -11,8 +11,8 @@ the minibatches. The contract is in ``sgmcmc/targets/user.py``; run it with
     python run.py target=custom target.model=examples/breast_cancer_logistic.py:BreastCancerLogistic \
         sampler=sghmc sampler.step_size=0.002 sampler.noise_estimate=zero run.n_chains=8 run.n_steps=20000
 
-It runs on the samplers' numpy steps (its methods take every chain at once); a model written on rows, as
-``examples/robust_regression.py``, runs on the compiled blocks.
+It runs on the engine's blocks, its methods (which take every chain at once) answering through the replay table
+(sgmcmc/engine/replay.py); a model written on rows, as ``examples/robust_regression.py``, is compiled into them.
 """
 
 import numpy as np

@@ -45,7 +45,7 @@ from sgmcmc.recipe import RecipeError, psd_square_root
 from sgmcmc.data import DataError, resolve_cache_dir
 from sgmcmc.engine.static import use_cache_folder
 from sgmcmc.results import new_run_folder, provenance, write_json, write_rows, write_samples, write_text
-from sgmcmc.runner import FAILED, INTERRUPTED, RunOutcome, check_exploration, run_chains
+from sgmcmc.runner import FAILED, INTERRUPTED, RunOutcome, blocks_for, check_exploration, run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import make_schedule
 from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
@@ -75,6 +75,7 @@ class Built:
     sampler: object
     schedule: object
     settings: RunOptions  # the checked run.* keys
+    blocks: object = None  # the sampler's engine blocks (sgmcmc.runner.blocks_for), or None for the generic step
 
 
 def _metric(spec):
@@ -134,7 +135,7 @@ def _build(config: RunDescription) -> Built:
     schedule = make_schedule(config.schedule.name, config.step_size, settings.n_steps, **config.schedule.arguments())
     check_exploration(sampler, schedule)  # schedule.exploration needs a sampler that can step without its noise
     _check_at_start(sampler, schedule, config.seed, settings.n_chains)
-    return Built(target, sampler, schedule, settings)
+    return Built(target, sampler, schedule, settings, blocks_for(sampler, settings.backend))
 
 
 # The start check forms dense (dim z)² matrices per chain (CCAdL's D needs the full-data V(θ)): small models only.
@@ -376,7 +377,7 @@ def _run_into(folder: Path, config: RunDescription, built: Built, argv, outcomes
         try:
             outcome = run_chains(built.sampler, built.schedule, built.settings, rng, evaluator,
                                  stop_requested=stop_requested, theta0=theta0, checkpointer=checkpointer, resume=resume,
-                                 observers=observers, ksd_points=config.run.ksd_points)
+                                 observers=observers, ksd_points=config.run.ksd_points, blocks=built.blocks)
         except checkpoints.CheckpointError as error:  # the checkpoint does not fit this run's objects
             log.error("run.resume: %s", error)
             raise ConfigError(f"run.resume: {error}") from None

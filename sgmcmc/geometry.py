@@ -46,10 +46,6 @@ class DiagonalMetric(ABC):
         """Diagonal of G(θ)^{-1}."""
         return self.inverse_sqrt(theta) ** 2
 
-    def inverse_derivative(self, theta: np.ndarray) -> np.ndarray:
-        """∂_{θ_i}(G^{-1})_ii = 2 s_i ∂_i s_i with s = diag(G^{-1/2}): the SGRLD correction Γ (Eq. 14 + K1)."""
-        return 2.0 * self.inverse_sqrt(theta) * self.inverse_sqrt_derivative(theta)
-
 
 class IdentityMetric(DiagonalMetric):
     """G = I: SGRHMC reduces to SGHMC with unit friction, SGRLD to SGLD."""
@@ -111,9 +107,6 @@ class ExpandedMeanMetric(DiagonalMetric):
 
     def inverse(self, theta):
         return self.scale * np.array(theta, dtype=float, copy=True)
-
-    def inverse_derivative(self, theta):
-        return np.full_like(theta, self.scale, dtype=float)
 
     def engine_function(self, dim):
         """:func:`expanded_mean_metric` and :func:`expanded_mean_flow` with parameters (c,)."""

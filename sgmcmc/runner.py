@@ -130,6 +130,8 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
     ``exploring``. Stops after a block that diverged or failed, at ``n_steps``, or when ``stop_requested()`` (asked
     before every block, and before every generic step)."""
     check_exploration(sampler, schedule)
+    if advance is None and sampler.integrator != "generic":
+        advance = blocks_for(sampler)  # or the one-line refusal: only the generic step runs without blocks
     explore = advance.without_noise() if isinstance(advance, Blocks) and sampler.can_explore() else None
     t = start
     while t < n_steps:
@@ -150,6 +152,26 @@ def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.r
         state, t = block.state, block.stop
 
 
+def blocks_for(sampler: Sampler, backend: str = "compiled") -> Optional[Blocks]:
+    """The sampler's blocks on its target (:func:`~sgmcmc.engine.blocks.kernel_of`), or None for the ``generic``
+    integrator's recipe step; a one-line ConfigError where a sampler with another integrator has none (its target
+    hands the engine no functions, or not those its metric or noise estimate needs)."""
+    advance = kernel_of(sampler, backend)
+    if advance is not None or sampler.integrator == "generic":
+        return advance
+    target = sampler.target
+    if sampler.engine_metric() is None:
+        cause = (f"the metric G(θ) of target {target.name!r} ({type(getattr(sampler, 'metric', None)).__name__}) has "
+                 f"no engine function (DiagonalMetric.engine_function)")
+    else:
+        cause = (f"target {target.name!r} hands the engine no functions, or not those noise_estimate="
+                 f"{sampler.noise_estimate} needs")
+    remedy = ("set sampler.integrator=generic (the recipe step, slow) or use another sampler"
+              if "generic" in sampler.integrators else "use another sampler")
+    raise ConfigError(f"sampler={sampler.name} (integrator {sampler.integrator}) has no engine blocks: {cause}; "
+                      f"{remedy}")
+
+
 def run_chains(
     sampler: Sampler,
     schedule: Callable[[int], float],
@@ -162,6 +184,7 @@ def run_chains(
     resume: Optional[Checkpoint] = None,
     observers: Sequence = (),
     ksd_points: int = 0,
+    blocks: Optional[Blocks] = None,
 ) -> RunOutcome:
     """Run ``settings.n_chains`` chains of ``sampler`` from the target's initial positions.
 
@@ -180,6 +203,8 @@ def run_chains(
     ignored): its samples, moments and trace equal the uninterrupted run's bit for bit.
     ``ksd_points`` > 0 (``run.ksd_points``) adds the IMQ kernel Stein discrepancy of at most that many kept samples to
     the trace rows of a target without data (:class:`~sgmcmc.observers.TraceObserver`); 0, the default, none.
+    ``blocks``: the sampler's blocks as :func:`blocks_for` made them (:func:`sgmcmc.experiment.build` makes them once,
+    before the run folder); None: made here, a sampler without them refused in one ConfigError line.
     """
     target = sampler.target
     # an optimiser (SGD, SGD with momentum) keeps no samples and no moments: nothing is "after burn-in"
@@ -237,12 +262,7 @@ def run_chains(
                          earlier_wall_time + time.perf_counter() - start)
 
     due_step, due_time = checkpointer.next_due(outcome.steps_done) if checkpointer else (float("inf"), float("inf"))
-    advance = kernel_of(sampler, settings.backend)  # the engine's Blocks run a block themselves
-    if advance is None and sampler.integrator != "generic":
-        raise ConfigError(f"sampler={sampler.name} (integrator {sampler.integrator}, noise_estimate "
-                          f"{sampler.noise_estimate}) has no engine blocks on target {target.name!r}: the target hands "
-                          f"the engine no functions, or not those this noise estimate needs; set sampler.integrator="
-                          f"generic (the recipe step, slow), or another noise_estimate or sampler")
+    advance = blocks if blocks is not None else blocks_for(sampler, settings.backend)
     size = block_steps(settings.n_chains, target.dim, advance is not None)
     with workers_ignore_stop_signals():  # tqdm's monitor thread leaves SIGINT/SIGTERM to the main thread
         progress = ProgressObserver(trace, settings.n_steps, outcome.steps_done, enabled=settings.progress)

@@ -115,8 +115,8 @@ METRIC_WITHOUT_ITS_DERIVATIVE = StaticFunction(_WITHOUT_DERIVATIVE.dispatcher,
 
 def change_the_blocks(monkeypatch, change) -> None:
     """Every sampler's engine blocks (:meth:`sgmcmc.samplers.base.Sampler.engine_blocks`) changed by ``change(blocks)
-    -> blocks``, patched on the class, as the instance's methods are left alone (a callable set on the instance sends
-    a sampler to its numpy steps); an AssertionError where a sampler has none (the bug would land nowhere)."""
+    -> blocks``, patched on the class, as the instance's methods are left alone (a callable set on the instance would
+    not be the class's declared hook, and the sampler would have no blocks); an AssertionError where a sampler has none (the bug would land nowhere)."""
 
     def changed(self, backend=driver.COMPILED):
         blocks = REAL_ENGINE_BLOCKS(self, backend)

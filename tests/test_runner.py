@@ -8,12 +8,13 @@ import pytest
 from sgmcmc.config import ConfigError, RunOptions
 from sgmcmc.engine.driver import PYTHON
 from sgmcmc.evaluation import Evaluator
+from sgmcmc.experiment import run_experiment
 from sgmcmc.runner import RunningMoments, run_chains
 from sgmcmc.results import new_run_folder
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.double_well import DoubleWell
-from tests.helpers import RequestStopAt, build
+from tests.helpers import RequestStopAt, build, composed
 
 
 def test_burn_in_and_thinning_keep_the_right_steps():
@@ -134,9 +135,61 @@ def test_a_sampler_without_engine_blocks_is_refused_in_one_line_and_runs_with_th
             return super().gradient_1d(x - 1.0)
 
     settings = RunOptions(n_steps=20, n_chains=2, burn_in=0, eval_every=20, progress=False)
-    with pytest.raises(ConfigError, match=r"^sampler=sgld \(integrator euler, .*set sampler.integrator=generic") as error:
+    with pytest.raises(ConfigError, match=r"^sampler=sgld \(integrator euler\) has no engine blocks: target 'double_well' "
+                                          r"hands the engine no functions.*; set sampler.integrator=generic") as error:
         run_chains(make_sampler("sgld", ShiftedWell()), Constant(0.1), settings, np.random.default_rng(0))
     assert "\n" not in str(error.value)
     outcome = run_chains(make_sampler("sgld", ShiftedWell(), integrator="generic"), Constant(0.1), settings,
                          np.random.default_rng(0))
     assert outcome.status == "completed" and outcome.samples.shape == (2, 20, 1)
+
+
+MODEL_WITH_ITS_OWN_METRIC = """
+import numpy as np
+from sgmcmc.geometry import DiagonalMetric
+
+
+class Softened(DiagonalMetric):
+    def inverse_sqrt(self, theta):
+        return 1.0 / np.sqrt(1.0 + theta**2)
+
+    def inverse_sqrt_derivative(self, theta):
+        return -theta * (1.0 + theta**2) ** -1.5
+
+
+class Gaussian:
+    dim = 2
+
+    def grad_log_density(self, theta):
+        return -theta
+
+    def metric(self):
+        return Softened()
+"""
+
+
+def test_a_user_metric_without_an_engine_function_is_refused_before_the_run_folder(tmp_path, monkeypatch):
+    """SGRLD on a user's model whose metric() has no engine function: one ConfigError line naming the metric and
+    sampler.integrator=generic, raised by the build, so no run folder is made; the generic step runs it."""
+    (tmp_path / "own_metric.py").write_text(MODEL_WITH_ITS_OWN_METRIC)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    overrides = ["target=custom", f"target.model={tmp_path / 'own_metric.py'}:Gaussian", "sampler=sgrld",
+                 "run.n_steps=20", "run.burn_in=0", "run.n_chains=2", "run.progress=false", "run.figures=false",
+                 f"run.results_dir={tmp_path / 'runs'}"]
+    with pytest.raises(ConfigError, match=r"^sampler=sgrld \(integrator euler\) has no engine blocks: the metric G\(θ\) "
+                                          r"of target .*\(Softened\) has no engine function.*integrator=generic"):
+        run_experiment(composed(*overrides))
+    assert not (tmp_path / "runs").exists()
+    folder, status = run_experiment(composed(*overrides, "sampler.integrator=generic"))
+    assert status == "completed"
+
+
+def test_the_step_of_a_sampler_is_the_generic_recipe_step_only():
+    """Sampler.step is the recipe's step (integrator=generic); any other integrator's update is the engine's, and
+    step() says so instead of taking some other update."""
+    sampler = make_sampler("sgld", DoubleWell())
+    state = sampler.init(np.zeros((2, 1)), np.random.default_rng(0))
+    with pytest.raises(ValueError, match=r"^sgld's euler integrator runs on the engine's blocks"):
+        sampler.step(np.random.default_rng(0), state, 0.1)
+    new_state, _ = make_sampler("sgld", DoubleWell(), integrator="generic").step(np.random.default_rng(0), state, 0.1)
+    assert new_state.theta.shape == (2, 1) and np.all(np.isfinite(new_state.theta))

@@ -43,8 +43,8 @@ NOISE_ESTIMATES = ("known", "zero", "running")
 ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST, "aboba": ABOBA, "leapfrog": LEAPFROG,
           "trajectory": ALGORITHM_2, "baoab": BAOAB, "badodab": BADODAB}
 RUNNING_FORMS = ("full", "diagonal")
-# the integrators that take one gradient a step, and so update a running noise estimate once a step, as the numpy
-# steps do (Shang et al. 2015 Eq. 18: one minibatch covariance per step); pSGLD's on a data model, where it runs with
+# the integrators that take one gradient a step, and so update a running noise estimate once a step (Shang et al.
+# 2015 Eq. 18: one minibatch covariance per step); pSGLD's on a data model, where it runs with
 # the running preconditioner only (PSGLD.engine_functions: the stationary one's second, exact, gradient is a density
 # model's)
 RUNNING = (langevin, momentum_friction, thermostat, preconditioned)

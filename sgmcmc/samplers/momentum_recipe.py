@@ -94,7 +94,3 @@ class MomentumRecipeSampler(Sampler):
 
         return Recipe(energy_gradient, diffusion, curl, correction, noise_covariance, energy)
 
-
-def ornstein_uhlenbeck(momentum: np.ndarray, decay_rate: np.ndarray, normal: np.ndarray) -> np.ndarray:
-    """The exact solution over a step of dr = −F r dt + √(2F) dW with u = εF (elementwise): e^{−u} r + √(1 − e^{−2u}) ξ."""
-    return np.exp(-decay_rate) * momentum + np.sqrt(-np.expm1(-2.0 * decay_rate)) * normal

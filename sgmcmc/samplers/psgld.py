@@ -82,11 +82,6 @@ _SPACING = 1e-5  # relative spacing of the central differences of the noise cova
 
 
 # -- pure functions over (n_chains, dim) arrays ---------------------------------------------------------------------
-def rmsprop_average(previous: np.ndarray, gradient: np.ndarray, alpha: float) -> np.ndarray:
-    """V_t = αV_{t−1} + (1 − α) ĝ ⊙ ĝ (Li et al. 2016, Algorithm 1)."""
-    return alpha * previous + (1.0 - alpha) * gradient * gradient
-
-
 def preconditioner_diagonal(second_moment: np.ndarray, damping: float) -> np.ndarray:
     """D = 1 ⊘ (λ + √V) (Li et al. 2016, Eq. 5: their G(θ), the recipe's D)."""
     return 1.0 / (damping + np.sqrt(second_moment))
@@ -181,7 +176,6 @@ class PSGLD(Sampler):
         return stationary_correction(diffusion, gradient, self.target.hessian_diagonal(theta),
                                      self.noise_derivative(theta), moment)
 
-    # -- the step ----------------------------------------------------------------------------------------------------
     # -- the engine's blocks ----------------------------------------------------------------------------------------
     def engine_integrator(self):
         """:func:`~sgmcmc.engine.integrators.preconditioned` with the constants (α, λ, diag V): V a density model's

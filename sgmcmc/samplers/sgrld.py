@@ -42,7 +42,7 @@ class SGRLD(Sampler):
             energy_gradient=lambda z, rng: self.target.stochastic_gradient(z, rng),
             diffusion=lambda z: diagonal_matrices(self.metric.inverse(z)),
             curl=lambda z: np.zeros((z.shape[0], z.shape[1], z.shape[1])),
-            correction=None,  # finite differences of D: an independent check of inverse_derivative
+            correction=None,  # finite differences of D: independent of the engine's Γ = 2 S ∂S
             energy=self.target.potential,
             noise_covariance=lambda z: self._noise_block(z, self.metric.inverse(z)),
         )

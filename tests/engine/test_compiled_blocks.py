@@ -115,13 +115,13 @@ def test_a_divergence_ends_the_block_at_its_step_keeping_the_finite_steps(name):
     _assert_close(block.state.theta, kept.state.theta)
 
 
-# Samplers that run on their numpy steps everywhere, not yet in the engine's form (issue 21): each is listed with
-# what its kernel needs. A sampler in this table that gets a kernel, or one outside it without one, fails the test below.
+# Samplers with no engine blocks on the formula targets (none since issue 21; a run of one is refused unless its
+# integrator is generic): each would be listed with what its kernel needs. A sampler in this table that gets a kernel, or one outside it without one, fails the test below.
 NO_KERNEL_YET: dict[str, str] = {}
 
 
 def test_every_sampler_and_integrator_has_a_kernel_on_the_formula_targets():
-    """No registered sampler × integrator silently falls back to the numpy steps on a formula target (the generic
+    """No registered sampler × integrator lacks engine blocks on a formula target (the generic
     recipe step, the reference itself, excepted), except the samplers of :data:`NO_KERNEL_YET`, which have no kernel
     at all (every one of their integrators and noise estimates is missing, exactly). The optimisers are not samplers
     and have no kernel: their targets (the BNN's BLAS, BPMF's sparse numba gradient) are not formula targets."""

@@ -165,7 +165,7 @@ def test_invalid_parameters_are_rejected(params, message):
 
 def test_engine_functions_are_the_numpy_gradients_and_reflection(target):
     """What Normal-Gamma hands the engine, on one chain, is its numpy per-datum g, ∇log p and reflection (with the
-    momentum flip and the count ``Sampler.reflect`` makes)."""
+    momentum flip and the count of reflected coordinates)."""
     functions = target.engine_functions()
     assert functions["n_data"] == target.n_data and functions["data"].shape == (target.n_data, 1)
     theta, index = _points(5), np.array([3, 17, 42, 99])
