@@ -1,5 +1,6 @@
 """The command line as a user runs it: result folder, config errors, determinism, divergence."""
 
+import functools
 import json
 import os
 import subprocess
@@ -167,10 +168,21 @@ def _commands() -> list[list[str]]:
     return commands
 
 
+@functools.cache
+def _help_of_every_command() -> dict:
+    """Every command's ``--help`` (:func:`_commands`), run in one Python process by tests/command_help.py: a process
+    each took 41 s of the suite, their shared imports paid 42 times; one takes 9 s."""
+    commands = [" ".join(command) for command in _commands()]
+    result = subprocess.run([sys.executable, str(ROOT / "tests" / "command_help.py"), *commands], capture_output=True,
+                            text=True, cwd=ROOT, timeout=600)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.mark.xdist_group("command_help")  # one worker runs every command's --help, once
 @pytest.mark.parametrize("command", _commands(), ids=lambda command: command[-1])
 def test_every_command_s_help_exits_0_with_its_usage(command):
-    result = subprocess.run([sys.executable, *command, "--help"], capture_output=True, text=True, cwd=ROOT,
-                            env=dict(os.environ, PYTHONPATH=str(ROOT)), timeout=120)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() and "Traceback" not in result.stderr, (result.stdout, result.stderr)
+    result = _help_of_every_command()[" ".join(command)]
+    assert result["returncode"] == 0, result["stderr"]
+    assert result["stdout"].strip() and "Traceback" not in result["stderr"], (result["stdout"], result["stderr"])
 
