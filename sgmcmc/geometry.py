@@ -11,7 +11,8 @@ engine_function`), like a target's gradient: ``metric(θ, parameters, root, deri
 it has a closed form, else one classical Runge–Kutta step; it flips r where the flow crossed the support's boundary
 and returns how many did). An explicit Euler step θ + t·s(θ)r is not enough when s depends on θ: in the overdamped
 limit it loses the ½·s s′ part of the Langevin drift of D = s², a bias that does not shrink with ε; any second-order
-flow keeps it. Plain Python the compiler accepts, the same expressions as the methods here.
+flow keeps it. The built-in metrics' are plain Python the compiler accepts, the same expressions as their methods;
+a metric of a user's own gets :meth:`DiagonalMetric.engine_function`'s default: its methods called in Python.
 """
 
 from __future__ import annotations
@@ -21,6 +22,9 @@ from abc import ABC, abstractmethod
 from typing import Optional
 
 import numpy as np
+from numba import types
+
+from sgmcmc.engine.static import callback
 
 
 class DiagonalMetric(ABC):
@@ -38,9 +42,34 @@ class DiagonalMetric(ABC):
 
     def engine_function(self, dim: int) -> Optional[tuple]:
         """(``metric(θ, parameters, root, derivative)``, ``flow(θ, r, t, parameters, out) -> crossed``, their parameters) for the
-        engine's blocks in ``dim`` coordinates, or None (the default): the engine cannot run this metric (only the
-        ``generic`` integrator can)."""
-        return None
+        engine's blocks in ``dim`` coordinates, or None where the engine cannot run this metric (only the ``generic``
+        integrator can). By default this metric's own methods, called in Python from the compiled blocks one chain at
+        a time (numba's object mode, :func:`sgmcmc.engine.static.callback`): :meth:`metric_of_one_chain` and
+        :meth:`runge_kutta_flow`. A metric with functions the compiler takes returns those (as the built-in ones do)."""
+        return (callback(self.metric_of_one_chain, types.float64, "metric"),
+                callback(self.runge_kutta_flow, types.int64, "flow"), np.zeros(0))
+
+    def metric_of_one_chain(self, theta: np.ndarray, parameters, root: np.ndarray, derivative: np.ndarray) -> float:
+        """The engine's ``metric`` door from :meth:`inverse_sqrt` and :meth:`inverse_sqrt_derivative` for one chain θ
+        (d,): S = diag G(θ)^{-1/2} into ``root``, ∂_i S_ii into ``derivative``; returns 0.0."""
+        root[:] = self.inverse_sqrt(theta[None, :])[0]
+        derivative[:] = self.inverse_sqrt_derivative(theta[None, :])[0]
+        return 0.0
+
+    def runge_kutta_flow(self, theta: np.ndarray, momentum: np.ndarray, time: float, parameters,
+                         out: np.ndarray) -> int:
+        """The engine's ``flow`` door for one chain: Φ_t of θ̇ = S(θ) r at fixed r by one classical Runge–Kutta step
+        (local error O(t⁵); module docstring) into ``out``. The metric names no boundary, so no coordinate is
+        counted as crossing one (0)."""
+        def velocity(point):
+            return self.inverse_sqrt(point[None, :])[0] * momentum
+
+        k1 = velocity(theta)
+        k2 = velocity(theta + 0.5 * time * k1)
+        k3 = velocity(theta + 0.5 * time * k2)
+        k4 = velocity(theta + time * k3)
+        out[:] = theta + (time / 6.0) * (k1 + 2.0 * k2 + 2.0 * k3 + k4)
+        return 0
 
     def inverse(self, theta: np.ndarray) -> np.ndarray:
         """Diagonal of G(θ)^{-1}."""

@@ -9,11 +9,13 @@ from sgmcmc.config import ConfigError, RunOptions
 from sgmcmc.engine.driver import PYTHON
 from sgmcmc.evaluation import Evaluator
 from sgmcmc.experiment import run_experiment
-from sgmcmc.runner import RunningMoments, run_chains
+from sgmcmc.geometry import RationalMetric
+from sgmcmc.runner import RunningMoments, blocks_for, run_chains
 from sgmcmc.results import new_run_folder
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets.double_well import DoubleWell
+from sgmcmc.targets.user import load_model_class, user_target
 from tests.helpers import RequestStopAt, build, composed
 
 
@@ -150,11 +152,18 @@ from sgmcmc.geometry import DiagonalMetric
 
 
 class Softened(DiagonalMetric):
+    \"\"\"G(θ)^(-1/2) = 1/√(1 + θ²), written by hand: RationalMetric(1, 1)'s.\"\"\"
+
     def inverse_sqrt(self, theta):
         return 1.0 / np.sqrt(1.0 + theta**2)
 
     def inverse_sqrt_derivative(self, theta):
         return -theta * (1.0 + theta**2) ** -1.5
+
+
+class WithoutEngine(Softened):
+    def engine_function(self, dim):
+        return None
 
 
 class Gaussian:
@@ -165,19 +174,55 @@ class Gaussian:
 
     def metric(self):
         return Softened()
+
+
+class GaussianWithoutEngine(Gaussian):
+    def metric(self):
+        return WithoutEngine()
 """
 
 
-def test_a_user_metric_without_an_engine_function_is_refused_before_the_run_folder(tmp_path, monkeypatch):
-    """SGRLD on a user's model whose metric() has no engine function: one ConfigError line naming the metric and
-    sampler.integrator=generic, raised by the build, so no run folder is made; the generic step runs it."""
+def _user_metric_model(tmp_path, monkeypatch):
     (tmp_path / "own_metric.py").write_text(MODEL_WITH_ITS_OWN_METRIC)
     monkeypatch.syspath_prepend(str(tmp_path))
-    overrides = ["target=custom", f"target.model={tmp_path / 'own_metric.py'}:Gaussian", "sampler=sgrld",
+    return tmp_path / "own_metric.py"
+
+
+@pytest.mark.parametrize("name, options", [("sgrld", {}), ("sgrhmc", {}), ("sgrhmc", {"integrator": "aboba",
+                                                                                      "noise_estimate": "zero"})])
+def test_a_user_metric_runs_on_the_engine_through_its_own_methods(name, options, tmp_path, monkeypatch):
+    """A user's DiagonalMetric with no engine function of its own: the blocks call its methods in Python
+    (DiagonalMetric.engine_function, its flow one Runge–Kutta step) and say so; its samples are the built-in
+    RationalMetric(1, 1)'s, whose compiled functions are pinned to the recipe (tests/engine/test_driver.py), to 1e-12
+    over 300 steps."""
+    model = load_model_class(f"{_user_metric_model(tmp_path, monkeypatch)}:Gaussian")()
+    settings = RunOptions(n_steps=300, n_chains=3, burn_in=0, eval_every=300, progress=False)
+    samples = []
+    for metric in ({}, {"metric": RationalMetric([1.0], [1.0])}):
+        sampler = make_sampler(name, user_target(model), **options, **metric)
+        outcome = run_chains(sampler, Constant(0.05), settings, np.random.default_rng(1), blocks=blocks_for(sampler))
+        assert outcome.status == "completed"
+        samples.append(outcome.samples)
+    np.testing.assert_allclose(samples[0], samples[1], rtol=0, atol=1e-12)
+    assert np.std(samples[0]) > 0.1  # the chains moved
+
+
+def test_a_user_metric_runs_in_python_from_the_compiled_blocks_and_says_so(tmp_path, monkeypatch, caplog):
+    model = load_model_class(f"{_user_metric_model(tmp_path, monkeypatch)}:Gaussian")()
+    with caplog.at_level("WARNING"):
+        assert blocks_for(make_sampler("sgrld", user_target(model))) is not None
+    assert "sgrld on <python object> calls the metric's methods in Python from the compiled blocks" in caplog.text
+
+
+def test_a_user_metric_without_an_engine_function_is_refused_before_the_run_folder(tmp_path, monkeypatch):
+    """SGRLD on a user's model whose metric's engine_function is None: one ConfigError line naming the metric and
+    sampler.integrator=generic, raised by the build, so no run folder is made; the generic step runs it."""
+    path = _user_metric_model(tmp_path, monkeypatch)
+    overrides = ["target=custom", f"target.model={path}:GaussianWithoutEngine", "sampler=sgrld",
                  "run.n_steps=20", "run.burn_in=0", "run.n_chains=2", "run.progress=false", "run.figures=false",
                  f"run.results_dir={tmp_path / 'runs'}"]
     with pytest.raises(ConfigError, match=r"^sampler=sgrld \(integrator euler\) has no engine blocks: the metric G\(θ\) "
-                                          r"of target .*\(Softened\) has no engine function.*integrator=generic"):
+                                          r"of target .*\(WithoutEngine\) has no engine function.*integrator=generic"):
         run_experiment(composed(*overrides))
     assert not (tmp_path / "runs").exists()
     folder, status = run_experiment(composed(*overrides, "sampler.integrator=generic"))

@@ -120,6 +120,8 @@ def static(function: Callable, cacheable: bool = True, inline: bool = True) -> S
     function without a source file (typed at a prompt), a closure, a lambda, or one with ``cacheable`` false gets a key
     of this process only. ``inline`` false: compiled code calls it as a compiled function (:data:`CALLED`), not its
     source inlined."""
+    if isinstance(function, StaticFunction):  # one already (a Callback, say): as it is
+        return function
     python = function.py_func if isinstance(function, CPUDispatcher) else function
     # a closure or a lambda is not named by its module and name: two of them may share both
     cacheable = cacheable and "<" not in python.__qualname__ and not python.__closure__
@@ -175,23 +177,27 @@ class Callback(StaticFunction):
 
 
 def _converted(value, output: str):
-    """A callback's result as its trampoline returns it (``output``: ``array``, ``tuple`` or ``float``): float64
-    arrays made contiguous, or a float."""
+    """A callback's result as its trampoline returns it (``output``: ``array``, ``tuple``, ``int`` or ``float``):
+    float64 arrays made contiguous, an int, or a float."""
     if output == "tuple":
         return tuple(np.ascontiguousarray(part, dtype=np.float64) for part in value)
     if output == "array":
         return np.ascontiguousarray(value, dtype=np.float64)
+    if output == "int":
+        return int(value)
     return float(value)
 
 
 def _type_source(output: types.Type) -> tuple[str, str]:
     """(the source of the numba type ``output``, its kind for :func:`_converted`): a C-contiguous float64 array, a
-    uniform tuple of them, or a float."""
+    uniform tuple of them, an integer (int64) or a float."""
     if isinstance(output, types.BaseTuple):
         inner, _ = _type_source(output.types[0])
         return f"types.UniTuple({inner}, {len(output.types)})", "tuple"
     if isinstance(output, types.Array):
         return f"types.float64[{', '.join([':'] * (output.ndim - 1) + ['::1'])}]", "array"
+    if isinstance(output, types.Integer):
+        return "types.int64", "int"
     return "types.float64", "float"
 
 

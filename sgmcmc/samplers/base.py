@@ -27,7 +27,7 @@ from sgmcmc.engine.integrators import (ABOBA, ALGORITHM_2, BADODAB, BAOAB, EULER
                                        MOMENTS_WITHOUT_CORRECTION, PLAIN, SPLITTING, THETA_FIRST, langevin,
                                        momentum_friction, ou_splitting, preconditioned, thermostat, trajectory)
 from sgmcmc.engine.replay import on_replay, per_chain
-from sgmcmc.engine.static import static
+from sgmcmc.engine.static import Callback, static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.gradient_estimators import SVRG
 from sgmcmc.noise import DiagonalCovariance
@@ -314,6 +314,10 @@ class Sampler(ABC):
         else:
             return None
         metric_function, flow, metric_parameters = metric
+        if isinstance(metric_function, Callback) and backend != PYTHON:
+            log.warning("%s calls the metric's methods in Python from the compiled blocks, one chain at a time (slower "
+                        "than a metric the compiler takes: see DiagonalMetric.engine_function in sgmcmc/geometry.py)",
+                        self._where())
         parameters = (static(metric_function), static(flow), np.ascontiguousarray(metric_parameters, dtype=float),
                       np.atleast_1d(np.asarray(constants, dtype=float)), *self.engine_curvature(functions, running))
         source = source_of(functions, running, scale, every_row=not self.uses_stochastic_gradient)
