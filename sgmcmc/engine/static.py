@@ -418,11 +418,23 @@ def arity(function) -> int:
     """The number of required positional parameters of ``function``'s Python source (a plain function, a compiled one
     or a :class:`StaticFunction`): a parameter with a default is not passed (a TypeError for ``*args`` or
     ``**kwargs``, whose count is not known)."""
-    python = getattr(function, "python", None) or getattr(function, "py_func", None) or function
+    python = inspect.unwrap(getattr(function, "python", None) or getattr(function, "py_func", None) or function)
+    # the Python backend asks at every call (leadN): the count is kept by what fixes it, the code, whether it is bound
+    # (self not passed) and its defaults; inspect.signature took 24 µs a call
+    code = getattr(python, "__code__", None)
+    key = None if code is None else (code, inspect.ismethod(python), len(getattr(python, "__defaults__", None) or ()))
+    if key in _ARITY:
+        return _ARITY[key]
     parameters = inspect.signature(python).parameters.values()
     if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in parameters):
         raise TypeError(f"{python.__qualname__} takes *args or **kwargs: name its parameters")
-    return sum(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+    count = sum(p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+    if key is not None:
+        _ARITY[key] = count
+    return count
+
+
+_ARITY: dict[tuple, int] = {}  # arity by (code, bound, number of defaults)
 
 
 def _leading_caller(count: int):

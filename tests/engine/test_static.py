@@ -47,6 +47,26 @@ def test_the_leading_arguments_a_function_takes():
     np.testing.assert_array_equal(lead3(takes_two, np.ones(2), np.zeros(2), None), np.ones(2))
 
 
+def test_the_kept_arity_tells_a_bound_method_and_defaults_apart():
+    """arity is kept by code, binding and number of defaults: the same code bound (self not passed) or with a default
+    more takes fewer arguments, whichever was asked first."""
+    class Model:
+        def gradient(self, theta, index):
+            return theta
+
+    def with_default(default):
+        def function(a, b=default):
+            return a
+        return function
+
+    def without_default(a, b):
+        return a
+
+    assert [arity(Model.gradient), arity(Model().gradient), arity(Model.gradient)] == [3, 2, 3]
+    assert [arity(with_default(1.0)), arity(without_default), arity(with_default(2.0))] == [1, 2, 1]
+    assert arity(callback(Model().gradient, numba.types.float64)) == 2
+
+
 class Scaled:
     def __init__(self, factor):
         self.factor = factor
