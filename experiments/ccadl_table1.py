@@ -242,7 +242,7 @@ scale, N/(N − n) with Eq. 17's). The explicit friction step adds terms of the 
 exact gradient (the `exact_gradient` control: SGNHT with batch = N) p ← (1 − hξ)p + √(2Ah)·N keeps
 ⟨p²⟩ = 1 only at ξ(2 − hξ) = 2A, ξ ≈ A + hA²/2 (+0.5 at h = 0.01, A = 10), and CCAdL's friction (h/2)Σ̂
 meets the noise h²Σ only to first order. `thermostat_predicted` is the exact fixed point of the step
-linearised at the run's positions (`sgmcmc.samplers.linearised`: stationary covariance of (θ, p) from a
+linearised at the run's positions (`sgmcmc.diagnostics.linearised`: stationary covariance of (θ, p) from a
 discrete Lyapunov equation with the mean Hessian of U and the mean V, solved for tr Cov p/d = 1);
 `thermostat_first_order` is Prop. 1. So CCAdL's ξ sits at A in the limit h → 0 and within sampling error
 of A at h = 0.001; at h = 0.01 it sits at A plus the discretisation offset that the linearised step

@@ -34,7 +34,7 @@ from scipy.ndimage import maximum_filter
 from experiments.common import Setting, compose, load_samples, parse_args, run_settings, setting
 from sgmcmc.diagnostics import autocorrelation, bin_masses_1d, histogram_kl, integrated_autocorrelation_time
 from sgmcmc.paper import PaperFolder
-from sgmcmc.samplers.linearised import linear_step, stationary_covariance
+from sgmcmc.diagnostics.linearised import linear_step, stationary_covariance
 from sgmcmc.targets import make_target
 from sgmcmc.targets.welling_teh_mixture import PUBLISHED_MODES, draw_data, mixture_potential
 

@@ -30,7 +30,7 @@ from sgmcmc.reference import save_reference
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import COMPLETED, run_chains
 from sgmcmc.samplers import make_sampler
-from sgmcmc.samplers.linearised import mean_hessian
+from sgmcmc.diagnostics.linearised import mean_hessian
 from sgmcmc.schedules import Constant
 
 N_CHAINS = 10

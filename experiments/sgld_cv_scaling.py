@@ -37,7 +37,7 @@ from scipy import optimize
 from experiments.common import integers, load_samples, parse_args, run_settings, setting
 from sgmcmc.diagnostics.quadrature import gauss_hermite_moments
 from sgmcmc.paper import PaperFolder
-from sgmcmc.samplers.linearised import mean_hessian
+from sgmcmc.diagnostics.linearised import mean_hessian
 from sgmcmc.targets import make_target
 
 FIGURE_ID = "sgld-cv-scaling"

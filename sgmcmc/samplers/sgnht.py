@@ -22,7 +22,7 @@ import numpy as np
 from sgmcmc.engine import integrators
 from sgmcmc.recipe import Recipe
 from sgmcmc.samplers.base import Sampler, block_diagonal
-from sgmcmc.samplers.linearised import mean_hessian, thermostat_fixed_point
+from sgmcmc.diagnostics.linearised import mean_hessian, thermostat_fixed_point
 from sgmcmc.schema import Key, real
 from sgmcmc.state import SamplerState
 
@@ -54,7 +54,7 @@ class SGNHT(Sampler):
         c_used/c_exact for ``running`` (a running estimate scaled by Eq. 17's N²/n over-compensates by
         N/(N − n)). The explicit friction step adds a term of the same order (ξ ≈ A + εA²/2 even without
         gradient noise), so this returns the exact fixed point of the step linearised at fixed ξ
-        (:func:`~sgmcmc.samplers.linearised.thermostat_fixed_point`): friction ξI + :meth:`predicted_friction`,
+        (:func:`~sgmcmc.diagnostics.linearised.thermostat_fixed_point`): friction ξI + :meth:`predicted_friction`,
         momentum noise 2εA·I + ε²(V̄ − :meth:`predicted_subtracted`) with V̄ = E V(θ), and the force
         linearised with the mean Hessian of U over θ. None if V is unknown, nan if no ξ cools the momentum."""
         noise, compensated = self._mean_noise(theta)

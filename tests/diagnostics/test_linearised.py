@@ -1,4 +1,4 @@
-"""The linearised step (sgmcmc.samplers.linearised): the thermostat's fixed point in closed form where one
+"""The linearised step (sgmcmc.diagnostics.linearised): the thermostat's fixed point in closed form where one
 exists, and against simulated SGNHT/CCAdL chains at a step size where [C] Prop. 1's first-order value
 is measurably wrong."""
 
@@ -7,7 +7,7 @@ import pytest
 
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
-from sgmcmc.samplers.linearised import linear_step, stationary_covariance, thermostat_fixed_point
+from sgmcmc.diagnostics.linearised import linear_step, stationary_covariance, thermostat_fixed_point
 from sgmcmc.schedules import Constant
 from tests.helpers import build
 

@@ -9,7 +9,7 @@ X = MXMᵀ + Cov e, and the thermostat's update ξ' = ξ + ε(pᵀp/d − 1) is 
 Solving that for ξ gives the thermostat's mean for a Gaussian target up to the effect of ξ's own
 fluctuations (sd ≈ 1/√d about its mean), which the fixed-ξ linearisation leaves out; it captures what the
 first-order A + ε·tr V/(2d) misses (the explicit friction alone gives ξ ≈ A + εA²/2). Measured
-(tests/samplers/test_linearised.py, d = 2): within 1.5 standard errors (≈ 0.01) at ε = 0.02, A = 10,
+(tests/diagnostics/test_linearised.py, d = 2): within 1.5 standard errors (≈ 0.01) at ε = 0.02, A = 10,
 where first order is off by 1.3; at ε = 0.1, A = 2 (εξ ≈ 0.25–0.3) off by 0.015 (θ-first) to 0.09 (Euler).
 """
 
