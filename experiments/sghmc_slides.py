@@ -773,7 +773,7 @@ the noisy dynamics' mean H grows from {noisy_first:.2f} (first third of the poin
 U = θ²/2, ∇Ũ = θ + N(0, 0.25), ε = 0.1, C = 3, B̂ = ½(0.5)²ε = 0.0125 (noise_estimate known),
 start (θ, r) = (1, 0) (SGHMC: θ = 1 and r₀ ~ N(0, 1) from the sampler's init, which moves its first point by about
 0.05·r₀ and its third by 0.001·r₀), 300 points each after 50 inner steps, one random stream (seed 10).
-`sgmcmc.samplers.hmc.leapfrog` with the exact or noisy gradient and r carried over (exact, noisy); the samplers
+`leapfrog` (experiments/sghmc_slides.py) with the exact or noisy gradient and r carried over (exact, noisy); the samplers
 as one-chain runs (`sgmcmc.runner.run_chains`, no run folders) followed by a `PathObserver`: `naive_sghmc`
 without MH (r ~ N(0, 1) before each trajectory); `sghmc` with the splitting integrator (the code's r-then-θ order). Our noisy leapfrog
 draws one gradient noise per kick, the code one per half kick, so our per-step energy noise is twice
