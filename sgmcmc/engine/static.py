@@ -418,11 +418,10 @@ def arity(function) -> int:
     """The number of required positional parameters of ``function``'s Python source (a plain function, a compiled one
     or a :class:`StaticFunction`): a parameter with a default is not passed (a TypeError for ``*args`` or
     ``**kwargs``, whose count is not known)."""
-    python = inspect.unwrap(getattr(function, "python", None) or getattr(function, "py_func", None) or function)
-    # the Python backend asks at every call (leadN): the count is kept by what fixes it, the code, whether it is bound
-    # (self not passed) and its defaults; inspect.signature took 24 µs a call
-    code = getattr(python, "__code__", None)
-    key = None if code is None else (code, inspect.ismethod(python), len(getattr(python, "__defaults__", None) or ()))
+    python = getattr(function, "python", None) or getattr(function, "py_func", None) or function
+    # the Python backend asks at every call (leadN): the count is kept by what fixes it (:func:`_arity_key`);
+    # inspect.signature took 24 µs a call
+    key = _arity_key(python)
     if key in _ARITY:
         return _ARITY[key]
     parameters = inspect.signature(python).parameters.values()
@@ -435,6 +434,24 @@ def arity(function) -> int:
 
 
 _ARITY: dict[tuple, int] = {}  # arity by (code, bound, number of defaults)
+
+
+def _arity_key(python) -> Optional[tuple]:
+    """What fixes the count of :func:`arity`, as ``inspect.signature`` finds it: the code of the function at the end of
+    the ``__wrapped__`` chain (a decorator's, a callback's wrapper followed to what it wraps), whether a bound method
+    is on the way (its first parameter is not passed) and its number of defaults; None (not kept) for what has no
+    code there (a callable object, a partial) or declares a ``__signature__`` of its own."""
+    bound, current = False, python
+    while True:
+        if hasattr(current, "__signature__"):
+            return None
+        bound = bound or inspect.ismethod(current)
+        wrapped = getattr(current, "__wrapped__", None)
+        if wrapped is None:
+            break
+        current = wrapped
+    code = getattr(current, "__code__", None)
+    return None if code is None else (code, bound, len(getattr(current, "__defaults__", None) or ()))
 
 
 def _leading_caller(count: int):

@@ -2,6 +2,7 @@
 same compiled (chosen when the caller compiles) and as plain Python; and its callbacks (a bound method called from
 compiled code in object mode)."""
 
+import functools
 import gc
 import getpass
 import tempfile
@@ -49,7 +50,8 @@ def test_the_leading_arguments_a_function_takes():
 
 def test_the_kept_arity_tells_a_bound_method_and_defaults_apart():
     """arity is kept by code, binding and number of defaults: the same code bound (self not passed) or with a default
-    more takes fewer arguments, whichever was asked first."""
+    more takes fewer arguments, whichever was asked first; a decorated method is counted by the function it wraps
+    (bound), not by the decorator's wrapper, whose code every decorated function shares."""
     class Model:
         def gradient(self, theta, index):
             return theta
@@ -65,6 +67,25 @@ def test_the_kept_arity_tells_a_bound_method_and_defaults_apart():
     assert [arity(Model.gradient), arity(Model().gradient), arity(Model.gradient)] == [3, 2, 3]
     assert [arity(with_default(1.0)), arity(without_default), arity(with_default(2.0))] == [1, 2, 1]
     assert arity(callback(Model().gradient, numba.types.float64)) == 2
+
+    def logged(function):  # one wrapper's code for every function it decorates
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            return function(*args, **kwargs)
+        return wrapper
+
+    class Decorated:
+        @logged
+        def gradient(self, theta, index=None):
+            return theta
+
+        @logged
+        def prior(self, theta, hyperparameters, memory):
+            return theta
+
+    model = Decorated()
+    assert [arity(model.gradient), arity(model.prior), arity(Decorated.gradient), arity(model.gradient)] == [1, 3, 2, 1]
+    assert arity(callback(model.prior, numba.types.float64)) == 3
 
 
 class Scaled:
