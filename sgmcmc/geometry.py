@@ -47,7 +47,8 @@ class DiagonalMetric(ABC):
         a time (numba's object mode, :func:`sgmcmc.engine.static.callback`): :meth:`metric_of_one_chain` and
         :meth:`runge_kutta_flow`. A metric with functions the compiler takes returns those (as the built-in ones do),
         and so does one on a bounded support: the default flow knows no boundary, and a stage that leaves the support
-        gives a non-finite step (the run stops as diverged), where :func:`expanded_mean_flow` reflects at θ = 0."""
+        evaluates the metric outside it (a NaN stops the run as diverged; a finite value is silently wrong), where
+        :func:`expanded_mean_flow` reflects at θ = 0."""
         return (callback(self.metric_of_one_chain, types.float64, "metric"),
                 callback(self.runge_kutta_flow, types.int64, "flow"), np.zeros(0))
 
