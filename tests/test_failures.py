@@ -127,8 +127,9 @@ def test_memory_estimate_against_a_hand_computation():
         (1000 * 1000 * 4326 * 8, ("run.n_chains", "run.thin"))]  # 34,608,000,000 bytes
     # a built run: CCAdL on Normal-Gamma (d = 2, a data target on the engine's blocks), 3 chains, steps 11..50
     # kept every 4th (10), snapshots at steps 0, 7, 14, 21, 28 (5)
+    # (the engine's blocks as Python: the build compiles none, and the shapes do not depend on it)
     config = compose(["target=normal_gamma", "sampler=ccadl", "run.n_chains=3", "run.n_steps=50", "run.burn_in=10",
-                      "run.thin=4", "run.snapshot_every=7", "run.snapshot_until=30"])
+                      "run.thin=4", "run.snapshot_every=7", "run.snapshot_until=30", "run.backend=python"])
     built = build(config)
     shape = run_shape(built.sampler, built.settings)
     assert shape == RunShape(n_chains=3, dim=2, n_kept=10, n_snapshots=5, moment_covariance=True, running_full=True)
@@ -138,12 +139,12 @@ def test_memory_estimate_against_a_hand_computation():
     assert snapshot_count(50, 7, None) == 8 and snapshot_count(50, 7, 100) == 8 and snapshot_count(50, 0, None) == 0
     # the known V(θ) of a data target, and no data kernel's matrices on the engine's blocks (Normal-Gamma's)
     config = compose(["target=normal_gamma", "sampler=sgld", "sampler.noise_estimate=known", "sampler.step_size=1e-4",
-                      "run.n_chains=3"])
+                      "run.n_chains=3", "run.backend=python"])
     built = build(config)
     shape = run_shape(built.sampler, built.settings)
     assert shape.known_data_noise and not shape.running_full
     config = compose(["target=normal_gamma", "sampler=sgld", "sampler.noise_estimate=zero", "sampler.step_size=1e-4",
-                      "run.n_chains=3"])
+                      "run.n_chains=3", "run.backend=python"])
     built = build(config)
     shape = run_shape(built.sampler, built.settings)
     assert not shape.known_data_noise
