@@ -419,8 +419,8 @@ def arity(function) -> int:
     or a :class:`StaticFunction`): a parameter with a default is not passed (a TypeError for ``*args`` or
     ``**kwargs``, whose count is not known)."""
     python = getattr(function, "python", None) or getattr(function, "py_func", None) or function
-    # the Python backend asks at every call (leadN): the count is kept by what fixes it (:func:`_arity_key`);
-    # inspect.signature took 24 µs a call
+    # the Python backend asks at every call (leadN), and inspect.signature is slow: the count is kept by what fixes it
+    # (:func:`_arity_key`)
     key = _arity_key(python)
     if key in _ARITY:
         return _ARITY[key]
