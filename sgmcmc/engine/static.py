@@ -41,7 +41,8 @@ from typing import Callable, Iterator, Optional
 import numba
 import numpy as np
 from numba import types
-from numba.core.extending import NativeValue, models, overload, register_model, typeof_impl, unbox
+from numba.core.extending import (NativeValue, lower_builtin, models, overload, register_model, type_callable, typeof_impl,
+                                  unbox)
 from numba.core.errors import NumbaExperimentalFeatureWarning, NumbaIRAssumptionWarning
 from numba.core.registry import CPUDispatcher
 
@@ -55,9 +56,10 @@ warnings.filterwarnings("ignore", message=".*is not in scope", category=NumbaIRA
 
 # Off (environment SGMCMC_SPECIALISE_KERNELS=0, as the test suite sets it in tests/conftest.py): the generic blocks
 # the suite compiles, each in less time. The driver types a block's options as plain integers (sgmcmc.engine.driver),
-# and ``callN`` calls a StaticFunction's compiled function instead of inlining its source. Measured with
-# scripts/block_compile_time.py (a cold block): gaussian_1d:sgld 5.0 s against 7.9 s inlined, gaussian_1d:sgnht 4.8
-# against 10.0. A chain-step costs the same on the double well's formula (scripts/engine_step_cost.py, SGLD: 339
+# and ``callN`` calls a StaticFunction's compiled function directly instead of inlining its source (:func:`_register`).
+# Measured with scripts/block_compile_time.py (a cold block): gaussian_1d:sgld 5.0 s against 7.9 s inlined,
+# gaussian_1d:sgnht 4.8 against 10.0; and 3.6 s, 3.5 s with the direct call, against 4.9 s, 5.0 s through an overload's
+# function of its own (results/numba-compile/direct-calls-20261201.md). A chain-step costs the same on the double well's formula (scripts/engine_step_cost.py, SGLD: 339
 # against 326 ns) but more on trajectories and minibatches (results/test-times/inline-20261129.md: make validate's
 # default runs of Normal-Gamma 1.5x, of the lecture quartic's SGHMC with MH 2x); the engine's own small helpers stay
 # inlined (called, SGLD's step on the double well took 774 ns). The same samples either way (tests/engine/test_driver.py).
@@ -384,7 +386,7 @@ def _inlined(function) -> "CPUDispatcher | None":
     """The source of the :class:`StaticFunction` typed ``function``, compiled to be inlined into its caller."""
     if not isinstance(function, StaticFunctionType):
         return None
-    if function.static_key.endswith(CALLED) or not SPECIALISE:
+    if function.static_key.endswith(CALLED):
         return function.dispatcher
     if function.static_key not in _INLINED:
         _INLINED[function.static_key] = numba.njit(inline="always")(function.dispatcher.py_func)
@@ -406,8 +408,39 @@ def _caller(arity: int):
          f"        return implementation\n", namespace)
     stub = namespace[f"call{arity}"]
     stub.__module__, stub.__doc__ = __name__, f"function(a0, …, a{arity - 1}), inlined where compiled (module docstring)"
-    overload(stub, inline="always" if SPECIALISE else "never")(namespace["typing"])
+    _register(stub, namespace["typing"], lambda function: arity)
     return stub
+
+
+def _register(stub, typing, taken: Callable[[types.Type], int]) -> None:
+    """Teach numba ``stub(function, a0, …)``: specialised (:data:`SPECIALISE`), ``typing``'s implementation inlined;
+    else a direct call of ``function``'s compiled function with its first ``taken(function)`` arguments, with no
+    function of its own in between: numba compiles an overload's implementation as a function of its own, which
+    links in, optimises and generates again the machine code of everything it calls, at each of the engine's three
+    levels (driver → integrator → estimator → model)."""
+    if SPECIALISE:
+        overload(stub, inline="always")(typing)
+        return
+
+    names = ", ".join(list(inspect.signature(stub).parameters)[1:])
+
+    @type_callable(stub)
+    def _type(context):
+        def return_type(function, args):
+            if not isinstance(function, StaticFunctionType):
+                return None
+            return function.get_call_type(context, args[:taken(function)], {}).return_type
+        # named parameters, as the stub's: numba folds a typer's *args into one tuple argument
+        namespace = {"return_type": return_type}
+        exec(f"def typer(function, {names}):\n    return return_type(function, ({names},))\n", namespace)
+        return namespace["typer"]
+
+    @lower_builtin(stub, types.VarArg(types.Any))
+    def _lower(context, builder, sig, args):
+        function = sig.args[0]
+        count = taken(function)
+        inner = function.get_call_type(context.typing_context, sig.args[1:1 + count], {})
+        return context.get_function(function, inner)(builder, args[1:1 + count])
 
 
 call1, call2, call3, call4, call5 = (_caller(arity) for arity in range(1, 6))
@@ -477,7 +510,7 @@ def _leading_caller(count: int):
     stub = namespace[f"lead{count}"]
     stub.__module__ = __name__
     stub.__doc__ = f"function(a0, …) with the first arity(function) of its {count} arguments, inlined where compiled"
-    overload(stub, inline="always" if SPECIALISE else "never")(namespace["typing"])
+    _register(stub, namespace["typing"], lambda function: arity(function.dispatcher))
     return stub
 
 
