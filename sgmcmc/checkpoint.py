@@ -34,7 +34,6 @@ import numpy as np
 
 from sgmcmc.config import OPTIONAL_GROUPS
 from sgmcmc.keys import resume_free_keys
-from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.state import SamplerState
 
 log = logging.getLogger(__name__)
@@ -133,12 +132,10 @@ def restore_generator(saved, rng: Optional[np.random.Generator] = None) -> Optio
 
 
 def encode_state(state: SamplerState) -> tuple[dict, dict]:
-    """(arrays ``state.<field>``, scalars) of a sampler state; a :class:`DiagonalCovariance` noise keeps its variances."""
-    arrays, scalars = {}, {"noise_count": int(state.noise_count), "noise_diagonal": False}
+    """(arrays ``state.<field>``, scalars) of a sampler state."""
+    arrays, scalars = {}, {"noise_count": int(state.noise_count)}
     for name in _STATE_FIELDS:
         value = getattr(state, name)
-        if isinstance(value, DiagonalCovariance):
-            value, scalars["noise_diagonal"] = value.variances, True
         if value is not None:
             arrays[f"state.{name}"] = np.asarray(value)
     return arrays, scalars
@@ -147,8 +144,6 @@ def encode_state(state: SamplerState) -> tuple[dict, dict]:
 def decode_state(arrays: dict, scalars: dict) -> SamplerState:
     """Inverse of :func:`encode_state`."""
     parts = {name: arrays.get(f"state.{name}") for name in _STATE_FIELDS}
-    if scalars.get("noise_diagonal") and parts["noise"] is not None:
-        parts["noise"] = DiagonalCovariance(parts["noise"])
     return SamplerState(**parts, noise_count=int(scalars["noise_count"]))
 
 

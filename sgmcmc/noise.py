@@ -1,4 +1,4 @@
-"""The gradient noise's diagonal estimate, and the count of the injected noise's clipped full draws.
+"""The count of the injected noise's clipped full draws.
 
 The injected noise N(0, ε(2D − ε T V̂ Tᵀ)) itself (SPEC §4.3) is drawn by the engine's blocks
 (:mod:`sgmcmc.engine.injection`); its numpy reference is ``tests/reference_noise.py``.
@@ -7,20 +7,6 @@ The injected noise N(0, ε(2D − ε T V̂ Tᵀ)) itself (SPEC §4.3) is drawn b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
-
-import numpy as np
-
-
-@dataclass(frozen=True)
-class DiagonalCovariance:
-    """A batch of diagonal covariance matrices kept as their diagonals ``variances`` (n, d): what a
-    diagonal running estimate gives (Shang et al. 2015 §4.3, the DRBM runs), never formed as d×d."""
-
-    variances: np.ndarray
-
-
-Covariance = Union[np.ndarray, DiagonalCovariance]
 
 
 @dataclass

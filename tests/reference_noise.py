@@ -15,7 +15,7 @@ from typing import Optional
 
 import numpy as np
 
-from sgmcmc.noise import DiagonalCovariance, clip_counters
+from sgmcmc.noise import clip_counters
 from sgmcmc.recipe import RecipeError
 
 
@@ -34,8 +34,6 @@ def is_diagonal(matrix: np.ndarray) -> bool:
 def _injected_covariance(step_size, diffusion, noise_covariance, transform):
     """ε(2D − ε T V̂ T): the (n, d) variances when V̂ is diagonal, else the (n, d, d) matrices."""
     scale = np.ones_like(diffusion) if transform is None else transform
-    if isinstance(noise_covariance, DiagonalCovariance):
-        return step_size * (2.0 * diffusion - step_size * scale**2 * noise_covariance.variances)
     if is_diagonal(noise_covariance):
         variance_diag = np.diagonal(noise_covariance, axis1=-2, axis2=-1)
         return step_size * (2.0 * diffusion - step_size * scale**2 * variance_diag)
@@ -99,7 +97,7 @@ def injected_noise(
     Parameters
     ----------
     diffusion : (n, d) array, the diagonal of D in the block that receives noise.
-    noise_covariance : None, (d, d), (n, d, d) or a :class:`DiagonalCovariance`: V̂, the gradient-noise
+    noise_covariance : None, (d, d) or (n, d, d): V̂, the gradient-noise
         covariance estimate.
     transform : None (identity) or (n, d): the diagonal of T.
 
@@ -147,8 +145,7 @@ def injected_noise_clipped(
     n, d = diffusion.shape
     if noise_covariance is None:
         return np.sqrt(2.0 * step_size * diffusion) * normal, np.zeros(n, dtype=int)
-    if not isinstance(noise_covariance, DiagonalCovariance):
-        noise_covariance = np.broadcast_to(noise_covariance, (n, d, d))
+    noise_covariance = np.broadcast_to(noise_covariance, (n, d, d))
     covariance = _injected_covariance(step_size, diffusion, noise_covariance, transform)
     if covariance.ndim == 2:
         negative = covariance < 0

@@ -4,6 +4,7 @@ bit where the uninterrupted run does, for every kind of state (momentum, thermos
 Metropolis counters, LDA's document stream and held-out scorers)."""
 
 import logging
+import zipfile
 
 import numpy as np
 import pytest
@@ -26,7 +27,6 @@ from sgmcmc.checkpoint import (
     write_checkpoint,
 )
 from sgmcmc.evaluation import Evaluator
-from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
@@ -42,8 +42,20 @@ CONFIG = {"seed": 0, "sampler": {"name": "sgld", "step_size": 0.1}, "target": {"
 
 
 def _flip_byte(path, offset_fraction=0.6):
+    """Flip one byte of the archive's stored data: at ``offset_fraction`` of the file, or the nearest byte of a
+    member's data where that falls on a zip header (a header's time stamp is no part of the checkpoint, and a reader
+    that ignores its change is right to)."""
     data = bytearray(path.read_bytes())
-    position = int(len(data) * offset_fraction)
+    wanted = int(len(data) * offset_fraction)
+    spans = []
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():  # a member's data follows its local header: 30 bytes, its name and extra field
+            at = info.header_offset
+            start = at + 30 + int.from_bytes(data[at + 26:at + 28], "little") + int.from_bytes(data[at + 28:at + 30],
+                                                                                                "little")
+            if info.compress_size:
+                spans.append((start, start + info.compress_size))
+    position = min((min(max(wanted, start), stop - 1) for start, stop in spans), key=lambda p: abs(p - wanted))
     data[position] ^= 0xFF
     path.write_bytes(bytes(data))
 
@@ -52,7 +64,7 @@ def _example(step=3):
     rng = np.random.default_rng(5)
     rng.standard_normal(7)
     state = SamplerState(theta=np.arange(6.0).reshape(3, 2), momentum=np.ones((3, 2)), xi=np.array([0.1, 0.2, 0.3]),
-                         noise=DiagonalCovariance(np.full((3, 2), 0.5)), noise_count=4)
+                         noise=np.full((3, 2), 0.5), noise_count=4)
     arrays, scalars = encode_state(state)
     return Checkpoint(arrays, {"step": step, "state": scalars, "rng": generator_state(rng), "trace": [{"step": 1, "x": float("nan")}]}), rng
 
@@ -63,8 +75,8 @@ def test_round_trip_keeps_state_generator_and_trace(tmp_path):
     loaded = read_checkpoint(tmp_path / CHECKPOINT, "hash")
     state = decode_state(loaded.arrays, loaded.meta["state"])
     np.testing.assert_array_equal(state.theta, checkpoint.arrays["state.theta"])
-    assert isinstance(state.noise, DiagonalCovariance) and state.noise_count == 4
-    np.testing.assert_array_equal(state.noise.variances, 0.5)
+    assert state.noise_count == 4
+    np.testing.assert_array_equal(state.noise, 0.5)
     assert loaded.step == 3 and loaded.meta["trace"][0]["step"] == 1 and np.isnan(loaded.meta["trace"][0]["x"])
     restored = restore_generator(loaded.meta["rng"])
     assert np.array_equal(restored.standard_normal(5), rng.standard_normal(5))

@@ -28,6 +28,7 @@ from sgmcmc.engine.blocks import Block, first_failure
 from sgmcmc.engine.codes import CLIP_DRAW, CLIP_FALLBACK
 from sgmcmc.engine.estimators import NO_RUNNING, RUNNING_FULL, choose_rows, running_size
 from sgmcmc.engine.injection import FULL_ESTIMATE, NO_ESTIMATE, NON_FINITE, OK, finite_state
+from sgmcmc.engine.integrators import FIRST_CARRY
 from sgmcmc.engine.replay import TAIL, Replay
 from sgmcmc.engine.static import SPECIALISE, StaticFunction, bindings, call20, static
 from sgmcmc.engine.unowned import keep, unowned
@@ -266,9 +267,9 @@ class Blocks:
 
     ``carry`` names the :class:`~sgmcmc.state.SamplerState` field (c, d) the integrator carries from step to step
     (BAOAB's kept ``gradient``, pSGLD's ``preconditioner``), handed over from block to block in the state; None for
-    none. ``prepare(rng, state) -> state`` fills that field where the state has none, before anything else of a block
-    is drawn (BAOAB's gradient at θ₀); a block that fails at its first step returns
-    the state it was given.
+    none. A state without it starts from zeros (pSGLD's V₀ = 0), or, with ``first_pass``, from what the integrator
+    takes in a pass of its own before the block's steps (:meth:`first_carry`: BAOAB's F(θ₀)); a block that fails at
+    its first step (or in that pass) returns the state it was given.
 
     ``running`` is the gradient estimator's running noise estimate (:data:`~sgmcmc.engine.estimators.RUNNING_FULL`,
     ``RUNNING_DIAGONAL`` or ``NO_RUNNING``), whose state (t, Î_t) is the :class:`~sgmcmc.state.SamplerState`'s
@@ -310,7 +311,7 @@ class Blocks:
     uniforms: bool = False
     backend: str = COMPILED
     carry: Optional[str] = None
-    prepare: Optional[Callable] = None
+    first_pass: bool = False
     running: int = NO_RUNNING
     advanced: Optional[Callable] = None
     estimator_state: Optional[Callable] = None
@@ -352,9 +353,21 @@ class Blocks:
             return compile_reason(error)
         return None
 
+    def first_carry(self, rng: np.random.Generator, state, start: int = 0) -> Block:
+        """The pass of one step that moves nothing and takes the carried vector at θ (options[3] =
+        :data:`~sgmcmc.engine.integrators.FIRST_CARRY`), its random numbers drawn as a step's: its block's state has
+        that vector (its running noise estimate advanced by the pass's minibatch)."""
+        first = replace(self, options=(*self.options[:3], FIRST_CARRY), first_pass=False)
+        return first(rng, state._replace(**{self.carry: np.zeros(np.shape(state.theta))}), np.zeros(1), start)
+
     def __call__(self, rng: np.random.Generator, state, step_sizes: np.ndarray, start: int) -> Block:
         given = state
-        state, carry0 = self._carried(rng, state, np.size(step_sizes))
+        if self.first_pass and getattr(state, self.carry) is None and np.size(step_sizes):
+            first = self.first_carry(rng, state, start)
+            if first.status is not None:
+                return replace(first, state=given)
+            state = first.state
+        carry0 = self._carried(state)
         theta0 = np.ascontiguousarray(state.theta, dtype=float)
         n_chains, dim = theta0.shape
         if self.variance.shape[1] != dim:
@@ -461,15 +474,12 @@ class Blocks:
             memory[:, size:size + self.estimator_size] = self.estimator_state(n_chains)
         return memory
 
-    def _carried(self, rng: np.random.Generator, state, n_steps: int):
-        """(the state, its carried vector (c, m)): :attr:`prepare` fills a missing one first (where the block has
-        steps; a block of none, as :meth:`compile_error`'s, is given zeros); (c, 0) without :attr:`carry`."""
+    def _carried(self, state) -> np.ndarray:
+        """The state's carried vector (c, m): zeros where it has none, (c, 0) without :attr:`carry`."""
         if self.carry is None:
-            return state, np.zeros((state.theta.shape[0], 0))
-        if getattr(state, self.carry) is None and n_steps and self.prepare is not None:
-            state = self.prepare(rng, state)
+            return np.zeros((state.theta.shape[0], 0))
         carry0 = getattr(state, self.carry)
-        return state, np.zeros(np.shape(state.theta)) if carry0 is None else np.ascontiguousarray(carry0, dtype=float)
+        return np.zeros(np.shape(state.theta)) if carry0 is None else np.ascontiguousarray(carry0, dtype=float)
 
     def _block(self, given, state, start, step_sizes, theta_path, momentum_path, xi_path, carry_path, clipped_path,
                reflected_path, accept_path, bad_step, bad_code, memory) -> Block:

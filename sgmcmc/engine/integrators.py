@@ -68,6 +68,9 @@ PLAIN, WITHOUT_CORRECTION, COVARIANCE_FRICTION, METROPOLIS = 0, 1, 1, 1
 # the model's (a data model's, or a density model's without its own ∂²U/∂θ_i²), with Γ (MOMENTS) or without it
 # (MOMENTS_WITHOUT_CORRECTION)
 RUNNING, MOMENTS, MOMENTS_WITHOUT_CORRECTION = 2, 3, 4
+# the carried vector's first pass (ou_splitting): a state without the kept ∇Ũ(θ_n) (a run's first step) takes it at θ_n
+# in a pass of its own that moves nothing, its random numbers drawn as a step's (sgmcmc.engine.driver.Blocks.first_carry)
+FIRST_CARRY = 5
 
 
 @numba.njit(cache=True)
@@ -258,11 +261,17 @@ def ou_splitting(source, parameters, options, variance, theta, momentum, xi, car
     A θ' = θ₁ + (h/2)r₂; B r' = r₂ − (h/2)∇Ũ(θ'), ∇Ũ(θ') kept in ``carry``. V̂ is the source's at θ₁ (a data
     model's V(θ₁), or the running estimate after the kept gradient's minibatch; a density model's constant V). The O
     step's normals are ``normals[0]`` and the gradient's ``normals[1]``, copied into slot 0
-    for the estimator once the O step has read it."""
+    for the estimator once the O step has read it. With options[3] = :data:`FIRST_CARRY` the step only takes ∇Ũ(θ_n)
+    into ``carry`` (the run's first F(θ₀)), from ``normals[1]`` and the step's minibatch."""
     d = theta.shape[0]
     half = 0.5 * step_size
     thermostat = options[0] == BADODAB
     heat = 0.0
+    if options[3] == FIRST_CARRY:  # ∇Ũ(θ_n) alone, from the gradient's normals and the step's minibatch
+        for j in range(d):
+            normals[0, j] = normals[1, j]
+        call7(source[0], source, theta, normals, rows, memory, carry, variance)
+        return OK, 0, 0, 1.0
     for j in range(d):
         momentum[j] = momentum[j] - half * carry[j]                                               # B
         theta[j] = theta[j] + half * momentum[j]                                                  # A

@@ -52,8 +52,9 @@ predicted_thermostat`), as Leimkuhler & Shang show for adaptive Langevin.
 
 **On the engine** (:meth:`_ForceReuse.engine_integrator`): on a model that hands the engine its functions,
 :func:`sgmcmc.engine.integrators.ou_splitting` runs these steps line for line, carrying the kept gradient from step
-to step and block to block (the driver's carried vector, ``state.gradient``); a state without one draws F(θ₀) with
-:meth:`_first_gradient` before the block's normals. On a data model the O step's
+to step and block to block (the driver's carried vector, ``state.gradient``); a state without one takes F(θ₀) in a
+pass of its own before the block's steps (:meth:`sgmcmc.engine.driver.Blocks.first_carry`), its random numbers drawn
+as a step's. On a data model the O step's
 V̂ is the estimator's (:func:`sgmcmc.engine.estimators.minibatch_noise`): V(θ₁) for ``known``, c·Î_t for
 ``running``; on a bounded support (Normal-Gamma) the target's reflection after each half move. The ``generic`` integrator is the recipe's step
 (:meth:`~sgmcmc.samplers.base.Sampler.step`).
@@ -78,20 +79,8 @@ class _ForceReuse:
         return integrators.ou_splitting, self.diffusion if thermostat else self.friction_coefficient, True, thermostat
 
     def engine_carry(self):
-        """The kept gradient ∇Ũ(θ_n), ``state.gradient``; a state without one gets it from :meth:`_first_gradient`."""
-        return "gradient", self._with_first_gradient
-
-    def _with_first_gradient(self, rng, state):
-        gradient, state = self._first_gradient(rng, state)
-        return state._replace(gradient=gradient)
-
-    def _first_gradient(self, rng, state):
-        """(∇Ũ(θ_n), state): the gradient kept from the previous step, or, on a state without one (the run's first
-        step, or after a ``generic`` step), a fresh one at θ_n (its running noise estimate folded into the state)."""
-        if state.gradient is not None:
-            return state.gradient, state
-        estimate = self.gradient_and_noise(rng, state)
-        return estimate.gradient, state._replace(noise=estimate.noise, noise_count=estimate.noise_count)
+        """The kept gradient ∇Ũ(θ_n), ``state.gradient``; a state without one takes F(θ₀) in a pass of its own."""
+        return "gradient", True
 
 
 class BAOAB(_ForceReuse, SGHMC):

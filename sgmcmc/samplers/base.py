@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from dataclasses import replace
-from typing import NamedTuple, Optional
+from typing import Optional
 
 import numpy as np
 
@@ -30,7 +30,6 @@ from sgmcmc.engine.replay import on_replay, per_chain
 from sgmcmc.engine.static import Callback, static
 from sgmcmc.geometry import IdentityMetric
 from sgmcmc.gradient_estimators import SVRG
-from sgmcmc.noise import DiagonalCovariance
 from sgmcmc.recipe import Recipe, check_recipe, recipe_step
 from sgmcmc.schema import Key, boolean, choice, metric, optional, real
 from sgmcmc.state import SamplerState, StepInfo
@@ -66,32 +65,6 @@ NOISE_KEYS = {
                                       "or Eq. 17's N²/n (false)"),
 }
 METRIC = Key(metric, "G(θ): null for the target's (SPEC §4.2)")
-
-
-class GradientEstimate(NamedTuple):
-    """One stochastic gradient ∇Ũ(θ) (n, d), the noise covariance V̂ the sampler subtracts (None, (d, d)
-    or (n, d, d)), and the running estimate's new (Î_t, t) (``None, 0`` unless ``noise_estimate=running``)."""
-
-    gradient: np.ndarray
-    covariance: Optional[np.ndarray]
-    noise: Optional[np.ndarray] = None
-    noise_count: int = 0
-
-
-def minibatch_covariance(per_example: np.ndarray, diagonal: bool = False, overwrite: bool = False) -> np.ndarray:
-    """V_t of Shang et al. (2015) Eq. 19: the empirical covariance (denominator n − 1) of the per-example
-    gradients (n_chains, n, d) of one minibatch; (n_chains, d, d), or (n_chains, d) when ``diagonal``.
-
-    ``overwrite``: centre (and for ``diagonal`` square) ``per_example`` in place instead of in an (n_chains, n, d)
-    temporary, for a caller that has no further use for it (:meth:`Sampler.gradient_and_noise`); the values are
-    the same either way."""
-    centred = np.subtract(per_example, per_example.mean(axis=1, keepdims=True), out=per_example if overwrite else None)
-    denominator = max(per_example.shape[1] - 1, 1)
-    if diagonal:
-        return np.sum(np.square(centred, out=centred), axis=1) / denominator
-    product = np.matmul(centred.transpose(0, 2, 1), centred)  # batched BLAS (syrk), O(n·d²) per chain
-    product /= denominator
-    return product
 
 
 def block_diagonal(*blocks: np.ndarray) -> np.ndarray:
@@ -236,9 +209,9 @@ class Sampler(ABC):
         return IdentityMetric().engine_function(self.target.dim)
 
     def engine_carry(self) -> Optional[tuple]:
-        """(the :class:`~sgmcmc.state.SamplerState` field (c, d) the integrator carries from step to step, the function
-        ``(rng, state) -> state`` that fills it where a state has none, or None), or None (the default): nothing
-        carried (:class:`sgmcmc.engine.driver.Blocks`' ``carry`` and ``prepare``)."""
+        """(the :class:`~sgmcmc.state.SamplerState` field (c, d) the integrator carries from step to step, whether the
+        integrator takes it in a pass of its own where a state has none, else zeros), or None (the default): nothing
+        carried (:class:`sgmcmc.engine.driver.Blocks`' ``carry`` and ``first_pass``)."""
         return None
 
     def engine_curvature(self, functions: dict, running: int, callbacks: bool = False) -> tuple:
@@ -323,7 +296,7 @@ class Sampler(ABC):
         source = source_of(functions, running, scale, every_row=not self.uses_stochastic_gradient)
         if source is None:  # the model's doors do not serve this estimate
             return None
-        carry, prepare = self.engine_carry() or (None, None)
+        carry, first_pass = self.engine_carry() or (None, False)
         d = self.target.dim
         # V̂ in full (d, d) where it enters in full, else the row (1, d) of its diagonal (zeros where none enters): nothing
         # d × d is made for a model with d in the tens of thousands (sgmcmc.engine.injection.variance_diagonal)
@@ -336,7 +309,7 @@ class Sampler(ABC):
                         n_data=int(functions["n_data"]) if data else 0,
                         batch_size=(int(self.target.batch_size) if self.uses_stochastic_gradient else
                                     int(functions["n_data"])) if data else 0, clip=bool(self.noise_clip),
-                        slots=slots, uniforms=uniforms, backend=backend, carry=carry, prepare=prepare,
+                        slots=slots, uniforms=uniforms, backend=backend, carry=carry, first_pass=first_pass,
                         running=NO_RUNNING if running == FULL_DATA else running, advanced=functions.get("advanced"),
                         estimator_state=functions.get("estimator_state"),
                         estimator_size=int(functions.get("estimator_size", 0)),
@@ -421,37 +394,6 @@ class Sampler(ABC):
         d = self.target.dim
         shape = (n_chains, d) if self.running_form == "diagonal" else (n_chains, d, d)
         return {"noise": np.zeros(shape), "noise_count": 0}
-
-    def gradient_and_noise(self, rng: np.random.Generator, state: SamplerState, theta: Optional[np.ndarray] = None) -> GradientEstimate:
-        """∇Ũ at ``theta`` (default ``state.theta``) and the covariance V̂ of its noise per ``noise_estimate``:
-
-        - ``known``: the target's V(θ) (None if the target does not know it);
-        - ``zero``: None (nothing subtracted);
-        - ``running``: Î_t = (1 − κ_t)Î_{t−1} + κ_t V_t with κ_t = 1/t (Eq. 18) and V_t the covariance of
-          this minibatch's per-example gradients (Eq. 19), and V̂ = Σ̂_t = c·Î_t with c = :meth:`running_scale`.
-          With ``running_form=diagonal`` and a target whose ``minibatch_gradient_moments(θ, rng)`` gives (∇Ũ,
-          Σ_i (g_i − ḡ)²) (the DRBM), V_t's diagonal comes from it, same minibatch draw and values.
-        """
-        theta = state.theta if theta is None else theta
-        if self.noise_estimate != "running":
-            return GradientEstimate(self.target.stochastic_gradient(theta, rng), self.gradient_noise(theta))
-        diagonal = self.running_form == "diagonal"
-        count = state.noise_count + 1
-        fused = self.target.minibatch_gradient_moments(theta, rng) if diagonal else None
-        if fused is not None:  # Σ_i (g_i − ḡ)² without the (c, n, d) per-example gradients (the DRBM's kernel)
-            gradient, squares = fused
-            noise = squares / max(self.target.batch_size - 1, 1)
-        else:
-            gradient, per_example = self.target.minibatch_gradient(theta, rng)
-            noise = minibatch_covariance(per_example, diagonal, overwrite=per_example.flags.writeable)
-        # Î_{t−1} + (V_t − Î_{t−1})/t, in V_t's own array (the state's Î_{t−1} is never written)
-        noise -= state.noise
-        noise /= count
-        noise += state.noise
-        covariance = self.running_scale() * noise
-        if diagonal:
-            covariance = DiagonalCovariance(covariance)  # (n, d) variances, never d×d (DRBM: d in the thousands)
-        return GradientEstimate(gradient, covariance, noise, count)
 
     def running_scale(self) -> float:
         """c in Σ̂ = c·Î: the target's exact N(N − n)/n for minibatches drawn without replacement

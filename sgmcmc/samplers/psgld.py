@@ -224,7 +224,7 @@ class PSGLD(Sampler):
 
     def engine_carry(self):
         """The running average V_t, ``state.preconditioner`` (init's V_0 = 0); nothing for the stationary D(θ)."""
-        return ("preconditioner", None) if self.preconditioner == "running" else None
+        return ("preconditioner", False) if self.preconditioner == "running" else None
 
     def engine_variant(self):
         """:data:`~sgmcmc.engine.integrators.RUNNING`, or the stationary preconditioner with Γ or without: from the

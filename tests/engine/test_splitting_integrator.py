@@ -5,7 +5,7 @@ block.
 
 Every case runs the same steps from a fresh state (no kept gradient) with the same seed as several blocks, each
 starting from the last one's state, and as one block (the integrator's source as Python; compiled where a block ends
-in a clip, a refusal or a divergence). A block draws the first gradient F(θ₀) before its normals (``Blocks.prepare``)
+in a clip, a refusal or a divergence). A block takes the first gradient F(θ₀) in a pass of one step before its own (``Blocks.first_carry``)
 and its normals (K, slots, c, d) in step order, so the two consume the same random numbers in the same order: paths,
 final states (the kept gradient included) and the generator's position agree to 1e-12 only if each block starts from
 the gradient the last one kept. Deliberately broken blocks (F recomputed instead of reused, the hand-over dropped, the
@@ -196,7 +196,7 @@ def _forgetful(blocks):
 
     def advance(rng, state, step_sizes, start):
         if state.gradient is None:
-            state = blocks.prepare(rng, state)
+            state = blocks.first_carry(rng, state).state
         block = blocks(rng, state, step_sizes, start)
         return dataclasses.replace(block, state=block.state._replace(gradient=state.gradient))
 

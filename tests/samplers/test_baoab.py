@@ -103,6 +103,30 @@ def test_two_steps_equal_the_published_update(name, noise_estimate):
     np.testing.assert_allclose(block.state.gradient, -force, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("name", ["baoab", "badodab"])
+def test_a_runs_first_gradient_is_taken_at_theta0_in_a_pass_that_moves_nothing(name):
+    """F(θ₀) of a state without a kept gradient (``Blocks.first_carry``), on N(1, 0.5²) with gradient noise V = 4
+    over 4,000 chains at one θ₀: ∇Ũ(θ₀) has mean ∇U(θ₀) = (θ₀ − 1)/0.25 (written out here) within 4 standard errors
+    and variance V within 10% (a doubled or a dropped noise fails); θ, r and ξ are the state's; the pass draws one
+    step's numbers (its two slots of normals), so the Generator is where block_draws of one step leaves it."""
+    sampler = build(name, "gaussian_1d", {"mean": 1.0, "std": 0.5, "noise_variance": 4.0}, noise_estimate="known")
+    blocks = sampler.engine_blocks(PYTHON)
+    n_chains, theta0 = 4000, 0.3
+    state = sampler.init(np.full((n_chains, 1), theta0), np.random.default_rng(1))
+    assert state.gradient is None
+    rng = np.random.default_rng(2)
+    first = blocks.first_carry(rng, state).state
+    gradient = first.gradient[:, 0]
+    assert abs(gradient.mean() - (theta0 - 1.0) / 0.25) < 4 * np.sqrt(4.0 / n_chains)
+    assert gradient.var() == pytest.approx(4.0, rel=0.10)
+    for field in ("theta", "momentum", "xi"):
+        if getattr(state, field) is not None:
+            np.testing.assert_array_equal(getattr(first, field), getattr(state, field))
+    reference = np.random.default_rng(2)
+    block_draws(reference, 1, n_chains, 1, blocks.slots)
+    assert rng.random() == reference.random()
+
+
 def test_the_kept_gradient_survives_a_checkpoint():
     from sgmcmc.checkpoint import decode_state, encode_state
 

@@ -246,32 +246,6 @@ def test_the_compiled_minibatch_sums_equal_the_numpy_reference(shape):
     _assert_relative(target.minibatch_gradient(theta, np.random.default_rng(4))[1], per_example)
 
 
-@pytest.mark.parametrize("name", ["ccadl", "sghmc"])
-def test_a_diagonal_running_estimate_takes_the_moments_without_per_example_gradients(name, monkeypatch):
-    """Sampler.gradient_and_noise with ``running_form=diagonal`` on the DRBM: V_t from
-    ``minibatch_gradient_moments`` equals the diagonal of Eq. 19 over the per-example gradients (1e-12), and the
-    (c, n, d) per-example array is never requested."""
-    from sgmcmc.samplers import make_sampler
-    from sgmcmc.samplers.base import minibatch_covariance
-
-    target = _target("many_classes", batch_size=9)
-    params = {"noise_estimate": "running", "noise_clip": True} if name == "sghmc" else {}
-    sampler = make_sampler(name, target, running_form="diagonal", **params)
-    theta = _points(target, 24, n=3)
-    state = sampler.init(theta, np.random.default_rng(0))
-    gradient, per_example = target.minibatch_gradient(theta, np.random.default_rng(6))
-    expected = minibatch_covariance(per_example, diagonal=True)
-
-    def forbidden(*args, **kwargs):
-        raise AssertionError("per-example gradients requested")
-
-    monkeypatch.setattr(target, "log_likelihood_gradients", forbidden)
-    estimate = sampler.gradient_and_noise(np.random.default_rng(6), state)
-    _assert_relative(estimate.gradient, gradient)
-    _assert_relative(estimate.noise, expected)
-    _assert_relative(estimate.covariance.variances, sampler.running_scale() * expected)
-
-
 def test_full_data_sums_never_build_per_example_gradients(monkeypatch):
     target = _target()
     theta = _points(target, 6)
