@@ -32,7 +32,7 @@ minibatch gradient (:meth:`~BayesianNeuralNetwork.stochastic_gradient`) is one f
 gathered minibatch, never the (chains, n, d) per-example array (which :meth:`~BayesianNeuralNetwork.
 log_likelihood_gradients` gives as the readable reference, for small sizes and tests). The d×d noise covariance is not
 formed (d² floats is 50 GB per chain): :meth:`noise_covariance` is unknown (None), as in the authors' code, which takes
-B̂ = 0; :meth:`~BayesianNeuralNetwork.minibatch_gradient_moments` gives its diagonal for the running estimates.
+B̂ = 0; the diagonal running estimate takes its diagonal from the engine's sums door (:meth:`engine_functions`).
 """
 
 from __future__ import annotations
@@ -227,33 +227,6 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
         index = self.minibatch(rng, theta.shape[0])
         sums = self._gradient_sums(theta, self.features, self.labels, index)
         return -(self.n_data / self.batch_size) * sums - self.log_prior_gradient(theta)
-
-    def minibatch_gradient_moments(self, theta, rng):
-        """(∇Ũ(θ) (c, d), Σ_{i∈S̃} (g_i − ḡ)² (c, d)) of one minibatch draw (the draw of :meth:`minibatch_gradient`)
-        without the (c, n, d) per-example array: the squares of the outer products are the outer products of the squares
-        (Σ_i (x_i ⊗ δ_i)² = (X²)ᵀ Δ², …; the moments of the authors' ``rec_gsqr``), and Σ (g − ḡ)² = Σ g² − (Σ g)²/n."""
-        theta = self._theta(theta)
-        index = self.minibatch(rng, theta.shape[0])
-        params = self.unpack(theta)
-        sums, squares = np.zeros(theta.shape), np.zeros(theta.shape)
-        s_w1, s_b1, s_w2, s_b2 = self.unpack(sums)
-        q_w1, q_b1, q_w2, q_b2 = self.unpack(squares)
-        for chains, rows in self._blocks(theta.shape[0], index.shape[1], max(self.n_features, self._width)):
-            batch = index[chains, rows]
-            x = self.features[batch]
-            block = self._slice(params, chains)
-            hidden, log_p = self._forward(block, x)
-            residual, delta = self._backward(block, hidden, log_p, self.labels[batch])
-            s_w1[chains] += np.matmul(np.swapaxes(x, 1, 2), delta)
-            q_w1[chains] += np.matmul(np.swapaxes(x**2, 1, 2), delta**2)
-            s_b1[chains] += delta.sum(axis=1)
-            q_b1[chains] += (delta**2).sum(axis=1)
-            s_w2[chains] += np.matmul(np.swapaxes(hidden, 1, 2), residual)
-            q_w2[chains] += np.matmul(np.swapaxes(hidden**2, 1, 2), residual**2)
-            s_b2[chains] += residual.sum(axis=1)
-            q_b2[chains] += (residual**2).sum(axis=1)
-        moments = np.maximum(squares - sums**2 / self.batch_size, 0.0)
-        return -(self.n_data / self.batch_size) * sums - self.log_prior_gradient(theta), moments
 
     def log_likelihood_gradients(self, theta, index):
         """g_i = ∇_θ log p(y_i | x_i, θ) for θ (c, d) and indices (c, b); shape (c, b, d), packed like θ.

@@ -357,16 +357,6 @@ class BPMF(DataTarget):
                                        False)
         return self._add_prior_gradient(theta, out)
 
-    def minibatch_gradient_moments(self, theta, rng):
-        """(∇Ũ(θ) (c, d), Σ_{i∈S̃} (g_i − ḡ)² (c, d)) of one minibatch draw, as Σ g_i² − (Σ g_i)²/n from the sparse
-        sums (clipped at 0), without the (c, n, d) per-rating gradients."""
-        theta = self._theta(theta)
-        scale = self.n_data / self.batch_size
-        out, squares = self._likelihood_sums(theta, self.minibatch(rng, theta.shape[0]), scale, True)
-        total = out / scale  # −Σ g_i
-        moments = np.maximum(squares - total**2 / self.batch_size, 0.0)
-        return self._add_prior_gradient(theta, out), moments
-
     # V(θ) would be d × d (d = 204,666 at full size): unknown, as the base class has it (the samplers take their own
     # estimate or none)
     noise_covariance = Target.noise_covariance

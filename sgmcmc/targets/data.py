@@ -138,12 +138,6 @@ class DataTarget(Target):
         scale = self.n_data / self.batch_size
         return -scale * per_example.sum(axis=1) - self.log_prior_gradient(theta), per_example
 
-    def minibatch_gradient_moments(self, theta: np.ndarray, rng: np.random.Generator):
-        """(∇Ũ(θ) (c, d), Σ_{i∈S̃} (g_i − ḡ)² (c, d)) of one minibatch draw, computed without the (c, n, d) per-example
-        gradients, for a target with such a fused form (the DRBM's kernels); None (the default, nothing drawn) for the
-        others, whose callers take :meth:`minibatch_gradient`."""
-        return None
-
     def stochastic_gradient(self, theta, rng):
         """∇Ũ(θ) of :meth:`minibatch_gradient` (one minibatch draw), shape (c, d)."""
         return self.minibatch_gradient(theta, rng)[0]

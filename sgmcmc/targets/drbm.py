@@ -26,8 +26,7 @@ the class normaliser is ``scipy.special.log_softmax``: finite without warnings f
 The metric of SPEC §3 E6 is the test error of argmax_y p(y | x, θ̄) at each chain's posterior mean θ̄
 (:meth:`DiscriminativeRBM.trace_metrics`).
 
-Minibatches (``kernels``, the default): the per-example gradients, their sum (:meth:`stochastic_gradient`) and
-their centred second moments (:meth:`minibatch_gradient_moments`, what a diagonal running noise estimate needs)
+Minibatches (``kernels``, the default): the per-example gradients and their sum (:meth:`stochastic_gradient`)
 come from fused numba kernels (:mod:`sgmcmc.targets.drbm_kernels`), one example at a time, without the
 (chains, examples, C, H) intermediates; the numpy methods here are the reference they are tested against.
 """
@@ -225,16 +224,6 @@ class DiscriminativeRBM(FlatParameterTarget, DataTarget):
         if not self.kernels:
             return super().stochastic_gradient(theta, rng)
         return self._kernel_sums(theta, rng, False)[0]
-
-    def minibatch_gradient_moments(self, theta, rng):
-        """(∇Ũ(θ) (c, dim), Σ_{i∈S̃} (g_i − ḡ)² (c, dim)) of one minibatch draw: the gradient of
-        :meth:`minibatch_gradient` and the diagonal of the per-example gradients' scatter about their mean (divided
-        by n − 1, the diagonal of Shang et al.'s Eq. 19 V_t), without the (c, n, dim) per-example array when
-        ``kernels``."""
-        if self.kernels:
-            return self._kernel_sums(theta, rng, True)
-        gradient, per_example = self.minibatch_gradient(theta, rng)
-        return gradient, np.sum((per_example - per_example.mean(axis=1, keepdims=True)) ** 2, axis=1)
 
     def log_likelihood_gradients_numpy(self, theta, index):
         """The numpy reference of :meth:`log_likelihood_gradients` (blocks of chains and examples, module docstring)."""

@@ -170,17 +170,6 @@ def test_stochastic_gradient_is_unbiased_over_all_minibatches():
     assert _relative_error(mean, target.gradient(theta)) < 0.05
 
 
-def test_gradient_moments_match_the_per_example_reference():
-    target = _target()
-    _with_precisions(target)
-    theta = _points(8)
-    gradient, moments = target.minibatch_gradient_moments(theta, np.random.default_rng(5))
-    base, per_example = DataTarget.minibatch_gradient(target, theta, np.random.default_rng(5))
-    np.testing.assert_allclose(gradient, base, rtol=1e-12, atol=1e-12)
-    expected = np.sum((per_example - per_example.mean(axis=1, keepdims=True)) ** 2, axis=1)
-    np.testing.assert_allclose(moments, expected, rtol=1e-8, atol=1e-12)
-
-
 def test_chunking_does_not_change_the_results():
     whole, chunked = _target(), _target()
     chunked._chunk_elements = 5  # blocks of one chain and one or two examples
@@ -190,9 +179,6 @@ def test_chunking_does_not_change_the_results():
     np.testing.assert_allclose(chunked.predict(theta), whole.predict(theta), rtol=1e-12)
     np.testing.assert_allclose(chunked.stochastic_gradient(theta, np.random.default_rng(1)),
                                whole.stochastic_gradient(theta, np.random.default_rng(1)), rtol=1e-11, atol=1e-12)
-    np.testing.assert_allclose(chunked.minibatch_gradient_moments(theta, np.random.default_rng(1))[1],
-                               whole.minibatch_gradient_moments(theta, np.random.default_rng(1))[1],
-                               rtol=1e-8, atol=1e-12)
 
 
 def test_noise_covariance_is_unknown():
