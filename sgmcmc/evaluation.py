@@ -11,13 +11,13 @@ import numpy as np
 
 from sgmcmc.diagnostics import (
     bin_masses,
-    effective_sample_size,
     histogram_kl,
     integrated_autocorrelation_time,
     marginal_density_rmse,
     moment_errors,
     wasserstein1_to_exact_1d,
 )
+from sgmcmc.diagnostics.autocorrelation import rank_diagnostics
 from sgmcmc.diagnostics.histogram_divergence import histogram_kl_from_fractions
 from sgmcmc.diagnostics.marginal_rmse import marginal_density_rmse_from_counts
 from sgmcmc.targets.base import Target
@@ -159,14 +159,26 @@ DIAGNOSTIC_MAX_COORDINATES = 10_000
 
 
 def chain_diagnostics(chains: np.ndarray) -> dict:
-    """Autocorrelation time (SPEC §3, in kept samples, averaged over coordinates) and the bulk ESS as ArviZ computes
-    it (:func:`~sgmcmc.diagnostics.effective_sample_size`, numpy: no ArviZ import; one value per coordinate,
-    reported as the minimum) of (n_chains, n_kept, dim)."""
+    """Of (n_chains, n_kept, dim): the autocorrelation time (SPEC §3, in kept samples, averaged over coordinates), the
+    rank diagnostics of Vehtari et al. (2021) as ArviZ computes them (:func:`~sgmcmc.diagnostics.autocorrelation.
+    rank_diagnostics`, numpy: no ArviZ import), the largest split R-hat over the coordinates (``rhat_max``; NaN for
+    one chain) and the least bulk and tail ESS (``ess_bulk_min``, ``ess_tail_min``), and ``chains_stuck``, the chains
+    whose draws never changed. A coordinate that no chain ever moved has ESS 0, not ArviZ's count of every draw:
+    its draws say nothing of its spread."""
     if chains.shape[1] < 4:
         return {}
+    stuck = int(np.sum(np.all(chains == chains[:, :1], axis=(1, 2))))
     if chains.shape[2] > DIAGNOSTIC_MAX_COORDINATES:
         chains = chains[:, :, np.linspace(0, chains.shape[2] - 1, DIAGNOSTIC_MAX_COORDINATES).round().astype(int)]
+    ranks = rank_diagnostics(chains)
+    frozen = np.all(chains == chains[:1, :1], axis=(0, 1))
+    bulk, tail, rhat = ranks["ess_bulk"], ranks["ess_tail"], ranks["rhat"]
+    bulk[frozen], tail[frozen] = 0.0, 0.0
+    measured = rhat[~np.isnan(rhat)]
     return {
         "autocorrelation_time": float(integrated_autocorrelation_time(chains)),
-        "ess_bulk_min": float(np.min(effective_sample_size(chains))),
+        "ess_bulk_min": float(np.min(bulk)),
+        "ess_tail_min": float(np.min(tail)),
+        "rhat_max": float(measured.max()) if measured.size else float("nan"),
+        "chains_stuck": stuck,
     }

@@ -35,6 +35,7 @@ import yaml
 
 from sgmcmc import checkpoint as checkpoints
 from sgmcmc.config import ConfigError, RunDescription, RunOptions
+from sgmcmc.diagnostics.after_run import RunFacts, warnings_after_run
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
 from sgmcmc.geometry import IdentityMetric, RationalMetric
 from sgmcmc.gradient_estimators import EstimatorError, make_estimator
@@ -432,8 +433,14 @@ def _write_results(folder: Path, config: RunDescription, built: Built, evaluator
     drawn = time.perf_counter()
     artifacts = built.target.write_artifacts(folder, outcome.final_theta) if outcome.steps_done else []
     metrics = _metrics(built, outcome, final, figures, artifacts, (scored - started, drawn - scored))
+    facts = RunFacts(built.settings.n_chains, built.settings.n_steps, built.settings.burn_in, config.step_size,
+                     built.target.dim)
+    warned = warnings_after_run(metrics, facts)
+    metrics["warnings"] = [warning.as_dict() for warning in warned]
     write_json(folder / "metrics.json", metrics)
     log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
+    for warning in warned:  # after the results: each names what it measured and the override that helps
+        log.warning("%s", warning.line())
 
 
 def _sample_scores(evaluator, outcome: RunOutcome, dim: int) -> dict:
@@ -474,6 +481,7 @@ def _metrics(built: Built, outcome: RunOutcome, final: dict, figures: list[str],
         "final": final,
         "figures": figures,
         "artifacts": artifacts,
+        "warnings": [],  # the checks after a completed run (sgmcmc.diagnostics.after_run)
         **_estimator_cost(built.target),
     }
 
@@ -492,7 +500,8 @@ def _failed_metrics(built: Built, error: str, outcome: RunOutcome | None, wall_t
         return {**_metrics(built, outcome, {}, [], []), "status": FAILED, "error": error}
     unknown = dict.fromkeys(_metrics(built, RunOutcome(samples=np.empty((0, 0, 0))), {}, [], []))
     return {**unknown, "status": FAILED, "error": error, "n_steps": built.settings.n_steps,
-            "n_chains": built.settings.n_chains, "wall_time_s": wall_time, "final": {}, "figures": [], "artifacts": []}
+            "n_chains": built.settings.n_chains, "wall_time_s": wall_time, "final": {}, "figures": [], "artifacts": [],
+            "warnings": []}
 
 
 def _document_rate(target, outcome) -> dict:

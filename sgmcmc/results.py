@@ -48,8 +48,10 @@ def _atomic(path: Path, write) -> None:
 
 
 def write_json(path: Path, payload: dict) -> None:
+    """``payload`` as JSON that every reader takes: a number that is not finite (NaN, ±inf), which JSON has no word
+    for, is written as null."""
     def write(target):
-        target.write_text(json.dumps(payload, indent=2, sort_keys=False, default=_json_default) + "\n")
+        target.write_text(json.dumps(_finite(payload), indent=2, sort_keys=False, allow_nan=False) + "\n")
 
     _atomic(path, write)
 
@@ -125,12 +127,20 @@ def rows_csv(rows: list[dict]) -> str | None:
     return buffer.getvalue()
 
 
-def _json_default(value):
-    if isinstance(value, np.generic):
-        return value.item()
+def _finite(value):
+    """``value`` with numpy's scalars and arrays as Python's, tuples as lists and every float that is not finite as
+    None, at any depth of dicts and lists."""
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
     if isinstance(value, np.ndarray):
-        return value.tolist()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+        return _finite(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
 
 
 def _git(*args: str, directory: Path | None = None) -> str | None:

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import logging
-import warnings
-
 import numba
 import numpy as np
 from scipy import fft
 from scipy.special import ndtri
 
-__all__ = ["autocorrelation", "integrated_autocorrelation_time", "effective_sample_size", "split_rhat"]
+__all__ = ["autocorrelation", "integrated_autocorrelation_time", "effective_sample_size", "rank_diagnostics",
+           "split_rhat"]
 
 
 def _as_chains(chains: np.ndarray) -> np.ndarray:
@@ -312,42 +310,77 @@ def effective_sample_size(chains: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (dim,)
     """
+    return rank_diagnostics(chains, tail=False, rhat=False)["ess_bulk"]
+
+
+def rank_diagnostics(chains: np.ndarray, tail: bool = True, rhat: bool = True) -> dict[str, np.ndarray]:
+    """Per coordinate (dim,), as ArviZ computes them (Vehtari et al. 2021), in numpy and sharing the split chains and
+    their ranks: ``ess_bulk`` (:func:`effective_sample_size`); with ``tail``, ``ess_tail``, ``arviz.ess(...,
+    method="tail")``: the least of the split-chain ESS of the indicators I(θ ≤ q) at the 5% and 95% quantiles q of all
+    the draws (R's type 7, numpy's default), an indicator that never changes counting every split draw; with ``rhat``,
+    ``rhat``, ``arviz.rhat(..., method="rank")``: the larger of the split R-hat √((B/W + n' − 1)/n') of the rank
+    scores and of the rank scores of |θ − median| (n' = ⌊n/2⌋ draws a half, B = n' times the variance of the 2m
+    halves' means, W their mean variance, both ddof 1), NaN for one chain or a constant coordinate. A coordinate with a
+    NaN, or chains of fewer than 4 draws, has NaN throughout."""
     x = _as_chains(chains)
     n_chains, n_draws, dim = x.shape
-    ess = np.full(dim, np.nan)
+    out = {"ess_bulk": np.full(dim, np.nan)}
+    if tail:
+        out["ess_tail"] = np.full(dim, np.nan)
+    if rhat:
+        out["rhat"] = np.full(dim, np.nan)
     if n_draws < ESS_MIN_DRAWS:
-        return ess
+        return out
     half = n_draws // 2
     valid = np.flatnonzero(~np.isnan(x).any(axis=(0, 1)))
     block = max(1, ESS_BLOCK_NUMBERS // (2 * n_chains * half))
     for begin in range(0, valid.size, block):
         columns = valid[begin:begin + block]
         chosen = x if columns.size == dim else x[:, :, columns]
-        if n_draws == 2 * half:  # each chain's halves in turn, without a copy of contiguous draws: (2m, half, k)
-            split = chosen.reshape(2 * n_chains, half, columns.size)
-        else:
-            split = np.concatenate([chosen[:, :half], chosen[:, n_draws - half:]], axis=0)
+        split = _split(chosen, half)
         z = _rank_normal_scores(split.reshape(-1, columns.size)).reshape(split.shape)
-        constant = (z.max(axis=(0, 1)) - z.min(axis=(0, 1))) < np.finfo(float).resolution
-        ess[columns[constant]] = z.shape[0] * z.shape[1]
-        if constant.any() and not constant.all():
-            ess[columns[~constant]] = _geyer_ess(z[:, :, ~constant])
-        elif not constant.any():
-            ess[columns] = _geyer_ess(z)
+        out["ess_bulk"][columns] = _ess(z)
+        if rhat and n_chains > 1:
+            folded = np.abs(split - np.median(split, axis=(0, 1)))
+            spread = _rank_normal_scores(folded.reshape(-1, columns.size)).reshape(split.shape)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out["rhat"][columns] = np.maximum(_split_rhat(z), _split_rhat(spread))
+        if tail:
+            levels = np.quantile(chosen.reshape(-1, columns.size), [0.05, 0.95], axis=0)  # (2, k)
+            out["ess_tail"][columns] = np.minimum(*(_ess(_split((chosen <= level).astype(float), half))
+                                                    for level in levels))
+    return out
+
+
+def _split(x: np.ndarray, half: int) -> np.ndarray:
+    """Each chain of (m, n, k) as its first and last ``half`` draws, (2m, half, k) (ArviZ's ``_split_chains``): a
+    reshape without a copy where n = 2·half."""
+    if x.shape[1] == 2 * half:
+        return x.reshape(2 * x.shape[0], half, x.shape[2])
+    return np.concatenate([x[:, :half], x[:, x.shape[1] - half:]], axis=0)
+
+
+def _ess(z: np.ndarray) -> np.ndarray:
+    """ArviZ's ``_ess`` on each coordinate of split chains (2m, n', k): every draw (2m·n') where a coordinate never
+    changes, else :func:`_geyer_ess`."""
+    ess = np.full(z.shape[2], float(z.shape[0] * z.shape[1]))
+    changing = (z.max(axis=(0, 1)) - z.min(axis=(0, 1))) >= np.finfo(float).resolution
+    if changing.any():
+        ess[changing] = _geyer_ess(z if changing.all() else z[:, :, changing])
     return ess
 
 
-def _dataset(chains: np.ndarray):
-    """ArviZ (imported here only, when R-hat is asked for) and the chains as its dataset."""
-    logging.getLogger("arviz").setLevel(logging.WARNING)  # arviz 0.23 logs its optional packages at INFO
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FutureWarning)
-        import arviz as az
-    return az, az.convert_to_dataset({"x": _as_chains(chains)})
+def _split_rhat(z: np.ndarray) -> np.ndarray:
+    """ArviZ's ``_rhat`` of each coordinate of split chains (2m, n', k): √((B/W + n' − 1)/n')."""
+    n = z.shape[1]
+    between = n * np.var(z.mean(axis=1), axis=0, ddof=1)
+    within = np.var(z, axis=1, ddof=1).mean(axis=0)
+    return np.sqrt((between / within + n - 1.0) / n)
 
 
 def split_rhat(chains: np.ndarray) -> np.ndarray:
-    """R-hat per coordinate via ``arviz.rhat`` (its default ``method="rank"``).
+    """R-hat per coordinate as ``arviz.rhat`` computes it (its default ``method="rank"``), in numpy
+    (:func:`rank_diagnostics`; pinned to ArviZ in ``tests/diagnostics/test_autocorrelation.py``).
 
     This is the rank-normalised split-R-hat of Vehtari et al. (2021): the maximum of the split-R-hat of the
     rank-normalised draws and of the rank-normalised folded draws; the threshold R-hat < 1.01 of SPEC §4.9 refers
@@ -361,5 +394,4 @@ def split_rhat(chains: np.ndarray) -> np.ndarray:
     -------
     ndarray, shape (dim,)
     """
-    az, ds = _dataset(chains)
-    return np.asarray(az.rhat(ds)["x"].values, dtype=float).reshape(-1)
+    return rank_diagnostics(chains, tail=False)["rhat"]

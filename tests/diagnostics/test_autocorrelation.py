@@ -24,6 +24,7 @@ from scipy.special import ndtri
 from scipy.stats import rankdata
 
 from sgmcmc.diagnostics import autocorrelation, effective_sample_size, integrated_autocorrelation_time, split_rhat
+from sgmcmc.diagnostics.autocorrelation import rank_diagnostics
 
 THRESHOLD = 0.05  # SPEC §3: truncate at the first lag with ρ_s < 0.05
 
@@ -193,14 +194,6 @@ def test_ess_ar1_textbook():
     assert 8000 / tau_ar1(0.9) == pytest.approx(421.05, abs=0.01)
 
 
-def test_rhat():
-    rng = np.random.default_rng(24)
-    x = rng.standard_normal((4, 1000, 2))
-    r = split_rhat(x)
-    assert r.shape == (2,)
-    np.testing.assert_allclose(r, 1.0, atol=0.01)
-    x[0] += 3.0
-    assert np.all(split_rhat(x) > 1.1)
 
 
 # -- the numpy bulk ESS against ArviZ's ----------------------------------------------------------------------------
@@ -250,6 +243,49 @@ def test_bulk_ess_is_arvizs():
         count += 1
     assert count == 4 * 6 * 5 + 2
     assert effective_sample_size(np.full((4, 11, 1), 1.0))[0] == 4 * 2 * 5
+
+
+def arviz_diagnostic(x, function, **options):
+    """``arviz.<function>(..., **options)`` per coordinate of (n_chains, n_draws, dim)."""
+    import logging
+    import warnings
+
+    logging.getLogger("arviz").setLevel(logging.ERROR)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its NaN, shape and division warnings: the cases mean them
+        import arviz as az
+
+        dataset = az.convert_to_dataset({"x": x})
+        return np.asarray(getattr(az, function)(dataset, **options)["x"].values, dtype=float).reshape(-1)
+
+
+@pytest.mark.parametrize("function, options, key", [("ess", {"method": "tail"}, "ess_tail"),
+                                                    ("rhat", {}, "rhat")])
+def test_tail_ess_and_rank_rhat_are_arvizs(function, options, key):
+    """``rank_diagnostics``' tail ESS and rank R-hat equal ArviZ's ``ess(method="tail")`` and ``rhat()`` to 1e-10
+    relative on the bulk ESS's cases (one chain: R-hat NaN; constant coordinates: tail ESS every split draw, R-hat
+    NaN), and their NaN where ArviZ's are."""
+    count = 0
+    for name, x in bulk_ess_cases():
+        expected = arviz_diagnostic(x, function, **options)
+        with np.errstate(all="ignore"):
+            got = rank_diagnostics(x)[key]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected), err_msg=name)
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=0, equal_nan=True, err_msg=name)
+        count += 1
+    assert count == 4 * 6 * 5 + 2
+
+
+def test_rhat_tells_mixed_chains_from_shifted_ones():
+    rng = np.random.default_rng(24)
+    x = rng.standard_normal((4, 1000, 2))
+    r = split_rhat(x)
+    assert r.shape == (2,)
+    np.testing.assert_allclose(r, 1.0, atol=0.01)
+    x[0] += 3.0
+    assert np.all(split_rhat(x) > 1.1)
+    spread = rng.standard_normal((4, 1000, 1)) * np.array([1.0, 1.0, 1.0, 3.0])[:, None, None]
+    assert split_rhat(spread)[0] > 1.05  # one chain three times as wide: the folded draws' R-hat sees it
 
 
 def test_bulk_ess_in_blocks_of_coordinates(monkeypatch):
