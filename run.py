@@ -74,7 +74,7 @@ def preflight(argv: list[str]) -> bool | OneRun:
     a sweep's jobs validate their own and report failure without stopping the sweep (see the sweep's
     manifest.json). Returns the :class:`OneRun` of a plain single run, or for what ``hydra.main`` runs whether it is
     a sweep."""
-    from sgmcmc_cli.overrides import compose_error_line
+    from sgmcmc_cli.overrides import compose_error_line, declared_keys_added
     from sgmcmc_cli.sweep import expand, overrides_parser
 
     args = parse_command_line(argv)
@@ -90,6 +90,11 @@ def preflight(argv: list[str]) -> bool | OneRun:
     except Exception as error:  # Hydra's grammar errors: keep the first line only
         fail(f"cannot parse the command line: {str(error).strip().splitlines()[0]}")
     check(parsed)
+    added = declared_keys_added(parsed, overrides, CONFIG_DIR)
+    if added != overrides:  # hydra.main (a sweep, --resolve) reads the command line from sys.argv
+        renamed = dict(zip(overrides, added))
+        sys.argv[1:] = [renamed.get(item, item) for item in sys.argv[1:]]
+        overrides = added
     if not args.multirun and not args.resolve and not any(
             override.key_or_group in ("hydra/sweeper", "hydra.mode") for override in parsed):
         one_run = OneRun.compose(overrides)

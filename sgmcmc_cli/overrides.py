@@ -108,6 +108,32 @@ def chosen(group: str, parsed, config_dir: Path):
     return _defaults(experiment).get(group) or _defaults(_yaml(config_dir / "config.yaml"))[group]
 
 
+def _group_node(section: str, name: str, config_dir: Path) -> dict:
+    """The keys a group's chosen file sets (``sampler/ccadl_shang2015.yaml`` configures ``ccadl`` under ``sampler``)."""
+    node = _yaml(config_dir / section / f"{name}.yaml")
+    return node.get(section, node) or {}
+
+
+def declared_keys_added(parsed, overrides: list[str], config_dir: Path) -> list[str]:
+    """``overrides`` (checked: :func:`check_keys`) with ``++`` before each ``group.key=value`` whose key the chosen
+    sampler's, target's or schedule's file leaves out (its value is then the declaration's default): Hydra overrides
+    only the keys a file lists, and which those are is no business of the command line's (``sampler.noise_clip=true``
+    on a sampler whose file does not list it)."""
+    from sgmcmc.keys import GROUPS
+
+    out = list(overrides)
+    for index, override in enumerate(parsed):
+        key = override.key_or_group
+        section, _, rest = key.partition(".")
+        if (override.is_add() or override.is_force_add() or override.is_delete() or section not in GROUPS
+                or not rest or _is_group(key, config_dir)):
+            continue
+        name = chosen(section, parsed, config_dir)
+        if name is not SWEPT and rest.split(".")[0] not in _group_node(section, name, config_dir):
+            out[index] = f"++{overrides[index]}"
+    return out
+
+
 def check_keys(parsed, config_dir: Path) -> None:
     """Every key an override sets (``key=value``, not ``+key``/``++key``/``~key``) is declared: see the module's
     docstring for what is left to Hydra."""
@@ -130,8 +156,8 @@ def check_keys(parsed, config_dir: Path) -> None:
             name = chosen(section, parsed, config_dir)
             if name is SWEPT:
                 continue
-            node = _yaml(config_dir / section / f"{name}.yaml")  # sampler/ccadl_shang2015.yaml configures ccadl
-            registered = str((node.get(section, node) or {}).get("name", name))
+            node = _group_node(section, name, config_dir)
+            registered = str(node.get("name", name))
             allowed = sorted(set(GROUPS[section].get(registered, {})) | {"name"})
             if field not in allowed:
                 raise ConfigError(f"{key} is not a known key of {section} '{name}'; allowed keys are "

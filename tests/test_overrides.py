@@ -1,13 +1,16 @@
 """sgmcmc_cli.overrides: the command line's group choices and keys checked before Hydra composes them."""
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from sgmcmc.config import ConfigError
 from sgmcmc.keys import RUN_FIELDS, SAMPLER_FIELDS
-from sgmcmc_cli.overrides import DISTRIBUTED, check_overrides
+from sgmcmc_cli.overrides import DISTRIBUTED, check_overrides, declared_keys_added
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG_DIR = ROOT / "configs"
@@ -82,3 +85,29 @@ def test_no_hydra_error_text_is_read():
         text = path.read_text()
         assert "Could not override" not in text and "Could not find" not in text, path
         assert "import re\n" not in text, path
+
+
+def test_a_declared_key_that_the_samplers_file_leaves_out_is_set_with_plus_plus():
+    """``sampler.noise_clip=true`` on SGLD, whose file does not list noise_clip: ``++`` is put before it (Hydra overrides
+    only the keys a file lists); the keys the file lists, run's and explicit ``+``/``++``/``~`` stay."""
+    overrides = ["sampler=sgld", "sampler.noise_clip=true", "sampler.step_size=0.1", "run.n_steps=10",
+                 "+sampler.finite_population=false", "~run.figures", "++sampler.running_form=full"]
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    assert "noise_clip" not in (CONFIG_DIR / "sampler" / "sgld.yaml").read_text()
+    added = declared_keys_added(parsed, overrides, CONFIG_DIR)
+    assert added == ["sampler=sgld", "++sampler.noise_clip=true", *overrides[2:]]
+
+
+def test_a_declared_key_left_out_of_the_samplers_file_runs(tmp_path):
+    """The command the issue's user typed: one run with ``sampler.noise_clip=true`` (no ``+``), whose config says
+    so; a mistyped key is still one line naming the allowed ones."""
+    command = [sys.executable, str(ROOT / "run.py"), "sampler=sgld", "target=gaussian_1d", "sampler.noise_clip=true",
+               "run.n_steps=20", "run.burn_in=10", "run.n_chains=2", "run.figures=false", f"run.results_dir={tmp_path}"]
+    result = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert result.returncode == 0, result.stderr
+    (config,) = tmp_path.glob("*/config.yaml")
+    assert yaml.safe_load(config.read_text())["sampler"]["noise_clip"] is True
+    wrong = subprocess.run(command[:4] + ["sampler.noise_clp=true"], capture_output=True, text=True, cwd=ROOT,
+                           timeout=300)
+    assert wrong.returncode == 2 and wrong.stderr.strip().splitlines()[-1].startswith(
+        "error: sampler.noise_clp is not a known key of sampler 'sgld'; allowed keys are"), wrong.stderr
