@@ -42,7 +42,7 @@ from sgmcmc.gradient_estimators import EstimatorError, make_estimator
 from sgmcmc.keys import describe_config
 from sgmcmc.memory import check_run_fits
 from sgmcmc.observers import PathStatistics, Snapshots
-from sgmcmc.recipe import RecipeError, psd_square_root
+from sgmcmc.recipe import RecipeError, largest_step, psd_square_root
 from sgmcmc.data import DataError, resolve_cache_dir
 from sgmcmc.engine.static import use_cache_folder
 from sgmcmc.results import new_run_folder, provenance, write_json, write_rows, write_samples, write_text
@@ -166,12 +166,14 @@ def _check_at_start(sampler, schedule, seed: int, n_chains: int) -> None:
         skip_noise_check = sampler.noise_clip or sampler.noise_estimate == "running"
         if recipe.noise_covariance is not None and not skip_noise_check:
             z = sampler.pack(state)
+            diffusion, noise = recipe.diffusion(z), recipe.noise_covariance(z)
             try:
-                psd_square_root(step * (2 * recipe.diffusion(z) - step * recipe.noise_covariance(z)),
-                                name="injected noise covariance eps*(2D - eps*B)")
+                psd_square_root(step * (2 * diffusion - step * noise), name="injected noise covariance eps*(2D - eps*B)")
             except RecipeError as error:  # the gradient noise alone exceeds the noise to inject at this step size
                 other = " or sampler.noise_estimate=zero" if sampler.noise_estimate == "known" else ""
-                raise ConfigError(f"sampler (step_size={step}): {error}; lower sampler.step_size{other}") from None
+                bound = largest_step(diffusion, np.broadcast_to(noise, diffusion.shape))
+                raise ConfigError(f"sampler (step_size={step}): {error}; lower sampler.step_size below {bound:.3g} "
+                                  f"(the largest for which it is PSD at the run's start){other}") from None
     except RecipeError as error:
         raise ConfigError(f"sampler (step_size={step}): {error}") from None
 

@@ -99,6 +99,23 @@ def psd_square_root(covariance: np.ndarray, tolerance: float = 1e-10, name: str 
     return np.einsum("nij,nj,nkj->nik", eigenvectors, root, eigenvectors)
 
 
+def largest_step(diffusion: np.ndarray, noise: np.ndarray, tolerance: float = 1e-10) -> float:
+    """The largest ε for which 2D − εB̂ is PSD for every chain of D (n, k, k), PSD, and B̂ (n, k, k), symmetric (the
+    injected noise's covariance ε(2D − εB̂), SPEC §4.3): 2/λ with λ the largest eigenvalue of D^{-1/2}B̂D^{-1/2} on D's
+    range (∞ where none is positive), 0 where B̂ reaches outside D's range (then no ε > 0 is PSD)."""
+    bound = np.inf
+    for d, b in zip(diffusion, noise):
+        values, vectors = np.linalg.eigh(d)
+        kept = values > tolerance * max(1.0, float(values.max(initial=0.0)))
+        if np.abs(b @ vectors[:, ~kept]).max(initial=0.0) > tolerance * max(1.0, float(np.abs(b).max())):
+            return 0.0
+        scaled = vectors[:, kept] / np.sqrt(values[kept])
+        top = float(np.linalg.eigvalsh(scaled.T @ b @ scaled).max(initial=0.0))
+        if top > 0.0:
+            bound = min(bound, 2.0 / top)
+    return bound
+
+
 def recipe_step(recipe: Recipe, z: np.ndarray, step_size: float, rng: np.random.Generator) -> np.ndarray:
     """One generic recipe step, Ma et al. (2015) Eq. 9 with +εΓ (SPEC §0 K1, §4.1).
 

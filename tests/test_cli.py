@@ -114,6 +114,17 @@ def test_noise_too_large_for_friction_is_a_config_error(tmp_path):
     assert folders(tmp_path) == []
 
 
+@pytest.mark.parametrize("sampler, bound", [(["sampler=sgld"], "0.005"),  # 2/V
+                                            (["sampler=sghmc", "sampler.friction=0.5"], "0.0025")])  # 2C/V
+def test_the_refusal_names_the_largest_step_size(sampler, bound, tmp_path):
+    """On N(0, 1) with gradient noise V = 400 the injected covariance ε(2D − εV) is PSD up to ε = 2D/V: the refusal
+    of ε = 0.01 gives that bound (written out here), not only "lower sampler.step_size"."""
+    result = run_cli("target=gaussian_1d", "target.noise_variance=400", *sampler, "sampler.step_size=0.01",
+                     results_dir=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert f"lower sampler.step_size below {bound} (the largest for which it is PSD at the run's start)" in result.stderr
+
+
 def test_same_seed_gives_identical_samples_and_another_seed_does_not(tmp_path):
     runs = [run_cli(*SMALL, f"seed={seed}", results_dir=tmp_path) for seed in (5, 5, 6)]
     thetas = [np.load(Path(r.stdout.strip().splitlines()[-1]) / "samples.npz")["theta"] for r in runs]

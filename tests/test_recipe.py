@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from sgmcmc.recipe import Recipe, RecipeError, check_recipe_matrices, finite_difference_correction, recipe_step
+from sgmcmc.recipe import (Recipe, RecipeError, check_recipe_matrices, finite_difference_correction, largest_step,
+                           recipe_step)
 from tests.helpers import ScriptedNormals
 
 
@@ -84,3 +85,19 @@ def test_recipe_step_rejects_negative_injected_covariance():
     )
     with pytest.raises(RecipeError, match="injected noise covariance"):
         recipe_step(recipe, np.zeros((2, 1)), 0.1, np.random.default_rng(0))
+
+
+def test_largest_step_is_2d_over_b_on_ds_range():
+    """2D − εB̂ PSD up to ε = 2/λ_max(D^{-1/2}B̂D^{-1/2}): SGLD's 2/V; SGHMC's (D = diag(0, C), B̂ in r's block) 2C/V;
+    the least over chains; ∞ for B̂ ⪯ 0; 0 where B̂ reaches outside D's range (θ's block of SGHMC)."""
+    assert largest_step(np.eye(1)[None], np.array([[[400.0]]])) == pytest.approx(0.005)
+    diffusion = np.array([[[0.0, 0.0], [0.0, 0.5]], [[0.0, 0.0], [0.0, 2.0]]])
+    noise = np.array([[[0.0, 0.0], [0.0, 400.0]], [[0.0, 0.0], [0.0, 100.0]]])
+    assert largest_step(diffusion, noise) == pytest.approx(2 * 0.5 / 400)
+    d = np.array([[[2.0, 0.5], [0.5, 1.0]]])
+    b = np.array([[[3.0, 1.0], [1.0, 2.0]]])
+    steps = np.linspace(0.0, 2.0, 20001)
+    psd = [np.linalg.eigvalsh(2 * d[0] - h * b[0]).min() >= -1e-12 for h in steps]
+    assert largest_step(d, b) == pytest.approx(steps[np.argmin(psd) - 1], abs=1e-4)  # the last PSD ε on a grid
+    assert largest_step(np.eye(2)[None], -np.eye(2)[None]) == np.inf
+    assert largest_step(diffusion[:1], np.array([[[1.0, 0.0], [0.0, 1.0]]])) == 0.0
