@@ -130,6 +130,10 @@ def _build(config: RunDescription) -> Built:
         sampler = make_sampler(config.sampler.name, target, **sampler_params)
     except ValueError as error:
         raise ConfigError(f"sampler: {error}") from None
+    if "metric" not in sampler_params and isinstance(getattr(sampler, "metric", None), IdentityMetric):
+        log.warning("%s with G(θ) = I is %s: target %s has no metric of its own (a model's metric()) and "
+                    "sampler.metric is null; set 'sampler.metric={name: rational}' for a position-dependent one",
+                    config.sampler.name, "sgld" if config.sampler.name == "sgrld" else "sghmc", target.name)
     if config.run.resume is not None:
         _check_resume(config)
     settings = config.run

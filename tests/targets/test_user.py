@@ -9,6 +9,7 @@
 - A model whose methods are callables keeps the engine's compiled blocks.
 """
 
+import logging
 import os
 import subprocess
 import sys
@@ -514,3 +515,21 @@ def test_a_resume_with_an_edited_model_file_is_refused(tmp_path):
     (tmp_path / "run").mkdir()
     started.write_artifacts(tmp_path / "run", None)  # the source as loaded, not the edited file
     assert "/ 1.0" in (tmp_path / "run" / "model.py").read_text()
+
+
+@pytest.mark.parametrize("sampler, same", [("sgrld", "sgld"), ("sgrhmc", "sghmc")])
+def test_a_riemannian_sampler_on_a_model_without_a_metric_says_it_is_its_euclidean_twin(sampler, same, caplog):
+    """With no metric() on the model and sampler.metric null, G = I: SGRLD is SGLD and SGRHMC is SGHMC, said in one
+    line naming the override that gives a position-dependent G; nothing is said once a metric is given."""
+    config = {"seed": 0, "target": {"name": "custom", "model": "examples/breast_cancer_logistic.py:BreastCancerLogistic"},
+              "sampler": {"name": sampler, "step_size": 1e-9}, "schedule": {"name": "constant"},
+              "run": {"n_steps": 10, "n_chains": 2, "burn_in": 0, "progress": False, "backend": "python"}}  # no compile
+    with caplog.at_level(logging.WARNING, logger="sgmcmc"):
+        build(config)
+    said = [record.getMessage() for record in caplog.records if "G(θ) = I" in record.getMessage()]
+    assert said == [f"{sampler} with G(θ) = I is {same}: target custom has no metric of its own (a model's metric()) "
+                    "and sampler.metric is null; set 'sampler.metric={name: rational}' for a position-dependent one"]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="sgmcmc"):
+        build({**config, "sampler": {**config["sampler"], "metric": {"name": "rational"}}})
+    assert not [record for record in caplog.records if "G(θ) = I" in record.getMessage()]
