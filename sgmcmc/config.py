@@ -102,6 +102,10 @@ CONFIG_FIELDS: dict[str, Key] = {
                                       "$SGMCMC_DATA or the project's data_cache/"),
     "cache_dir": Key(optional(string), "the derived caches' folder, never data_dir; null: $SGMCMC_CACHE or the "
                                        "project's .cache/", resume_free=True),
+    "tune": Key(optional(choice("auto", "off")), "auto: choose sampler.step_size (and friction / diffusion) by a short "
+                                                 "pilot before the run, and start the chains near the mode "
+                                                 "(sgmcmc.tuning); off: the config's values; null: auto on "
+                                                 "target=custom, off on the built-in targets"),
     "vars": Key(_mapping, "shared values of an experiment that other keys interpolate (${vars.NAME})"),
 }
 
@@ -192,6 +196,12 @@ class RunDescription:
     data_dir: Optional[str] = None
     cache_dir: Optional[str] = None
     vars: Optional[Mapping[str, Any]] = None
+    tune: Optional[str] = None
+
+    @property
+    def tuned(self) -> bool:
+        """Whether the run is tuned first (``tune``: auto, or null on ``target=custom``)."""
+        return self.tune == "auto" or (self.tune is None and self.target.name == "custom")
 
     @property
     def step_size(self) -> float:
@@ -214,7 +224,7 @@ def describe_config(config: dict, groups: GroupKeys) -> RunDescription:
     return RunDescription(config=checked, seed=checked["seed"], sampler=choice("sampler"), target=choice("target"),
                           schedule=choice("schedule"), gradient=choice("gradient"), run=RunOptions(**checked["run"]),
                           data_dir=checked.get("data_dir"), cache_dir=checked.get("cache_dir"),
-                          vars=checked.get("vars"))
+                          vars=checked.get("vars"), tune=checked.get("tune"))
 
 
 def resume_free_keys(groups: GroupKeys) -> frozenset[str]:

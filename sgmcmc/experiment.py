@@ -29,6 +29,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import yaml
@@ -51,6 +52,8 @@ from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import make_schedule
 from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
 from sgmcmc.targets import make_target
+from sgmcmc.tuning import FRICTION_KEYS, Tuned, TuningError, noise_inflation, noise_psd_bound, tune
+from sgmcmc.diagnostics.stein import evenly_spaced_samples
 
 log = logging.getLogger("sgmcmc")
 
@@ -77,6 +80,9 @@ class Built:
     schedule: object
     settings: RunOptions  # the checked run.* keys
     blocks: object = None  # the sampler's engine blocks (sgmcmc.runner.blocks_for), or None for the generic step
+    description: RunDescription = None  # the run's description, with the values tuning chose
+    tuned: Tuned = None  # what tuning chose and cost (sgmcmc.tuning), None when the run is not tuned here
+    sampler_with: Callable = None  # the same sampler with some keys changed: sampler_with(noise_estimate="known")
 
 
 def _metric(spec):
@@ -126,31 +132,66 @@ def _build(config: RunDescription) -> Built:
                 raise ConfigError(f"sampler.metric.scale must have 1 or {target.dim} entries for target {target.name}")
             sampler_params["metric"] = metric
     use_cache_folder(resolve_cache_dir(config.cache_dir))  # the engine's callback modules, beside the other caches
-    try:
-        sampler = make_sampler(config.sampler.name, target, **sampler_params)
-    except ValueError as error:
-        raise ConfigError(f"sampler: {error}") from None
+
+    def sampler_with(**values):
+        try:
+            return make_sampler(config.sampler.name, target, **{**sampler_params, **values})
+        except ValueError as error:
+            raise ConfigError(f"sampler: {error}") from None
+
+    sampler = sampler_with()
     if "metric" not in sampler_params and isinstance(getattr(sampler, "metric", None), IdentityMetric):
         log.warning("%s with G(θ) = I is %s: target %s has no metric of its own (a model's metric()) and "
                     "sampler.metric is null; set 'sampler.metric={name: rational}' for a position-dependent one",
                     config.sampler.name, "sgld" if config.sampler.name == "sgrld" else "sghmc", target.name)
+    settings, tuned, blocks = config.run, None, None
+    if config.tuned and config.run.resume is not None:  # the values the run was tuned to, from its folder
+        config = _with_sampler_values(config, _tuned_values(config))
+        sampler = sampler_with(**{key: config.sampler.values[key] for key in FRICTION_KEYS if key in sampler_params})
+    elif config.tuned:
+        try:
+            sampler, blocks, tuned = tune(sampler_with, target, settings.n_chains, config.seed, settings.backend,
+                                          lambda chosen: blocks_for(chosen, settings.backend))
+        except TuningError as error:
+            raise ConfigError(str(error)) from None
+        config = _with_sampler_values(config, tuned.values)
     if config.run.resume is not None:
         _check_resume(config)
-    settings = config.run
     schedule = make_schedule(config.schedule.name, config.step_size, settings.n_steps, **config.schedule.arguments())
     check_exploration(sampler, schedule)  # schedule.exploration needs a sampler that can step without its noise
-    _check_at_start(sampler, schedule, config.seed, settings.n_chains)
-    return Built(target, sampler, schedule, settings, blocks_for(sampler, settings.backend))
+    _check_at_start(sampler, schedule, config.seed, settings.n_chains, None if tuned is None else tuned.start)
+    if blocks is None:
+        blocks = blocks_for(sampler, settings.backend)
+    return Built(target, sampler, schedule, settings, blocks, config, tuned, sampler_with)
+
+
+def _with_sampler_values(config: RunDescription, values: dict) -> RunDescription:
+    """``config`` with the sampler keys ``values`` (what tuning chose), validated again."""
+    changed = config.as_dict()
+    changed["sampler"].update(values)
+    return described(changed)
+
+
+def _tuned_values(config: RunDescription) -> dict:
+    """The sampler values a tuned run chose, from the config.yaml of the run ``run.resume`` continues (its own check,
+    :func:`_check_resume`, then compares the rest)."""
+    try:
+        saved = yaml.safe_load((Path(config.run.resume) / "config.yaml").read_text())
+        section = saved["sampler"]
+        return {key: section[key] for key in ("step_size", *FRICTION_KEYS) if key in section}
+    except (OSError, yaml.YAMLError, TypeError, KeyError):
+        raise ConfigError(f"run.resume: {config.run.resume} has no readable config.yaml with the tuned "
+                          "sampler.step_size") from None
 
 
 # The start check forms dense (dim z)² matrices per chain (CCAdL's D needs the full-data V(θ)): small models only.
 START_CHECK_MAX_DIM = 512
 
 
-def _check_at_start(sampler, schedule, seed: int, n_chains: int) -> None:
-    """D PSD, Q skew and ε(2D − εB̂) PSD at the initial state of (at most 8 of) the run's chains, drawn from ``seed``,
-    and the initial step size (the last not with ``noise_clip``, which clips instead, nor with a running estimate,
-    which starts at 0)."""
+def _check_at_start(sampler, schedule, seed: int, n_chains: int, theta0: np.ndarray | None = None) -> None:
+    """D PSD, Q skew and ε(2D − εB̂) PSD at the initial state of (at most 8 of) the run's chains, drawn from ``seed``
+    (or the first of ``theta0``, tuning's starts), and the initial step size (the last not with ``noise_clip``, which
+    clips instead, nor with a running estimate, which starts at 0)."""
     if sampler.kind == "optimiser":  # no recipe: nothing to check
         return
     if sampler.target.dim > START_CHECK_MAX_DIM:  # dim z >= dim θ: skipped below, before any (d, d) state is made
@@ -158,7 +199,8 @@ def _check_at_start(sampler, schedule, seed: int, n_chains: int) -> None:
                  "by the tests on small targets)", sampler.target.dim, START_CHECK_MAX_DIM)
         return
     rng = np.random.default_rng(seed)
-    state = sampler.init(sampler.target.initial_position(min(8, n_chains), rng), rng)
+    positions = sampler.target.initial_position(min(8, n_chains), rng) if theta0 is None else theta0[:8]
+    state = sampler.init(positions, rng)
     step = schedule(0)
     if sampler.pack(state).shape[1] > START_CHECK_MAX_DIM:
         log.info("dense D/Q check at the start skipped: dim z = %d > %d (the samplers' D/Q structure is checked "
@@ -271,8 +313,8 @@ def run_experiment(config: dict | RunDescription, argv: list[str] | None = None)
     Any other exception once the folder exists (a full disk, a data file found bad mid-run, a bug) makes the run
     ``failed``: metrics.json with the one-line error, the traceback in run.log, and :class:`RunFailed` raised.
     """
-    config = described(config)
-    built = _build(config)
+    built = _build(described(config))
+    config = built.description  # with the values tuning chose
     check_run_fits(built.sampler, built.settings)
     resume = config.run.resume
     folder = _new_folder(config.run.results_dir, f"{config.sampler.name}-{config.target.name}") if resume is None else Path(resume)
@@ -372,6 +414,8 @@ def _run_into(folder: Path, config: RunDescription, built: Built, argv, outcomes
         write_text(folder / "config.yaml", yaml.safe_dump(config.as_dict(), sort_keys=False))
         write_json(folder / "provenance.json", provenance(config.seed, argv))
     log.info("run folder %s", folder)
+    if built.tuned is not None:
+        log.info("%s", built.tuned.line())
     log.info("sampler %s, target %s, schedule %s, %d chains x %d steps, seed %d", config.sampler.name,
              config.target.name, config.schedule.name, built.settings.n_chains, built.settings.n_steps, config.seed)
     evaluator = Evaluator(built.target)
@@ -398,13 +442,14 @@ def _run_into(folder: Path, config: RunDescription, built: Built, argv, outcomes
 
 
 def _path_observers(run: RunOptions, built: Built, rng: np.random.Generator, resume) -> tuple[list, "np.ndarray | None"]:
-    """The observers of ``run.path_statistics`` and ``run.snapshot_every``, and the initial θ when the snapshots start
-    with it (drawn here exactly as :func:`run_chains` draws it, so the random stream and the samples do not change)."""
-    observers, theta0 = [], None
+    """The observers of ``run.path_statistics`` and ``run.snapshot_every``, and the initial θ: tuning's starts, or when
+    the snapshots start with it, drawn here exactly as :func:`run_chains` draws it (so the random stream and the
+    samples do not change)."""
+    observers, theta0 = [], None if built.tuned is None else built.tuned.start
     if run.path_statistics:
         observers.append(PathStatistics())
     if run.snapshot_every:
-        if resume is None:
+        if resume is None and theta0 is None:
             theta0 = built.target.initial_position(built.settings.n_chains, rng)
         observers.append(Snapshots(built.settings.n_chains, built.target.dim, run.snapshot_every,
                                    run.snapshot_until, theta0))
@@ -430,7 +475,9 @@ def _write_results(folder: Path, config: RunDescription, built: Built, evaluator
     final.update(outcome.state_metrics)
     final.update(outcome.predictive)
     final.update(outcome.hyperparameters)
-    final.update(_thermostat(built, outcome, config.step_size if config.schedule.name == "constant" else None))
+    constant_step = config.step_size if config.schedule.name == "constant" else None
+    final.update(_thermostat(built, outcome, constant_step))
+    final.update(_noise_inflation(built, outcome, constant_step))
     from sgmcmc.diagnostics.stein import final_ksd_metrics  # the IMQ kernel Stein discrepancy and its cost
 
     final.update(final_ksd_metrics(built.target, outcome.samples, config.run.ksd_points))
@@ -443,6 +490,8 @@ def _write_results(folder: Path, config: RunDescription, built: Built, evaluator
                      built.target.dim)
     warned = warnings_after_run(metrics, facts)
     metrics["warnings"] = [warning.as_dict() for warning in warned]
+    if built.tuned is not None:
+        metrics["tuning"] = built.tuned.record()
     write_json(folder / "metrics.json", metrics)
     log.info("status %s; final metrics %s", outcome.status, {k: round(v, 6) for k, v in final.items()})
     for warning in warned:  # after the results: each names what it measured and the override that helps
@@ -545,6 +594,31 @@ def _thermostat(built: Built, outcome, step_size: float | None) -> dict:
             if value is not None:
                 out[key] = value
     return out
+
+
+# The inflation forms the recipe's (dim z)² D and B̂ at a few draws: small models only.
+NOISE_INFLATION_POSITIONS = 8
+
+
+def _noise_inflation(built: Built, outcome, step_size: float | None) -> dict:
+    """``noise_inflation``: with ``noise_estimate=zero``, the relative inflation of the posterior variance by the
+    minibatch noise at the constant ``step_size``, ε/ε_psd at the worst of a few kept draws
+    (:func:`sgmcmc.tuning.noise_inflation`); {} where the noise is subtracted, unknown, the state too large, or a
+    thermostat absorbs it (SGNHT, CCAdL, BADODAB: ξ rises by about εV̂/2)."""
+    sampler = built.sampler
+    if (getattr(sampler, "noise_estimate", None) != "zero" or step_size is None or not outcome.samples.size
+            or built.target.dim > START_CHECK_MAX_DIM or not np.all(np.isfinite(outcome.samples))):
+        return {}
+    positions = evenly_spaced_samples(outcome.samples, NOISE_INFLATION_POSITIONS)
+    if sampler.init(positions[:1], np.random.default_rng(0)).xi is not None:
+        return {}
+    if built.target.noise_covariance(positions[:1]) is None:
+        return {}
+    try:
+        bound = noise_psd_bound(built.sampler_with(noise_estimate="known"), positions)
+    except ConfigError:  # the sampler takes no known noise on this target
+        return {}
+    return {"noise_inflation": noise_inflation(step_size, bound)}
 
 
 def _figures(folder: Path, built: Built, outcome, trace: list[dict], config: RunDescription) -> list[str]:

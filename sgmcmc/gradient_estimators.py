@@ -43,6 +43,7 @@ from typing import Optional
 
 import numpy as np
 
+from sgmcmc.mode import lbfgs_mode
 from sgmcmc.schema import Key, choice, integer, optional, real
 from sgmcmc.targets.base import Target
 from sgmcmc.targets.data import DataTarget
@@ -263,25 +264,13 @@ class ControlVariates(CentredGradients):
 
     def _lbfgs(self, start: np.ndarray) -> np.ndarray:
         """The mode of U by scipy's L-BFGS-B on the full data (N evaluations per function and gradient call)."""
-        from scipy.optimize import minimize
-
         if not self.base.has_potential:
             raise EstimatorError(f"gradient.optimiser=lbfgs needs the potential of target {self.base.name!r}, which it "
                                  "does not have (use gradient.optimiser=sgd)")
-
-        def value_and_gradient(x):
-            theta = x[None, :]
-            self.evaluations += 2 * self.n_data  # U and ∇U each pass over the data
-            with np.errstate(all="ignore"):
-                value, gradient = float(self.base.potential(theta)[0]), self.base.gradient(theta)[0]
-            if not np.isfinite(value) or not np.all(np.isfinite(gradient)):
-                return np.inf, np.zeros_like(x)  # outside the support: the line search backs off
-            return value, gradient
-
-        result = minimize(value_and_gradient, start[0], jac=True, method="L-BFGS-B",
-                          options={"maxiter": 10_000, "gtol": 1e-10 * max(1.0, self.n_data), "ftol": 1e-15})
-        self.optimiser_message = str(result.message)
-        return np.asarray(result.x, dtype=float)[None, :]
+        mode = lbfgs_mode(self.base.potential, self.base.gradient, start, gtol=1e-10 * max(1.0, self.n_data))
+        self.evaluations += 2 * self.n_data * mode.calls  # U and ∇U each pass over the data
+        self.optimiser_message = mode.message
+        return mode.theta
 
     def _sgd(self, start: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """``centre_steps`` SGD steps θ ← θ − η∇Ũ(θ) on the base's plain minibatches (Baker et al. 2019, §3.1), and the

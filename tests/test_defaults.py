@@ -120,11 +120,11 @@ def test_every_pair_at_its_defaults_completes_or_refuses_in_one_line(target, sam
 
 @pytest.mark.parametrize("sampler", SAMPLER_CONFIGS)
 def test_every_sampler_on_the_example_user_model_completes_or_refuses_in_one_line(sampler, tmp_path, monkeypatch):
-    """``python run.py target=custom target.model=<the example> sampler=S`` at the sampler's defaults: no defaults can
-    suit a model we have not seen (its scale sets the step size), so a pair may refuse, but in one line naming the key
-    to change and with no folder, or complete."""
+    """``python run.py target=custom target.model=<the example> sampler=S tune=off`` at the sampler's own defaults: they
+    cannot suit a model we have not seen (its scale sets the step size), so a pair may refuse, but in one line naming
+    the key to change and with no folder, or complete. (With tuning, the default: tests/targets/test_user_at_defaults.py.)"""
     monkeypatch.chdir(ROOT)
-    config = composed("target=custom", f"target.model={EXAMPLE_MODEL}", f"sampler={sampler}", *WALK_STEPS,
+    config = composed("target=custom", f"target.model={EXAMPLE_MODEL}", f"sampler={sampler}", "tune=off", *WALK_STEPS,
                       "run.n_chains=4", f"run.results_dir={tmp_path}")
     try:
         folder, status = run_experiment(config)

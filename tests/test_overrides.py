@@ -42,7 +42,7 @@ def test_what_hydra_would_compose_passes(overrides):
 
 def test_an_unknown_key_names_the_allowed_ones():
     assert error_of("bogus=1") == ("bogus is not a known key; allowed keys are cache_dir, data_dir, gradient, run, sampler, "
-                                   "schedule, seed, target, vars")
+                                   "schedule, seed, target, tune, vars")
     assert error_of("run.n_stepz=1") == ("run.n_stepz is not a known key; allowed keys are "
                                          + ", ".join("run." + key for key in RUN_FIELDS))
     assert error_of("seed.x=1").startswith("seed.x is not a known key; allowed keys are")

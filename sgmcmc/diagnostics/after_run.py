@@ -17,6 +17,9 @@ Each check reads the run's metrics (``metrics.json``'s record, before it is writ
   Remedy: a burn-in as long as the run.
 - ``clipping``: more than 1% of the injected noise's variances clipped at 0 (``noise_clip``): the subtracted noise
   estimate exceeded 2D, and the samples come out wider than the posterior. Remedy: a tenth of the step size.
+- ``minibatch_noise``: with ``noise_estimate=zero`` the minibatch noise is not subtracted, and inflates the posterior
+  variance by about ε·V̂/(2D) (``final.noise_inflation``, :func:`sgmcmc.tuning.noise_inflation` at the draws) above
+  10%. Remedy: the step size that brings it to 5%, or ``sampler.noise_estimate=known``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ ESS_PER_CHAIN = 100  # Vehtari et al. (2021): 400 over 4 chains
 ACCEPTANCE_BOUND = 0.1
 THERMOSTAT_STANDARD_ERRORS, THERMOSTAT_RELATIVE = 4.0, 0.1
 CLIPPED_BOUND = 0.01
+NOISE_INFLATION_BOUND, NOISE_INFLATION_AIM = 0.1, 0.05
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,13 @@ def warnings_after_run(metrics: dict, facts: RunFacts) -> list[RunWarning]:
         message = (f"{clipped:,} of the injected noise's {variances:,} variances were clipped at 0 "
                    f"({clipped / variances:.1%}): the samples come out wider than the posterior")
         out.append(RunWarning("clipping", message, f"sampler.step_size={smaller:.3g} (a tenth)"))
+    inflation = _number(final.get("noise_inflation"))
+    if inflation is not None and inflation > NOISE_INFLATION_BOUND:
+        message = (f"the minibatch noise, not subtracted (noise_estimate=zero), inflates the posterior variance by "
+                   f"about {inflation:.0%} (ε·V/(2D))")
+        aimed = facts.step_size * NOISE_INFLATION_AIM / inflation
+        out.append(RunWarning("minibatch_noise", message, f"sampler.step_size={aimed:.3g} (to about "
+                                                          f"{NOISE_INFLATION_AIM:.0%}), or sampler.noise_estimate=known"))
     return out
 
 

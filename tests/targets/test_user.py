@@ -47,8 +47,8 @@ def config(target: dict, sampler: dict, tmp_path, **run) -> dict:
     settings = dict(n_steps=200, n_chains=4, burn_in=100, thin=1, eval_every=100, progress=False, figures=False,
                     results_dir=str(tmp_path / "runs"))
     settings.update(run)
-    return {"seed": 0, "sampler": sampler, "schedule": {"name": "constant"}, "target": {"name": "custom", **target},
-            "run": settings}
+    return {"seed": 0, "tune": "off", "sampler": sampler, "schedule": {"name": "constant"},
+            "target": {"name": "custom", **target}, "run": settings}  # the step sizes given (tuning: test_tuning.py)
 
 
 # -- the reference posterior: HMC on the full data, whitened by the Laplace approximation -------------------------
@@ -521,7 +521,8 @@ def test_a_resume_with_an_edited_model_file_is_refused(tmp_path):
 def test_a_riemannian_sampler_on_a_model_without_a_metric_says_it_is_its_euclidean_twin(sampler, same, caplog):
     """With no metric() on the model and sampler.metric null, G = I: SGRLD is SGLD and SGRHMC is SGHMC, said in one
     line naming the override that gives a position-dependent G; nothing is said once a metric is given."""
-    config = {"seed": 0, "target": {"name": "custom", "model": "examples/breast_cancer_logistic.py:BreastCancerLogistic"},
+    config = {"seed": 0, "tune": "off",
+              "target": {"name": "custom", "model": "examples/breast_cancer_logistic.py:BreastCancerLogistic"},
               "sampler": {"name": sampler, "step_size": 1e-9}, "schedule": {"name": "constant"},
               "run": {"n_steps": 10, "n_chains": 2, "burn_in": 0, "progress": False, "backend": "python"}}  # no compile
     with caplog.at_level(logging.WARNING, logger="sgmcmc"):

@@ -1,0 +1,83 @@
+#!/usr/bin/env python
+"""What tuning would choose on the papers' own experiments, beside the papers' settings (issue 34; information only:
+the experiments keep their settings).
+
+    python scripts/tuning_on_paper_settings.py [--experiments recipe_fig2_left ...]
+
+For each ``configs/experiment/<name>.yaml`` the config of ``python run.py +experiment=<name> tune=auto`` is built
+(:func:`sgmcmc.experiment.build`: the tuning runs, nothing is sampled) and its chosen ``sampler.step_size`` (and
+friction or diffusion) is set beside the experiment's, with the tuning's cost; a target tuning cannot take (no exact
+gradient, Gibbs-sampled hyperparameters) gets its one-line refusal. Writes results/tuning/paper-settings-<commit>.json
+and .md next to it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hydra import compose, initialize_config_dir  # noqa: E402
+from omegaconf import OmegaConf  # noqa: E402
+
+from sgmcmc.config import ConfigError  # noqa: E402
+from sgmcmc.experiment import build  # noqa: E402
+from sgmcmc.tuning import FRICTION_KEYS  # noqa: E402
+from scripts.user_models_at_defaults import write_report  # noqa: E402
+
+CONFIG_DIR = ROOT / "configs"
+
+
+def composed(overrides: list[str]) -> dict:
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        config = OmegaConf.to_container(compose(config_name="config", overrides=overrides), resolve=True)
+    config.pop("hydra", None)
+    return config
+
+
+def tuned(name: str, results: Path) -> dict:
+    config = composed([f"+experiment={name}", "tune=auto", f"run.results_dir={results}", "run.progress=false"])
+    paper = {key: config["sampler"][key] for key in ("step_size", *FRICTION_KEYS) if key in config["sampler"]}
+    record = {"experiment": name, "sampler": config["sampler"]["name"], "target": config["target"]["name"],
+              "paper": paper, "schedule": config["schedule"]["name"]}
+    try:
+        built = build(config)
+    except ConfigError as error:
+        return {**record, "refused": str(error)}
+    return {**record, "tuned": built.tuned.values, "bounds": built.tuned.bounds, "cost": built.tuned.record()["cost"]}
+
+
+def table(records: list[dict]) -> str:
+    lines = ["| experiment | sampler | target | paper's setting | tuning's choice | tuning's cost |", "|---|---|---|---|---|---|"]
+    for r in records:
+        paper = ", ".join(f"{k}={v:.3g}" for k, v in r["paper"].items())
+        if "refused" in r:
+            chose, cost = f"refused: {r['refused']}", ""
+        else:
+            chose = ", ".join(f"{k}={v:.3g}" for k, v in r["tuned"].items())
+            cost = f"{r['cost']['seconds']:.1f} s, {r['cost']['pilot_chain_steps']:,} pilot chain-steps"
+        lines.append(f"| {r['experiment']} | {r['sampler']} | {r['target']} | {paper} | {chose} | {cost} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    names = sorted(path.stem for path in (CONFIG_DIR / "experiment").glob("*.yaml"))
+    parser.add_argument("--experiments", nargs="*", default=names)
+    parser.add_argument("--output", type=Path, default=ROOT / "results" / "tuning")
+    args = parser.parse_args()
+    records = []
+    with tempfile.TemporaryDirectory() as folder:
+        for name in args.experiments:
+            records.append(tuned(name, Path(folder)))
+            print(json.dumps(records[-1]), flush=True)
+    print(write_report(records, args.output / "paper-settings", table(records)))
+
+
+if __name__ == "__main__":
+    main()
