@@ -6,7 +6,7 @@
 - :class:`Banana`: the 2-D banana x ~ N(0, 1), y | x ~ N(b x², 1) (non-Gaussian; a density model). E x = 0, E x² = 1,
   E y = b, E y² = 1 + 3b².
 - :class:`ConjugateRegression`: Bayesian linear regression with a known noise variance and a Gaussian prior, its
-  posterior Gaussian in closed form; N = 1,000 rows and a minibatch of 32 (a data model on rows whose minibatch noise
+  posterior Gaussian in closed form; N = 300 rows and a minibatch of 32 (a data model on rows whose minibatch noise
   swamps its posterior at step sizes that look small: V/N² ≈ 1/n per example against a posterior variance ≈ 1/N).
 
     python run.py target=custom target.model=examples/exact_models.py:Banana sampler=sgld
@@ -71,7 +71,7 @@ class ConjugateRegression:
     """y_i = x_iᵀθ + N(0, σ²), x_i ~ N(0, I₃), θ* = (1, −0.5, 2), θ ~ N(0, s² I): posterior N(m, S) with
     S = (XᵀX/σ² + I/s²)⁻¹, m = S Xᵀy/σ². Rows are (x_i, y_i)."""
 
-    def __init__(self, n_data: int = 1000, seed: int = 0):
+    def __init__(self, n_data: int = 300, seed: int = 0):
         rng = np.random.default_rng(seed)
         inputs = rng.standard_normal((n_data, 3))
         responses = inputs @ np.array([1.0, -0.5, 2.0]) + REGRESSION_NOISE_SD * rng.standard_normal(n_data)

@@ -85,7 +85,9 @@ def table(records: list[dict]) -> str:
 def write_report(records: list[dict], prefix: Path, markdown: str) -> Path:
     """``records`` as <prefix>-<commit>.json and ``markdown`` beside it as .md; the .md's path."""
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    stem = prefix.parent / f"{prefix.name}-{(provenance(0)['git_commit'] or 'unknown')[:8]}"
+    record = provenance(0)
+    dirty = "-dirty" if record["git_dirty"] else ""  # code that no commit holds: its numbers cannot be repeated
+    stem = prefix.parent / f"{prefix.name}-{(record['git_commit'] or 'unknown')[:8]}{dirty}"
     stem.with_suffix(".json").write_text(json.dumps(records, indent=1) + "\n")
     stem.with_suffix(".md").write_text(markdown)
     return stem.with_suffix(".md")

@@ -27,9 +27,10 @@ scored search; the run's chains then start from the chosen pilot's draws, near t
    better half and doubles their length until one is left (a bandit's budget: 20 rounds of :data:`PILOT_STEPS`).
    A candidate that diverges scores ∞; while the winner is the grid's smallest (or all diverged), the next smaller
    ones are tried.
-5. **The start**: the run's chains start at draws of the Laplace approximation N(θ̂, H⁻¹) where H is positive definite
-   (exact for a Gaussian posterior; dispersed enough that R-hat can see chains that do not mix), else at the winner's
-   pilot draws, evenly spaced over its chains and steps.
+5. **The start**: the run's chains start at draws of the widened Laplace approximation N(θ̂, 1.5²H⁻¹) where H is
+   positive definite: near the bulk, but overdispersed (Gelman & Rubin's starts), so that chains that do not mix in
+   the burn-in show in the sds and in R-hat rather than hide behind starts that were already right (a Gaussian's
+   Laplace approximation is exact); else at the winner's pilot draws, evenly spaced over its chains and steps.
 
 A run is 10⁵ times a pilot's chain-steps and meets rarer excursions: where the candidate twice the winner diverged,
 the step size is the winner's half (:data:`DIVERGENCE_MARGIN`).
@@ -57,8 +58,6 @@ from sgmcmc.recipe import largest_step
 from sgmcmc.runner import COMPLETED, run_chains
 from sgmcmc.schedules import Constant
 
-log = logging.getLogger("sgmcmc")
-
 DENSE_HESSIAN_MAX_DIM = 256
 RECIPE_MAX_DIM = 512  # the sampler's D and Q at θ̂ are (dim z)² matrices: small models only (else M = I)
 NOISE_INFLATION = 0.05  # the largest relative inflation of the posterior variance by uncorrected minibatch noise
@@ -69,7 +68,9 @@ KSD_POINTS = 400
 MAX_EXTENSIONS = 3  # times the search moves to smaller step sizes (the winner the smallest, or all diverged)
 FRICTION_KEYS = ("friction", "diffusion")  # C (SGHMC, BAOAB, SGHMC + MH) or A (SGNHT, BADODAB, CCAdL)
 LAPLACE_NOISE_POINTS = 32
-LAPLACE_NOISE_SPREAD = 1.5  # the noise is read at draws of N(θ̂, (1.5)²H⁻¹): where a thousand chains go
+# the widened Laplace approximation N(θ̂, 1.5²H⁻¹): where the noise is read (where a thousand chains go) and the run
+# starts (overdispersed, as R-hat asks)
+LAPLACE_SPREAD = 1.5
 KNOWN_NOISE_MARGIN = 0.5  # of ε_psd: a step past it at any chain fails the run
 DIVERGENCE_MARGIN = 0.5  # the winner's step size times this where the candidate twice as large diverged
 
@@ -332,7 +333,7 @@ def starts(winner: _Candidate, n_chains: int, mode: np.ndarray, laplace: Optiona
     """The run's θ₀ (module docstring, 5): draws of N(θ̂, LLᵀ), or the winner's pilot draws, evenly spaced over its
     chains and steps (repeated if there are fewer)."""
     if laplace is not None:
-        return mode + rng.standard_normal((n_chains, mode.shape[1])) @ laplace.T
+        return mode + LAPLACE_SPREAD * rng.standard_normal((n_chains, mode.shape[1])) @ laplace.T
     draws = np.concatenate(winner.draws, axis=1)
     points = evenly_spaced_samples(draws, n_chains)
     return points[np.arange(n_chains) % points.shape[0]]
@@ -401,5 +402,5 @@ def _noise_bound(make_sampler, sampler, target, mode: np.ndarray, laplace, rng) 
     positions = mode
     if laplace is not None:
         draws = rng.standard_normal((LAPLACE_NOISE_POINTS, mode.shape[1]))
-        positions = np.concatenate([mode, mode + LAPLACE_NOISE_SPREAD * draws @ laplace.T])
+        positions = np.concatenate([mode, mode + LAPLACE_SPREAD * draws @ laplace.T])
     return noise_psd_bound(known, positions)

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from scipy.linalg import solve_discrete_lyapunov
 
-from sgmcmc.config import RunOptions
+from sgmcmc.config import ConfigError, RunOptions
 from sgmcmc.experiment import build, run_experiment
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
@@ -168,3 +168,21 @@ def test_a_tuned_run_samples_the_small_scale_gaussian_and_says_what_it_chose(tmp
                                            n_steps=1500, burn_in=500))
     metrics = json.loads((folder / "metrics.json").read_text())
     assert status == "diverged" or metrics["warnings"], metrics
+
+
+def test_a_tuned_run_is_resumed_with_the_values_it_chose(tmp_path, monkeypatch):
+    """``run.resume`` with the command that started a tuned run (the config's own step size, tune=auto) takes the chosen
+    values from the run's config.yaml instead of tuning again: the configs then agree, and what stops the resume is
+    only that this run has completed."""
+    first = config("Banana", {"name": "sgld", "step_size": 0.02}, tmp_path, n_steps=60, burn_in=30)
+    folder, status = run_experiment(first)
+    assert status == "completed"
+    again = config("Banana", {"name": "sgld", "step_size": 0.02}, tmp_path, n_steps=60, burn_in=30,
+                   resume=str(folder))
+
+    def tuned_again(*args, **kwargs):
+        raise AssertionError("a resume tuned again")
+
+    monkeypatch.setattr("sgmcmc.experiment.tune", tuned_again)
+    with pytest.raises(ConfigError, match=r"^run\.resume: .* has already ended \(status completed\)"):
+        run_experiment(again)

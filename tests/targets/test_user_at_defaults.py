@@ -24,8 +24,8 @@ CORRECT = ("sgld", "sgrld", "psgld", "sghmc", "sghmc_mh", "sgrhmc", "sgnht", "cc
 def regression_posterior() -> tuple[np.ndarray, np.ndarray]:
     """ConjugateRegression's data, drawn as its docstring says, and its posterior N(m, S) from the normal equations."""
     rng = np.random.default_rng(0)
-    inputs = rng.standard_normal((1000, 3))
-    responses = inputs @ np.array([1.0, -0.5, 2.0]) + rng.standard_normal(1000)
+    inputs = rng.standard_normal((300, 3))
+    responses = inputs @ np.array([1.0, -0.5, 2.0]) + rng.standard_normal(300)
     covariance = np.linalg.inv(inputs.T @ inputs + np.eye(3) / 100.0)
     return covariance @ inputs.T @ responses, np.sqrt(np.diag(covariance))
 
@@ -37,9 +37,18 @@ EXACT = {
 }
 
 
+# CCAdL's own noise estimate (running, Shang et al.'s) needs per-example gradients, which a density model has not: one
+# line naming the key, and no run
+REFUSED = {(model, "ccadl"): "sampler: noise_estimate=running needs a data target with per-example gradients; target "
+                             "'custom' has none (use known or zero)" for model in ("SmallScaleGaussian", "Banana")}
+# Their passes over all the rows one chain at a time (pSGLD's stationary preconditioner, the Metropolis tests) take 1.5
+# to 3 minutes at the defaults: measured by scripts/user_models_at_defaults.py (results/user-models/), not here
+SLOW = {("ConjugateRegression", "psgld"), ("ConjugateRegression", "sghmc_mh"), ("ConjugateRegression", "hmc")}
+PAIRS = [(model, sampler) for model in sorted(EXACT) for sampler in CORRECT if (model, sampler) not in SLOW]
+
+
 @pytest.mark.validate
-@pytest.mark.parametrize("sampler", CORRECT)
-@pytest.mark.parametrize("model", sorted(EXACT))
+@pytest.mark.parametrize("model, sampler", PAIRS)
 def test_at_the_defaults_a_user_model_is_right_or_warned(model, sampler, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)
     config = composed("target=custom", f"target.model=examples/exact_models.py:{model}", f"sampler={sampler}",
@@ -47,7 +56,10 @@ def test_at_the_defaults_a_user_model_is_right_or_warned(model, sampler, tmp_pat
     try:
         folder, status = run_experiment(config)
     except ConfigError as error:
-        pytest.fail(f"refused at the defaults: {error}")
+        assert str(error) == REFUSED.get((model, sampler)), f"refused at the defaults: {error}"
+        assert not any(tmp_path.iterdir())
+        return
+    assert (model, sampler) not in REFUSED
     metrics = json.loads((folder / "metrics.json").read_text())
     if status != "completed":
         assert status == "diverged" and metrics["error"], metrics  # said on stderr by the run
