@@ -73,10 +73,11 @@ def main() -> None:
     args = parser.parse_args()
     records = []
     with tempfile.TemporaryDirectory() as folder:
-        for name in args.experiments:
+        for name in args.experiments:  # the report is rewritten after each: a stopped run keeps what it measured
             records.append(tuned(name, Path(folder)))
             print(json.dumps(records[-1]), flush=True)
-    print(write_report(records, args.output / "paper-settings", table(records)))
+            path = write_report(records, args.output / "paper-settings", table(records))
+    print(path)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,10 @@ class Mode:
     calls: int
 
 
-def lbfgs_mode(potential: Callable, gradient: Callable, start: np.ndarray, gtol: float) -> Mode:
-    """θ̂ by scipy's L-BFGS-B on U and ∇U (each taking θ (1, d)), from ``start`` (1, d); a point where either is not
-    finite (outside the support) counts as U = ∞, so the line search backs off."""
+def lbfgs_mode(potential: Callable, gradient: Callable, start: np.ndarray, gtol: float, maxiter: int = 10_000) -> Mode:
+    """θ̂ by scipy's L-BFGS-B on U and ∇U (each taking θ (1, d)), from ``start`` (1, d), to the gradient tolerance
+    ``gtol`` or ``maxiter`` iterations; a point where either is not finite (outside the support) counts as U = ∞, so
+    the line search backs off."""
     calls = 0
 
     def value_and_gradient(x):
@@ -36,7 +37,7 @@ def lbfgs_mode(potential: Callable, gradient: Callable, start: np.ndarray, gtol:
         return value, slope
 
     result = minimize(value_and_gradient, np.asarray(start, dtype=float)[0], jac=True, method="L-BFGS-B",
-                      options={"maxiter": 10_000, "gtol": gtol, "ftol": 1e-15})
+                      options={"maxiter": maxiter, "gtol": gtol, "ftol": 1e-15})
     return Mode(np.asarray(result.x, dtype=float)[None, :], str(result.message), calls)
 
 

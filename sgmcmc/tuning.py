@@ -59,6 +59,7 @@ from sgmcmc.runner import COMPLETED, run_chains
 from sgmcmc.schedules import Constant
 
 DENSE_HESSIAN_MAX_DIM = 256
+MODE_ITERATIONS = 500  # L-BFGS-B's iterations for the mode at most
 RECIPE_MAX_DIM = 512  # the sampler's D and Q at θ̂ are (dim z)² matrices: small models only (else M = I)
 NOISE_INFLATION = 0.05  # the largest relative inflation of the posterior variance by uncorrected minibatch noise
 CANDIDATES = 6
@@ -129,7 +130,10 @@ def posterior_mode(target, rng: np.random.Generator) -> tuple[np.ndarray, int]:
         return np.asarray(centre, dtype=float), 0
     start = np.asarray(target.initial_position(1, rng), dtype=float)
     if target.has_potential:
-        mode = lbfgs_mode(target.potential, target.gradient, start, gtol=1e-10 * max(1.0, target.n_data or 1.0))
+        # the pilots start here and the curvature is read here: a mode to a few digits does (the control variates'
+        # centre, which every gradient is taken against, is found to the tolerance of sgmcmc.gradient_estimators)
+        mode = lbfgs_mode(target.potential, target.gradient, start, gtol=1e-6 * max(1.0, target.n_data or 1.0),
+                          maxiter=MODE_ITERATIONS)
     else:
         mode = gradient_root(target.gradient, start)
     if not np.all(np.isfinite(mode.theta)):
