@@ -372,20 +372,24 @@ def tune(make_sampler: Callable[..., object], target, n_chains: int, seed: int, 
                           f"(largest eigenvalue {shape.lambda_max:.3g}); set tune=off and sampler.step_size")
     friction_key = next((key for key in FRICTION_KEYS if key in type(sampler).parameters), None)
     values, bounds = {}, {"stability": stability, "noise": None}
-    psd = _noise_bound(make_sampler, sampler, target, mode, shape.laplace_factor, rng)
+    positions = _noise_positions(sampler, target, mode, shape.laplace_factor, rng)
     zero = getattr(sampler, "noise_estimate", "known") == "zero"
     allowed = NOISE_INFLATION if zero else KNOWN_NOISE_MARGIN  # of ε_psd
     if friction_key is not None:
         current = float(sampler.friction_coefficient if friction_key == "friction" else sampler.diffusion)
+        per_unit = _noise_bound(make_sampler, {friction_key: 1.0}, positions)  # ε_psd at C = 1: it grows as C
         critical = 2.0 * math.sqrt(max(shape.lambda_min, 0.0))
-        needed = current * stability / (allowed * psd) if psd > 0 else math.inf
+        needed = stability / (allowed * per_unit) if per_unit > 0 else math.inf
         chosen = min(max(critical, needed), 1.0 / stability) if critical > 0 or needed < math.inf else current
         values[friction_key] = float(chosen)
-        psd = psd * chosen / current
         sampler = make_sampler(**values)
+    psd = _noise_bound(make_sampler, values, positions)
     noise = allowed * psd
     bounds["noise"] = None if math.isinf(noise) else noise
     top = 0.9 * min(stability, noise)
+    if not 0 < top < math.inf:  # e.g. the noise's B̂ outside D's range at a draw of a near-singular Laplace approximation
+        raise TuningError(f"tune=auto: no step size satisfies the bounds on target {target.name!r} (stability "
+                          f"{stability:.3g}, minibatch noise {noise:.3g}); set tune=off and sampler.step_size")
     blocks = blocks_for(sampler)
     winner, everyone, chain_steps, score_calls = search(sampler, blocks, target, top, mode, shape.laplace_factor,
                                                         rng, backend)
@@ -397,14 +401,19 @@ def tune(make_sampler: Callable[..., object], target, n_chains: int, seed: int, 
     return sampler, blocks, tuned
 
 
-def _noise_bound(make_sampler, sampler, target, mode: np.ndarray, laplace, rng) -> float:
-    """ε_psd at θ̂ and at :data:`LAPLACE_NOISE_POINTS` draws of N(θ̂, H⁻¹) (module docstring, 3), for the sampler's
-    current friction; ∞ where the target gives no noise covariance or the sampler no noise estimate."""
+def _noise_positions(sampler, target, mode: np.ndarray, laplace, rng) -> Optional[np.ndarray]:
+    """θ̂ and :data:`LAPLACE_NOISE_POINTS` draws of N(θ̂, 1.5²H⁻¹) (module docstring, 3), where the minibatch noise
+    is read; None where the target gives no noise covariance or the sampler no noise estimate."""
     if "noise_estimate" not in type(sampler).parameters or target.noise_covariance(mode) is None:
+        return None
+    if laplace is None:
+        return mode
+    draws = rng.standard_normal((LAPLACE_NOISE_POINTS, mode.shape[1]))
+    return np.concatenate([mode, mode + LAPLACE_SPREAD * draws @ laplace.T])
+
+
+def _noise_bound(make_sampler, values: dict, positions: Optional[np.ndarray]) -> float:
+    """ε_psd at ``positions`` of the sampler with ``values`` and the known noise estimate; ∞ where there is none."""
+    if positions is None:
         return math.inf
-    known = sampler if sampler.noise_estimate == "known" else make_sampler(noise_estimate="known")
-    positions = mode
-    if laplace is not None:
-        draws = rng.standard_normal((LAPLACE_NOISE_POINTS, mode.shape[1]))
-        positions = np.concatenate([mode, mode + LAPLACE_SPREAD * draws @ laplace.T])
-    return noise_psd_bound(known, positions)
+    return noise_psd_bound(make_sampler(**values, noise_estimate="known"), positions)
