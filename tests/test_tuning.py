@@ -44,7 +44,8 @@ def test_the_hessian_of_a_quadratic_is_its_matrix():
 @pytest.mark.parametrize("sampler", ["sgld", "sghmc"])
 def test_the_curvature_is_the_precision_and_the_laplace_factor_its_inverse(sampler, tmp_path):
     """With M = I (SGLD's D, SGHMC's TTᵀ) the extreme eigenvalues are those of the precision, and LLᵀ = Σ."""
-    built = build(config("SmallScaleGaussian", {"name": sampler, "step_size": 1e-4}, tmp_path, tune="off"))
+    built = build(config("SmallScaleGaussian", {"name": sampler, "step_size": 1e-4}, tmp_path, tune="off",
+                         backend="python"))  # no chains run: nothing to compile
     found = curvature(built.target, built.sampler, MEAN[None])
     values = np.linalg.eigvalsh(PRECISION)
     assert found.lambda_min == pytest.approx(values[0], rel=1e-5)
@@ -72,7 +73,8 @@ def test_the_stability_bound_is_where_the_integrator_starts_to_diverge(sampler, 
 def test_the_noise_bound_is_two_over_the_largest_eigenvalue_of_the_minibatch_covariance(tmp_path):
     """SGLD with the known noise on the conjugate regression: ε_psd = 2/λmax(V), V = N(N − n)/n · S², S² the covariance
     over the rows of g_i = (y_i − x_iᵀθ) x_i (σ = 1), written out here; at three positions, the least of them."""
-    built = build(config("ConjugateRegression", {"name": "sgld", "step_size": 1e-6}, tmp_path, tune="off"))
+    built = build(config("ConjugateRegression", {"name": "sgld", "step_size": 1e-6}, tmp_path, tune="off",
+                         backend="python"))  # no chains run: nothing to compile
     rows = built.target.model.data
     positions = np.array([[1.0, -0.5, 2.0], [0.0, 0.0, 0.0], [2.0, 1.0, -1.0]])
     bounds = []
