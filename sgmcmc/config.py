@@ -196,12 +196,7 @@ class RunDescription:
     data_dir: Optional[str] = None
     cache_dir: Optional[str] = None
     vars: Optional[Mapping[str, Any]] = None
-    tune: Optional[str] = None
-
-    @property
-    def tuned(self) -> bool:
-        """Whether the run is tuned first (``tune``: auto, or null on ``target=custom``)."""
-        return self.tune == "auto" or (self.tune is None and self.target.name == "custom")
+    tune: Optional[str] = None  # auto, off, or None: auto on target=custom (sgmcmc.experiment._build reads it)
 
     @property
     def step_size(self) -> float:

@@ -145,10 +145,11 @@ def _build(config: RunDescription) -> Built:
                     "sampler.metric is null; set 'sampler.metric={name: rational}' for a position-dependent one",
                     config.sampler.name, "sgld" if config.sampler.name == "sgrld" else "sghmc", target.name)
     settings, tuned, blocks = config.run, None, None
-    if config.tuned and config.run.resume is not None:  # the values the run was tuned to, from its folder
+    tuning = config.tune == "auto" or (config.tune is None and config.target.name == "custom")  # tune's null: custom
+    if tuning and config.run.resume is not None:  # the values the run was tuned to, from its folder
         config = _with_sampler_values(config, _tuned_values(config))
         sampler = sampler_with(**{key: config.sampler.values[key] for key in FRICTION_KEYS if key in sampler_params})
-    elif config.tuned:
+    elif tuning:
         try:
             sampler, blocks, tuned = tune(sampler_with, target, settings.n_chains, config.seed, settings.backend,
                                           lambda chosen: blocks_for(chosen, settings.backend))
