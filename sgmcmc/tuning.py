@@ -33,7 +33,10 @@ scored search; the run's chains then start from the chosen pilot's draws, near t
    Laplace approximation is exact); else at the winner's pilot draws, evenly spaced over its chains and steps.
 
 A run is 10⁵ times a pilot's chain-steps and meets rarer excursions: where the candidate twice the winner diverged,
-the step size is the winner's half (:data:`DIVERGENCE_MARGIN`).
+the step size is the winner's half (:data:`DIVERGENCE_MARGIN`). And its chains start where the pilots' did not, some
+in the tails: the run's own chains take :data:`START_CHECK_STEPS` steps from their starts at the chosen step size,
+which is halved while any of them diverges (at most :data:`START_CHECK_HALVINGS` times; a banana's chains started at
+x ≈ 4 meet 100 times the curvature at its mode).
 
 What it cost (its gradient evaluations, pilot steps and seconds) and what it chose go into metrics.json's ``tuning``;
 the chosen values into the run's config.yaml (``sampler.step_size`` and ``sampler.friction`` / ``sampler.diffusion``)
@@ -67,6 +70,8 @@ PILOT_CHAINS = 16
 PILOT_STEPS = 200  # the first round's steps per candidate; each later round doubles them
 KSD_POINTS = 400
 MAX_EXTENSIONS = 3  # times the search moves to smaller step sizes (the winner the smallest, or all diverged)
+START_CHECK_STEPS = 50
+START_CHECK_HALVINGS = 3
 FRICTION_KEYS = ("friction", "diffusion")  # C (SGHMC, BAOAB, SGHMC + MH) or A (SGNHT, BADODAB, CCAdL)
 LAPLACE_NOISE_POINTS = 32
 # the widened Laplace approximation N(θ̂, 1.5²H⁻¹): where the noise is read (where a thousand chains go) and the run
@@ -101,6 +106,7 @@ class Tuned:
     bounds: dict  # the step-size bounds: stability, noise (None where there is none)
     curvature: dict  # lambda_min, lambda_max of MH at θ̂
     candidates: list = field(default_factory=list)  # each candidate's step size, steps run and last score
+    start_halvings: int = 0  # times the step size was halved for the run's chains' first steps (checked_at_starts)
     gradient_calls: int = 0  # exact-gradient calls of one position (mode, curvature, scores)
     pilot_chain_steps: int = 0
     seconds: float = 0.0
@@ -109,6 +115,7 @@ class Tuned:
         """metrics.json's ``tuning``."""
         return {"chose": dict(self.values), "bounds": self.bounds, "curvature": self.curvature,
                 "mode": self.mode.tolist(), "candidates": self.candidates,
+                "start_check": {"steps": START_CHECK_STEPS, "halvings": self.start_halvings},
                 "cost": {"seconds": self.seconds, "pilot_chain_steps": self.pilot_chain_steps,
                          "exact_gradient_calls": self.gradient_calls}}
 
@@ -271,21 +278,27 @@ class _PilotRecords(logging.Filter):
         return False
 
 
-def _pilot(sampler, blocks, candidate: _Candidate, steps: int, first: bool, rng, backend: str) -> bool:
-    """Run one round of ``candidate``'s chains, quietly; its draws (after the first half of the first round) are kept.
-    False when it diverged."""
-    burn_in = steps // 2 if first else 0
-    settings = RunOptions(n_steps=steps, n_chains=candidate.position.shape[0], burn_in=burn_in, thin=1,
-                          eval_every=steps, progress=False, backend=backend)
+def _quiet_run(sampler, blocks, step_size: float, theta0: np.ndarray, steps: int, burn_in: int, rng, backend: str):
+    """``steps`` steps of the chains at ``theta0`` with the run's blocks, without the run loop's records: the outcome,
+    and whether every chain completed with finite draws."""
+    settings = RunOptions(n_steps=steps, n_chains=theta0.shape[0], burn_in=burn_in, thin=1, eval_every=steps,
+                          progress=False, backend=backend)
     quiet, run_log = _PilotRecords(), logging.getLogger(run_chains.__module__)
     run_log.addFilter(quiet)
     try:
-        outcome = run_chains(sampler, Constant(candidate.step_size), settings, rng, None, theta0=candidate.position,
-                             blocks=blocks)
+        outcome = run_chains(sampler, Constant(step_size), settings, rng, None, theta0=theta0, blocks=blocks)
     finally:
         run_log.removeFilter(quiet)
+    return outcome, outcome.status == COMPLETED and bool(np.all(np.isfinite(outcome.samples)))
+
+
+def _pilot(sampler, blocks, candidate: _Candidate, steps: int, first: bool, rng, backend: str) -> bool:
+    """Run one round of ``candidate``'s chains, quietly; its draws (after the first half of the first round) are kept.
+    False when it diverged."""
+    outcome, completed = _quiet_run(sampler, blocks, candidate.step_size, candidate.position, steps,
+                                    steps // 2 if first else 0, rng, backend)
     candidate.steps += steps
-    if outcome.status != COMPLETED or not np.all(np.isfinite(outcome.samples)):
+    if not completed:
         return False
     candidate.position = outcome.final_theta
     candidate.draws.append(outcome.samples)
@@ -343,6 +356,22 @@ def starts(winner: _Candidate, n_chains: int, mode: np.ndarray, laplace: Optiona
     return points[np.arange(n_chains) % points.shape[0]]
 
 
+def checked_at_starts(sampler, blocks, step_size: float, theta0: np.ndarray, rng, backend: str) -> tuple:
+    """``step_size``, halved while the run's own chains diverge in their first :data:`START_CHECK_STEPS` steps from
+    ``theta0`` (module docstring), the times it was halved, and the chain-steps it took."""
+    chain_steps = 0
+    for halvings in range(START_CHECK_HALVINGS + 1):
+        _, completed = _quiet_run(sampler, blocks, step_size, theta0, START_CHECK_STEPS, START_CHECK_STEPS - 1, rng,
+                                  backend)
+        chain_steps += START_CHECK_STEPS * theta0.shape[0]
+        if completed:
+            return step_size, halvings, chain_steps
+        if halvings < START_CHECK_HALVINGS:
+            step_size /= 2
+    raise TuningError(f"tune=auto: the run's chains diverge from their starts in {START_CHECK_STEPS} steps at every "
+                      f"step size down to {step_size:.3g}; set tune=off and a sampler.step_size that completes")
+
+
 def with_margin(winner: _Candidate, candidates: list) -> float:
     """The winner's step size, halved where the candidate twice as large diverged (module docstring)."""
     doubled = [c for c in candidates if math.isclose(c.step_size, 2 * winner.step_size, rel_tol=1e-9)]
@@ -393,11 +422,12 @@ def tune(make_sampler: Callable[..., object], target, n_chains: int, seed: int, 
     blocks = blocks_for(sampler)
     winner, everyone, chain_steps, score_calls = search(sampler, blocks, target, top, mode, shape.laplace_factor,
                                                         rng, backend)
-    values = {"step_size": float(with_margin(winner, everyone)), **values}
-    tuned = Tuned(values, starts(winner, n_chains, mode, shape.laplace_factor, rng), mode[0], bounds,
-                  {"lambda_min": shape.lambda_min, "lambda_max": shape.lambda_max},
-                  [candidate.record() for candidate in everyone], calls + score_calls, chain_steps,
-                  time.perf_counter() - started)
+    theta0 = starts(winner, n_chains, mode, shape.laplace_factor, rng)
+    step_size, halvings, start_steps = checked_at_starts(sampler, blocks, with_margin(winner, everyone), theta0, rng, backend)
+    values = {"step_size": float(step_size), **values}
+    tuned = Tuned(values, theta0, mode[0], bounds, {"lambda_min": shape.lambda_min, "lambda_max": shape.lambda_max},
+                  [candidate.record() for candidate in everyone], halvings, calls + score_calls,
+                  chain_steps + start_steps, time.perf_counter() - started)
     return sampler, blocks, tuned
 
 

@@ -17,7 +17,8 @@ from sgmcmc.config import ConfigError, RunOptions
 from sgmcmc.experiment import build, run_experiment
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
-from sgmcmc.tuning import _Candidate, curvature, hessian, noise_inflation, noise_psd_bound, stability_bound, with_margin
+from sgmcmc.tuning import (START_CHECK_STEPS, TuningError, _Candidate, checked_at_starts, curvature, hessian,
+                           noise_inflation, noise_psd_bound, stability_bound, with_margin)
 
 MODELS = "examples/exact_models.py"
 # examples/exact_models.py's SmallScaleGaussian, written out again
@@ -138,6 +139,24 @@ def test_the_margin_halves_a_winner_next_to_a_divergence():
     assert with_margin(winner, [winner, doubled]) == 0.05  # 0.2 diverged (score ∞)
     doubled.score = 2.0
     assert with_margin(winner, [winner, doubled]) == 0.1
+
+
+def test_the_start_check_halves_a_step_that_the_tail_starts_diverge_at(tmp_path):
+    """SGNHT on the banana from 1,000 starts of N(0, 1.5²I) (its Laplace starts; the curvature at x = 4 is 100 times
+    the mode's): at 0.45, the step size its pilots chose from the mode were it 4 times larger, some chains blow up. The
+    check halves it to a step size at which they all complete their first steps, and at which twice it did not, both
+    run again here; far past any stable step it says so in one line naming tune."""
+    built = build(config("Banana", {"name": "sgnht", "step_size": 0.1, "diffusion": 0.5}, tmp_path, tune="off"))
+    starts = 1.5 * np.random.default_rng(1).standard_normal((1000, 2))
+    step_size, halvings, chain_steps = checked_at_starts(built.sampler, built.blocks, 0.45, starts,
+                                                         np.random.default_rng(2), "compiled")
+    assert 1 <= halvings <= 3 and step_size == 0.45 / 2**halvings and chain_steps == (halvings + 1) * 50 * 1000
+    settings = RunOptions(n_steps=START_CHECK_STEPS, n_chains=1000, burn_in=START_CHECK_STEPS - 1, progress=False)
+    statuses = [run_chains(built.sampler, Constant(factor * step_size), settings, np.random.default_rng(3),
+                           theta0=starts, blocks=built.blocks).status for factor in (1, 2)]
+    assert statuses == ["completed", "diverged"]
+    with pytest.raises(TuningError, match="^tune=auto: the run's chains diverge from their starts"):
+        checked_at_starts(built.sampler, built.blocks, 100.0, starts, np.random.default_rng(2), "compiled")
 
 
 def moments_hold(theta: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -15,8 +15,10 @@ where first order is off by 1.3; at ε = 0.1, A = 2 (εξ ≈ 0.25–0.3) off by
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
-from scipy.linalg import solve_discrete_lyapunov
+from scipy.linalg import LinAlgWarning, solve_discrete_lyapunov
 from scipy.optimize import brentq
 
 UNSTABLE = 1e12  # stands for +∞ (no stationary covariance) inside the root search
@@ -55,8 +57,12 @@ def linear_step(step_size: float, damping: np.ndarray, hessian: np.ndarray, nois
 
 
 def stationary_covariance(transition: np.ndarray, covariance: np.ndarray) -> np.ndarray:
-    """X = MXMᵀ + Cov e for the chain x' = Mx + e (needs every eigenvalue of M inside the unit circle)."""
-    return solve_discrete_lyapunov(transition, covariance)
+    """X = MXMᵀ + Cov e for the chain x' = Mx + e (needs every eigenvalue of M inside the unit circle). Near the
+    circle the system I − M⊗M is near singular and X huge, as it is at the ends of :func:`thermostat_fixed_point`'s
+    search, which reads only its sign there: scipy's warning of an ill-conditioned solve is not the run's news."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", LinAlgWarning)
+        return solve_discrete_lyapunov(transition, covariance)
 
 
 def thermostat_fixed_point(step_size: float, diffusion: float, noise: np.ndarray, friction: np.ndarray,

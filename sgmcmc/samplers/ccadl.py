@@ -7,8 +7,10 @@ Algorithm 1; SPEC §1), with M = I, β = 1, µ = N_d:
 6. ξ_t = ξ_{t−1} + h(p_tᵀp_t/N_d − 1).
 
 c is the target's ``noise_scale`` (N²/n in Eq. 17; N(N − n)/n here, the exact factor for minibatches
-drawn without replacement). ``noise_estimate``: ``running`` (default, the algorithm above), ``known``
-(Σ̂ = the target's exact V(θ_t)), ``zero`` (no covariance control: SGNHT).
+drawn without replacement). ``noise_estimate``: ``running`` (the algorithm above), ``known`` (Σ̂ = the target's
+exact V(θ_t)), ``zero`` (no covariance control: SGNHT), or null (the default): ``running`` on a data target, whose
+minibatches it is estimated from, and ``known`` on a density model, which has none (a user's model with an exact
+gradient then has Σ̂ = 0: SGNHT's update, the right one for a noiseless gradient).
 
 Recipe view (SPEC §1, [mine]): z = (θ, p, ξ), H = U + ½pᵀp + (N_d/2)(ξ − A)², Q as SGNHT,
 D = diag(0, A·I + (h/2)Σ(θ), 0): the extra friction −(h/2)Σp is the D∇H partner of the gradient noise
@@ -23,16 +25,24 @@ import numpy as np
 
 from sgmcmc.engine.integrators import COVARIANCE_FRICTION
 from sgmcmc.recipe import Recipe
-from sgmcmc.samplers.base import block_diagonal
+from sgmcmc.samplers.base import NOISE_ESTIMATES, block_diagonal
 from sgmcmc.samplers.sgnht import SGNHT
+from sgmcmc.schema import Key, choice, optional
+from sgmcmc.targets.data import DataTarget
 
 
 class CCAdL(SGNHT):
     name = "ccadl"
     exact_kernel = True
     integrators = ("theta_first", "euler", "generic")
+    parameters = {**SGNHT.parameters,
+                  "noise_estimate": Key(optional(choice(*NOISE_ESTIMATES)), "Σ̂: the running estimate (Eq. 18-19), "
+                                        "the target's V(θ) (known) or none (zero); null: running on a data target, "
+                                        "known on a density model")}
 
-    def __init__(self, target, diffusion: float = 1.0, noise_estimate: str = "running", **kwargs):
+    def __init__(self, target, diffusion: float = 1.0, noise_estimate: str | None = None, **kwargs):
+        if self.checked("noise_estimate", noise_estimate) is None:
+            noise_estimate = "running" if isinstance(target, DataTarget) else "known"
         super().__init__(target, diffusion=diffusion, noise_estimate=noise_estimate, **kwargs)
 
     def engine_variant(self):
