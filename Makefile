@@ -21,7 +21,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev,distributed]" || { echo "warning: the distributed extra (Ray, submitit) did not install: its launcher tests will skip"; $(BIN)/python -m pip install --quiet -e ".[dev]"; }
+	$(BIN)/python -m pip install --quiet -e ".[dev,distributed,jax]" || { echo "warning: the distributed extra (Ray, submitit) did not install: its launcher tests will skip"; $(BIN)/python -m pip install --quiet -e ".[dev,jax]"; } || { echo "warning: the jax extra did not install: the tests of models in JAX will skip"; $(BIN)/python -m pip install --quiet -e ".[dev]"; }
 	touch $(STAMP)
 
 run: $(STAMP)

@@ -14,6 +14,11 @@ first, and every method returns one row per chain.
   long-run draws (their moments are used), and, for dim ≤ 2, ``exact_log_density(θ)`` → (n,) normalised with
   ``histogram_edges()`` (the KL grid, as :meth:`sgmcmc.targets.base.Target.histogram_edges`).
 
+**A model in JAX** (the ``jax`` extra), in blackjax's form: ``logdensity_fn(params)``, or ``loglikelihood_fn(params,
+x)`` of one example with ``logprior_fn(params)`` and ``data``, and ``initial_position``, a PyTree of parameters; a class,
+an object or a file's module-level functions (``target.model=file.py``). JAX forms the gradients below from it
+(:mod:`sgmcmc.targets.jax_model`), and it is then a density or data model in the vectorised form.
+
 **A density model** gives the whole (unnormalised) log density at once:
 
 - ``grad_log_density(θ)`` → (n, dim) and, optionally (HMC's Metropolis test, the gradient check), ``log_density(θ)``
@@ -91,7 +96,9 @@ import importlib
 import importlib.util
 import inspect
 import logging
+import os
 import sys
+from types import ModuleType
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -123,14 +130,21 @@ def _first_line(error: BaseException) -> str:
 
 
 def load_model_class(spec: str):
-    """The class named by ``spec``: ``file.py:Class``, ``package.module:Class`` or ``package.module.Class``."""
+    """The class (or object) named by ``spec``: ``file.py:Class``, ``package.module:Class`` or
+    ``package.module.Class``; or the module itself, ``file.py``, for a model in blackjax's form written as module-level
+    functions (:mod:`sgmcmc.targets.jax_model`)."""
     if spec == "???":  # Hydra's mandatory value, left unset
         raise UserModelError("target.model is not set: give target.model=path/to/file.py:ClassName or "
                              "package.module.ClassName")
+    # a model in JAX makes its arrays when its file is imported: in float64 only if JAX starts with it on (JAX reads
+    # this when it is first imported; sgmcmc.targets.jax_model switches it on too, for a JAX imported before)
+    os.environ.setdefault("JAX_ENABLE_X64", "True")
     where, colon, attribute = spec.rpartition(":")
-    if not colon:
+    if not colon and spec.endswith(".py"):
+        where, attribute = spec, None
+    elif not colon:
         where, _, attribute = spec.rpartition(".")
-    if not where or not attribute:
+    if not where or attribute == "":
         raise UserModelError(f"target.model={spec}: expected path/to/file.py:ClassName or package.module.ClassName")
     if where.endswith(".py"):
         path = Path(where)
@@ -153,6 +167,8 @@ def load_model_class(spec: str):
             module = importlib.import_module(where)
         except Exception as error:
             raise UserModelError(f"target.model={spec}: module {where} does not import ({_first_line(error)})") from None
+    if attribute is None:
+        return module
     try:
         model_class = getattr(module, attribute)
     except AttributeError:
@@ -167,7 +183,9 @@ def _search(folder: Path) -> None:
 
 
 def _source_file(model) -> Optional[Path]:
-    module = sys.modules.get(type(getattr(model, "wrapped", model)).__module__)
+    model = getattr(model, "wrapped", model)
+    module = model if isinstance(model, ModuleType) else sys.modules.get(getattr(model, "__module__", None)
+                                                                          or type(model).__module__)
     path = getattr(module, "__file__", None)
     return Path(path) if path else None
 
@@ -425,6 +443,7 @@ class RowModel:
 
 
 ROW_METHODS = ("row_gradients", "prior_gradient")
+BLACKJAX_FORM = ("logdensity_fn", "loglikelihood_fn")  # a model in JAX (sgmcmc.targets.jax_model)
 DEFAULT_BATCH_SIZE = 32  # n of a data model when target.batch_size is null (at most N)
 DATA_METHODS = ("grad_log_likelihood", "grad_log_prior")
 
@@ -435,6 +454,8 @@ def user_target(model, spec: str = "<python object>", batch_size: Optional[int] 
     :class:`UserModelError` naming ``spec`` when it breaks the contract (:func:`check_model`). ``batch_size`` is a data
     model's n (None: min(32, N)); ``noise_variance`` a density model's v."""
     where = f"target.model={spec}"
+    if any(hasattr(model, name) for name in BLACKJAX_FORM):
+        model = _jax_model(model, where)
     if not isinstance(getattr(model, "dim", None), (int, np.integer)) or isinstance(model.dim, bool) or model.dim < 1:
         raise UserModelError(f"{where}: the model needs dim, a positive integer (got {getattr(model, 'dim', None)!r})")
     data = hasattr(model, "n_data")
@@ -476,10 +497,31 @@ def user_target(model, spec: str = "<python object>", batch_size: Optional[int] 
     return target
 
 
+def _jax_model(model, where: str):
+    """``model``, in blackjax's form, as the contract's vectorised form (:class:`sgmcmc.targets.jax_model.JaxModel`).
+    Imported here, not at the top: JAX is an optional extra (``pip install -e ".[jax]"``), needed by these models
+    only."""
+    try:
+        from sgmcmc.targets.jax_model import JaxModel, JaxModelError
+    except ImportError as error:
+        raise UserModelError(f"{where}: a model in blackjax's form (logdensity_fn or loglikelihood_fn) needs JAX, "
+                             f"which does not import ({_first_line(error)}): pip install -e \".[jax]\"") from None
+    try:
+        return JaxModel(model)
+    except JaxModelError as error:
+        raise UserModelError(f"{where}: {error}") from None
+
+
 def make_user_target(model: str, options: Optional[dict] = None, batch_size: Optional[int] = None,
                      noise_variance: float = 0.0) -> Target:
-    """``target=custom``: load ``model`` (see :func:`load_model_class`), build it with ``options`` and check it."""
+    """``target=custom``: load ``model`` (see :func:`load_model_class`), build it with ``options`` (a class) and check
+    it."""
     model_class = load_model_class(model)
+    if not inspect.isclass(model_class):  # a module or an object: the model itself
+        if options:
+            raise UserModelError(f"target.model={model} is not a class, so target.options={options} cannot build it: "
+                                 "leave target.options empty")
+        return user_target(model_class, model, batch_size, noise_variance)
     try:
         instance = model_class(**(options or {}))
     except Exception as error:
