@@ -17,8 +17,8 @@ from sgmcmc.config import ConfigError, RunOptions
 from sgmcmc.experiment import build, run_experiment
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
-from sgmcmc.tuning import (START_CHECK_STEPS, TuningError, _Candidate, checked_at_starts, curvature, hessian,
-                           noise_inflation, noise_psd_bound, stability_bound, with_margin)
+from sgmcmc.tuning import (START_CHECK_STEPS, TuningError, _Candidate, _power_iteration, checked_at_starts, curvature,
+                           hessian, noise_inflation, noise_psd_bound, stability_bound, with_margin)
 
 MODELS = "examples/exact_models.py"
 # examples/exact_models.py's SmallScaleGaussian, written out again
@@ -40,6 +40,21 @@ def config(model: str, sampler: dict, tmp_path, tune="auto", target=None, **run)
 def test_the_hessian_of_a_quadratic_is_its_matrix():
     matrix = np.array([[4.0, 1.0], [1.0, 3.0]])
     assert np.allclose(hessian(lambda theta: (theta - 2.0) @ matrix, np.array([[1.0, -3.0]])), matrix, rtol=1e-7)
+
+
+@pytest.mark.parametrize("spectrum, top_within, bottom_at_most", [(np.linspace(1.0, 100.0, 300), 0.02, 2.5),
+                                                                  (np.geomspace(0.01, 1e4, 300), 0.02, 25.0)])
+def test_power_iteration_takes_the_largest_eigenvalue_from_below_and_the_smallest_from_above(spectrum, top_within,
+                                                                                            bottom_at_most):
+    """Beyond 256 parameters the curvature's extremes come from 30 products each (tuning.curvature): λmax within 2%
+    below, λmin above, by at most the factor the docstring quotes, on a diagonal matrix in a random rotation."""
+    rotation, _ = np.linalg.qr(np.random.default_rng(3).standard_normal((300, 300)))
+    matrix = rotation @ np.diag(spectrum) @ rotation.T
+    rng = np.random.default_rng(0)
+    top = _power_iteration(lambda v: matrix @ v, rng.standard_normal(300))
+    bottom = top - _power_iteration(lambda v: top * v - matrix @ v, rng.standard_normal(300))
+    assert (1 - top_within) * spectrum.max() <= top <= spectrum.max() * (1 + 1e-12)
+    assert spectrum.min() <= bottom <= bottom_at_most
 
 
 @pytest.mark.parametrize("sampler", ["sgld", "sghmc"])
