@@ -1,11 +1,15 @@
 """End to end through ``run.py`` against blackjax (``make bench-peers``'s second report): where a run's time goes.
 
-Two workloads, float64 on both sides, one thread each (``OPENBLAS_NUM_THREADS`` = 1, XLA as :data:`XLA_FLAGS`):
+Three workloads, float64 on both sides, one thread each (``OPENBLAS_NUM_THREADS`` = 1, XLA as :data:`XLA_FLAGS`):
 
 - ``user_model``: a user's own model, ``examples/robust_regression.py`` (Student-t regression, N = 20,000, d = 20,
   minibatches of 100; a plain class with numpy functions on rows, no formula the engine knows), SGLD and Euler SGHMC
   at 1 and 100 chains; blackjax as :mod:`benchmarks.user_model` builds it (jax's gradient of one row's log-likelihood,
   vmapped over the minibatch).
+- ``jax_model``: the same model written in JAX, in blackjax's form (``examples/jax_models.py:RobustRegression``: the
+  log-likelihood of one row and the log prior, blackjax's own functions of :mod:`benchmarks.user_model`), its
+  gradients formed by JAX in one jitted call for all the chains a step (:mod:`sgmcmc.targets.jax_model`); SGLD at 1
+  and 100 chains, against the same blackjax run.
 - ``double_well``: the double well with gradient noise V = 4, SGLD, SGHMC and SGNHT at 1,000 chains with blackjax's
   dynamics (:data:`benchmarks.peers.OUR_SAMPLERS`: Euler, no noise estimate) and step sizes; blackjax as
   :func:`benchmarks.peers.blackjax_cell` runs it.
@@ -47,6 +51,7 @@ from examples.robust_regression import RobustRegression
 from sgmcmc.results import provenance, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
+JAX_MODEL = "examples/jax_models.py:RobustRegression"
 XLA_FLAGS = peers.XLA_FLAGS
 # the phases of a run, from its metrics.json: name -> seconds of one run
 PHASES = {
@@ -63,6 +68,10 @@ def user_model_arguments(sampler: str) -> list[str]:
     if sampler == "sghmc":
         arguments += ["sampler.integrator=euler", f"sampler.friction={user_model.FRICTION}"]
     return arguments
+
+
+def jax_model_arguments(sampler: str) -> list[str]:
+    return [argument.replace(user_model.MODEL, JAX_MODEL) for argument in user_model_arguments(sampler)]
 
 
 def double_well_arguments(sampler: str) -> list[str]:
@@ -91,6 +100,7 @@ def blackjax_double_well(sampler: str, n_chains: int, n_steps: int, repeats: int
 WORKLOADS = {
     "user_model": (("sgld", "sghmc"), {1: 100_000, 100: 2_000}, {1: 5_000, 100: 200}, user_model_arguments,
                    blackjax_user_model),
+    "jax_model": (("sgld",), {1: 20_000, 100: 1_000}, {1: 500, 100: 50}, jax_model_arguments, blackjax_user_model),
     "double_well": (("sgld", "sghmc", "sgnht"), {1000: 20_000}, {1000: 500}, double_well_arguments,
                     blackjax_double_well),
 }
