@@ -107,7 +107,12 @@ def test_running_estimates_scale_is_the_finite_population_one_or_eq_17s():
 
 def test_running_estimate_needs_a_data_target():
     with pytest.raises(ValueError, match="noise_estimate=running"):
-        make_sampler("ccadl", make_target("double_well"))
+        make_sampler("ccadl", make_target("double_well"), noise_estimate="running")
+
+
+def test_the_default_noise_estimate_is_running_on_data_and_known_on_a_density():
+    assert make_sampler("ccadl", make_target("double_well")).noise_estimate == "known"
+    assert make_sampler("ccadl", make_target("normal_gamma")).noise_estimate == "running"
 
 
 def test_clipping_zeroes_negative_eigenvalues_and_counts_them():
