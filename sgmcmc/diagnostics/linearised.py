@@ -95,3 +95,76 @@ def thermostat_fixed_point(step_size: float, diffusion: float, noise: np.ndarray
     if excess(high) > 0 or not excess(low) > 0:
         return float("nan")
     return float(brentq(excess, low, high, xtol=1e-12))
+
+
+def ou_splitting_step(step_size: float, xi: float, diffusion: float, noise: np.ndarray, subtracted: np.ndarray,
+                      hessian: np.ndarray):
+    """BADODAB's step at fixed ξ for a quadratic U with Hessian H, on x = (θ, r, F) with F the kept force
+    −Hθ + η (η ~ N(0, V), V = ``noise``, drawn once and used by the B half-kicks either side of a step's end):
+    B r₁ = r + (h/2)F; A θ₁ = θ + (h/2)r₁; O r₂ = a·r₁ + w with a = e^{−ξh}, Cov w = W = A(1 − a²)/ξ·I − h²S
+    (S = ``subtracted``); A θ' = θ₁ + (h/2)r₂; F' = −Hθ' + η'; B r' = r₂ + (h/2)F'
+    (``sgmcmc/samplers/baoab.py``). Returns (M, Cov e, R₁, W, a): x' = Mx + e, r₁ = R₁x."""
+    d, h = hessian.shape[0], step_size
+    eye, zero = np.eye(d), np.zeros((d, d))
+    decay = np.exp(-xi * h)
+    ou_fraction = -np.expm1(-2.0 * xi * h) / xi if xi != 0 else 2.0 * h
+    ou_noise = diffusion * ou_fraction * eye - h * h * subtracted
+    # the extended vector (θ, r, F, w, η'): each operation one block matrix, composed in the order of the step
+    blocks = 5
+
+    def operation(row: int, terms: dict) -> np.ndarray:
+        matrix = np.eye(blocks * d)
+        matrix[row * d:(row + 1) * d, :] = 0.0
+        for column, factor in terms.items():
+            matrix[row * d:(row + 1) * d, column * d:(column + 1) * d] = factor
+        return matrix
+
+    theta, momentum, force, ou, gradient = range(blocks)
+    kick = operation(momentum, {momentum: eye, force: 0.5 * h * eye})
+    drift = operation(theta, {theta: eye, momentum: 0.5 * h * eye})
+    relax = operation(momentum, {momentum: decay * eye, ou: eye})
+    new_force = operation(force, {theta: -hessian, gradient: eye})
+    step = kick @ new_force @ drift @ relax @ drift @ kick
+    transition, loading = step[:3 * d, :3 * d], step[:3 * d, 3 * d:]
+    covariance = loading @ np.block([[ou_noise, zero], [zero, noise]]) @ loading.T
+    first_half = np.hstack([zero, eye, 0.5 * h * eye])
+    return transition, covariance, first_half, ou_noise, decay
+
+
+def ou_splitting_thermostat_fixed_point(step_size: float, diffusion: float, noise: np.ndarray,
+                                        subtracted: np.ndarray, hessian: np.ndarray) -> float:
+    """ξ at which BADODAB's step linearised at fixed ξ (:func:`ou_splitting_step`) is stationary for its thermostat.
+    Its two D half-steps add (h/2)(r₁ᵀr₁/d − 1) and (h/2)(r₂ᵀr₂/d − 1), so ξ holds where
+    E r₁ᵀr₁ + E r₂ᵀr₂ = 2d, with r₁ the momentum before the O step and r₂ = a·r₁ + w after it: the balance of
+    both half-steps, not of r₁ alone (which at h = 0.3, V = 4 overshoots ξ by a quarter). That ξ is the O step's
+    rate ξ₁; the state's ξ_n, which the run averages, is lower by the first half-step's mean increment
+    (h/2)(E r₁ᵀr₁/d − 1). Where U is not locally convex (``hessian`` not positive definite) the force is left out (F = η). nan when no ξ > 0 brings the
+    momentum to that temperature."""
+    d = noise.shape[0]
+    coupled = np.linalg.eigvalsh(hessian).min() > 0
+    kept = slice(0, 3 * d) if coupled else slice(d, 3 * d)
+    curvature = hessian if coupled else np.zeros_like(hessian)
+
+    def temperatures(xi):
+        """(E r₁ᵀr₁/d, E r₂ᵀr₂/d) with the O step at rate ξ; +∞ where the step is unstable."""
+        transition, covariance, first_half, ou_noise, decay = ou_splitting_step(
+            step_size, xi, diffusion, noise, subtracted, curvature)
+        transition, covariance, first_half = transition[kept, kept], covariance[kept, kept], first_half[:, kept]
+        if np.max(np.abs(np.linalg.eigvals(transition))) >= 1.0:
+            return UNSTABLE, UNSTABLE
+        before = np.trace(first_half @ stationary_covariance(transition, covariance) @ first_half.T)
+        return before / d, (decay**2 * before + np.trace(ou_noise)) / d
+
+    def excess(xi):
+        return 0.5 * sum(temperatures(xi)) - 1.0
+
+    low, high = 1e-9, max(2.0 * diffusion, 1.0)
+    if not excess(low) > 0:
+        return float("nan")
+    while excess(high) > 0:
+        high *= 2.0
+        if high > 1e9:
+            return float("nan")
+    rate = brentq(excess, low, high, xtol=1e-12)
+    # the O step runs at ξ₁ = ξ_n + (h/2)(r₁ᵀr₁/d − 1); the state (and the run's thermostat mean) holds ξ_n
+    return float(rate - 0.5 * step_size * (temperatures(rate)[0] - 1.0))

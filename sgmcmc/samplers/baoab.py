@@ -47,8 +47,8 @@ known or running, the O step makes room for it: R_n's covariance (1 − e^{−2h
 e^{−2ξh})/ξ · I − h²V̂ for BADODAB), the exact OU variance less the recipe's ε²B̂; V̂ is the target's V at θ₁
 (known) or the running estimate of the last gradient's minibatches (running). Not PSD: a one-line error, or clipped
 with ``noise_clip``. With ``zero`` nothing is subtracted: BAOAB then runs hot (r's stationary variance about
-1 + hV/(2C)), while BADODAB's thermostat absorbs the noise: ξ settles near A + h·tr V/(2d) (:meth:`BADODAB.
-predicted_thermostat`), as Leimkuhler & Shang show for adaptive Langevin.
+1 + hV/(2C)), while BADODAB's thermostat absorbs the noise: ξ settles near A + h·tr V/(2d) to first order (:meth:`BADODAB.
+predicted_thermostat` solves the linearised step), as Leimkuhler & Shang show for adaptive Langevin.
 
 **On the engine** (:meth:`_ForceReuse.engine_integrator`): on a model that hands the engine its functions,
 :func:`sgmcmc.engine.integrators.ou_splitting` runs these steps line for line, carrying the kept gradient from step
@@ -63,8 +63,8 @@ V̂ is the estimator's (:func:`sgmcmc.engine.estimators.minibatch_noise`): V(θ�
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import brentq
 
+from sgmcmc.diagnostics.linearised import mean_hessian, ou_splitting_thermostat_fixed_point
 from sgmcmc.engine import integrators
 from sgmcmc.samplers.sghmc import SGHMC
 from sgmcmc.samplers.sgnht import SGNHT
@@ -95,24 +95,13 @@ class BADODAB(_ForceReuse, SGNHT):
     integrators = ("badodab", "generic")
 
     def predicted_thermostat(self, theta: np.ndarray, step_size: float):
-        """Where ξ settles at step size h over positions θ (m, d), the force left out: at fixed ξ the O step and the
-        kicks' gradient noise give r the stationary variance s = A/ξ + h²·Δ/(1 − e^{−2ξh}), Δ = (1 − k)·E tr V/d
-        (k as in :meth:`~sgmcmc.samplers.sgnht.SGNHT.predicted_thermostat`); the thermostat holds s = 1, solved
-        here for ξ (first order: A + hΔ/2, [C] Prop. 1). ξ = A exactly when Δ = 0. None if V is unknown."""
+        """Where ξ settles at step size h over positions θ (m, d): the step linearised at fixed ξ around the mean
+        Hessian of U over θ, with gradient noise V̄ = E V(θ) of which the O step subtracts k·V̄ (k as in
+        :meth:`~sgmcmc.samplers.sgnht.SGNHT.predicted_thermostat`), solved for the ξ at which the thermostat's two
+        D half-steps balance (:func:`~sgmcmc.diagnostics.linearised.ou_splitting_thermostat_fixed_point`; first
+        order: A + h(1 − k)·tr V̄/(2d), [C] Prop. 1). None if V is unknown."""
         noise, compensated = self._mean_noise(theta)
         if noise is None:
             return None
-        excess = (1.0 - compensated) * float(np.trace(noise)) / self.target.dim * step_size**2
-        if excess <= 0.0:
-            return float(self.diffusion)
-        if excess >= 1.0:
-            return float("nan")
-
-        def temperature(xi):
-            return self.diffusion / xi + excess / -np.expm1(-2.0 * xi * step_size) - 1.0
-
-        low = max(self.diffusion, 1e-12)
-        high = low + 1.0
-        while temperature(high) > 0:
-            high *= 2.0
-        return float(brentq(temperature, low, high, xtol=1e-12))
+        return ou_splitting_thermostat_fixed_point(step_size, self.diffusion, noise, compensated * noise,
+                                                   mean_hessian(self.target, theta))

@@ -7,7 +7,10 @@ import pytest
 
 from sgmcmc.config import RunOptions
 from sgmcmc.runner import run_chains
-from sgmcmc.diagnostics.linearised import linear_step, stationary_covariance, thermostat_fixed_point
+from scipy.optimize import brentq
+
+from sgmcmc.diagnostics.linearised import (linear_step, ou_splitting_step, ou_splitting_thermostat_fixed_point,
+                                           stationary_covariance, thermostat_fixed_point)
 from sgmcmc.schedules import Constant
 from tests.helpers import build
 
@@ -41,6 +44,37 @@ def test_linear_step_integrators_agree_with_one_explicit_step():
     for integrator, step in steps.items():
         transition, _ = linear_step(h, damping, hessian, np.eye(2), integrator)
         np.testing.assert_allclose(transition @ np.concatenate([theta, momentum]), np.concatenate(step()), err_msg=integrator)
+
+
+def test_ou_splitting_step_is_badodabs_step_at_fixed_xi():
+    """M applied to (θ, r, F) is B, A, O, A, a new force −Hθ', B written out, without noise."""
+    rng = np.random.default_rng(1)
+    hessian, h, xi = np.array([[2.0, 0.5], [0.5, 1.0]]), 0.2, 1.5
+    theta, momentum, force = rng.normal(size=2), rng.normal(size=2), rng.normal(size=2)
+    transition, _, first_half, _, decay = ou_splitting_step(h, xi, 1.0, np.eye(2), np.zeros((2, 2)), hessian)
+    first = momentum + h / 2 * force
+    middle = theta + h / 2 * first
+    second = np.exp(-xi * h) * first
+    end = middle + h / 2 * second
+    expected = np.concatenate([end, second + h / 2 * (-hessian @ end), -hessian @ end])
+    state = np.concatenate([theta, momentum, force])
+    np.testing.assert_allclose(transition @ state, expected)
+    np.testing.assert_allclose(first_half @ state, first)
+    assert decay == pytest.approx(np.exp(-xi * h))
+
+
+@pytest.mark.parametrize("step_size, diffusion, variance", [(0.3, 1.0, 4.0), (0.1, 2.0, 4.0), (0.2, 1.0, 0.0)])
+def test_ou_splitting_fixed_point_without_force_is_the_closed_form(step_size, diffusion, variance):
+    """No force: r before the O step has s₁ = A/ξ + h²V/(1 − e^{−2ξh}) and after it s₁ − h²V; the D half-steps
+    balance at s₁ + s₂ = 2, and the state's ξ is that rate less (h/2)(s₁ − 1). V = 0 gives ξ = A exactly."""
+    h, excess = step_size, step_size**2 * variance
+    rate = brentq(lambda xi: diffusion / xi + excess / -np.expm1(-2 * xi * h) - 1 - excess / 2, 1e-6, 100.0, xtol=1e-14)
+    expected = rate - h / 2 * (excess / 2)
+    zero = np.zeros((3, 3))
+    predicted = ou_splitting_thermostat_fixed_point(h, diffusion, variance * np.eye(3), zero, hessian=zero)
+    assert predicted == pytest.approx(expected, rel=1e-9)
+    if variance == 0:
+        assert predicted == pytest.approx(diffusion, rel=1e-9)
 
 
 def test_stationary_covariance_of_sgld_on_a_gaussian():
