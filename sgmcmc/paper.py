@@ -8,7 +8,9 @@ Plain Python, no Hydra; the experiment modules in ``experiments/`` drive it.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -27,6 +29,8 @@ class PaperFolder:
     figure_id: str
     path: Path
     runs: list = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)  # this invocation's start, for ``wall_seconds``
+    started_utc: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
 
     @classmethod
     def create(cls, figure_id: str, root: str | Path = DEFAULT_ROOT, label: str = "") -> "PaperFolder":
@@ -53,9 +57,15 @@ class PaperFolder:
         write_text(self.path / "summary.md", f"# {title}\n\n{markdown.strip()}\n\n{notes.strip()}\n")
 
     def finish(self, settings: Optional[dict] = None, argv: Optional[list] = None) -> Path:
-        """Write ``provenance.json`` (last) and point ``<root>/<figure-id>/LATEST`` at this folder."""
+        """Write ``provenance.json`` (last) and point ``<root>/<figure-id>/LATEST`` at this folder. It holds when this
+        invocation started and finished, its ``wall_seconds`` (from :meth:`create`, or from the :class:`PaperFolder`
+        made to add to an existing folder) and the ``machine`` it ran on (:func:`sgmcmc.results.machine`, with the
+        load average at the end): the README's wall-time table is read from them (``scripts/wall_times.py``)."""
         record = provenance(seed=-1, argv=argv)
         record.pop("seed")
+        record["finished_utc"] = record.pop("started_utc")
+        record["started_utc"] = self.started_utc
+        record["wall_seconds"] = round(time.monotonic() - self.started, 1)
         record["figure_id"] = self.figure_id
         record["settings"] = settings or {}
         record["runs"] = self.runs

@@ -181,4 +181,22 @@ def provenance(seed: int, argv: list[str] | None = None) -> dict:
         "platform": platform.platform(),
         "packages": versions,
         "started_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": machine(),
     }
+
+
+def machine() -> dict:
+    """What a wall time was measured on: cores, the CPU's model name (Linux's /proc/cpuinfo; else
+    ``platform.processor()``), memory in GiB, and the load average when asked (a shared machine runs slower)."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as cpuinfo:
+            model = next((line.split(":", 1)[1].strip() for line in cpuinfo if line.startswith("model name")), model)
+    except OSError:
+        pass
+    try:
+        memory = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    load = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    return {"cores": os.cpu_count(), "cpu": model, "memory_gib": memory, "load_average": load}
