@@ -28,6 +28,7 @@ TARGETS = {
     "ccadl-fig2-posterior": ("results/paper/ccadl-fig2-posterior", {}),
     "ccadl-fig3": ("results/paper/ccadl-fig3", {}),
     "recipe-fig3": ("results/paper/recipe-fig3", {}),
+    "recipe-fig3-friction": ("results/paper/recipe-fig3-friction", {}),
     "sghmc-bnn": ("results/paper/sghmc-bnn", {}),
     "sghmc-bpmf-synthetic": ("results/paper/sghmc-bpmf", {"ratings": "synthetic"}),
     "csgmcmc-mixture": ("results/paper/csgmcmc-mixture", {}),

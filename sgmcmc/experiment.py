@@ -38,7 +38,7 @@ from sgmcmc import checkpoint as checkpoints
 from sgmcmc.config import ConfigError, RunDescription, RunOptions
 from sgmcmc.diagnostics.after_run import RunFacts, warnings_after_run
 from sgmcmc.evaluation import Evaluator, chain_diagnostics
-from sgmcmc.geometry import IdentityMetric, RationalMetric
+from sgmcmc.geometry import ExpandedMeanMetric, IdentityMetric, RationalMetric
 from sgmcmc.gradient_estimators import EstimatorError, make_estimator
 from sgmcmc.keys import describe_config
 from sgmcmc.memory import check_run_fits
@@ -90,6 +90,11 @@ def _metric(spec):
         return None
     if spec["name"] == "identity":
         return IdentityMetric()
+    if spec["name"] == "expanded_mean":
+        scales = np.atleast_1d(spec.get("scale", [1.0]))
+        if len(set(scales.tolist())) != 1:
+            raise ConfigError("sampler.metric.scale of the expanded_mean metric is one number c (G⁻¹ = c·diag(θ))")
+        return ExpandedMeanMetric(float(scales[0]))
     return RationalMetric(spec.get("scale", [1.0]), spec.get("softening", [1.0]))
 
 

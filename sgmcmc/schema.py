@@ -165,8 +165,9 @@ def check_fields(prefix: str, section: Any, keys: Mapping[str, Key], required: t
     return {key: value if key == "name" else keys[key].check(f"{prefix}.{key}", value) for key, value in section.items()}
 
 
-METRICS = ("identity", "rational")
-METRIC_KEYS = {"name": Key(choice(*METRICS), "identity: G = I; rational: G(θ)^{-1/2} = scale·(softening + θ²)^{-1/2}"),
+METRICS = ("identity", "rational", "expanded_mean")
+METRIC_KEYS = {"name": Key(choice(*METRICS), "identity: G = I; rational: G(θ)^{-1/2} = scale·(softening + θ²)^{-1/2}; "
+                                             "expanded_mean: G(θ)⁻¹ = scale·diag(θ) (LDA's, one scale)"),
                "scale": Key(number_list(0.0, strict=True), "per coordinate, or one for all"),
                "softening": Key(number_list(0.0), "per coordinate, or one for all")}
 

@@ -3,9 +3,13 @@ independent truths: the expanded mean's S and ∂S against finite differences, i
 of θ̇ = S(θ) r (scipy's ODE solver) and, where the flow reaches θ = 0, against the mirror image it must come back as."""
 
 import numpy as np
+import pytest
 from scipy.integrate import solve_ivp
 
+from sgmcmc.config import ConfigError
+from sgmcmc.experiment import _metric
 from sgmcmc.geometry import ExpandedMeanMetric, expanded_mean_flow, expanded_mean_metric
+from sgmcmc.schema import metric
 
 SCALE = 0.8
 
@@ -38,3 +42,12 @@ def test_expanded_mean_flow_solves_the_ode_and_mirrors_at_zero():
     assert reach < time
     np.testing.assert_allclose(np.sqrt(out[2]), np.sqrt(SCALE) * abs(momentum[2]) * (time - reach) / 2, rtol=1e-12)
     assert moved[2] == -momentum[2] and crossed == 1
+
+
+def test_the_expanded_mean_metric_is_declared_with_its_one_scale():
+    """sampler.metric={name: expanded_mean, scale: c} is G⁻¹ = c·diag(θ); several scales are refused in one line."""
+    spec = metric("sampler.metric", {"name": "expanded_mean", "scale": 10})
+    built = _metric(spec)
+    np.testing.assert_allclose(built.inverse(np.array([[0.5, 2.0]])), [[5.0, 20.0]])
+    with pytest.raises(ConfigError, match="one number c"):
+        _metric(metric("sampler.metric", {"name": "expanded_mean", "scale": [1.0, 2.0]}))
