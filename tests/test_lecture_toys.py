@@ -33,6 +33,7 @@ def _second_moment(name: str, seed: int = 0, n_chains: int = 400, n_steps: int =
     return float(np.mean(outcome.samples**2))
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_thermostat_absorbs_unknown_noise_that_heats_sghmc():
     """About 20 s from a cold cache: two blocks compiled for the lecture quartic (one per sampler, about 5 s each) and
     400 chains × 24,000 steps of each, the size at which the tolerances were measured (module docstring); SGHMC's

@@ -188,6 +188,7 @@ def _user_metric_model(tmp_path, monkeypatch):
     return tmp_path / "own_metric.py"
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 @pytest.mark.parametrize("name, options", [("sgrld", {}), ("sgrhmc", {"integrator": "aboba", "noise_estimate": "zero"})])
 def test_a_user_metric_runs_on_the_engine_through_its_own_methods(name, options, tmp_path, monkeypatch):
     """A user's DiagonalMetric with no engine function of its own: the blocks call its methods in Python

@@ -40,6 +40,7 @@ def test_smoke_run_on_the_synthetic_set(tmp_path, monkeypatch):
     assert "noise_floor_mean" in summary and "published" not in summary
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_with_a_ratings_file_in_the_data_folder_the_table_stands_beside_the_published_numbers(tmp_path, monkeypatch):
     monkeypatch.setenv("SGMCMC_CACHE", str(tmp_path / "cache"))
     small = sghmc_bpmf.synthetic_file("small", tmp_path / "cache")

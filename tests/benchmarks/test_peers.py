@@ -103,6 +103,7 @@ def test_normals_per_second_is_a_finite_rate():
     assert math.isfinite(rate) and rate > 0
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 @pytest.mark.parametrize("target_name", list(peers.TARGETS))
 @pytest.mark.parametrize("sampler_name", list(peers.OUR_SAMPLERS))
 def test_every_step_draws_two_normals_per_coordinate(target_name, sampler_name):
@@ -127,6 +128,7 @@ def test_moment_check_standard_errors_from_batch_means():
     assert peers.moment_check(sticky, [0.0], [1.0])["mean"]["tau"][0] > 10
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_our_cell_samples_the_double_well(our_cells):
     for sampler_name in peers.OUR_SAMPLERS:
         cell = our_cells(sampler_name)

@@ -112,6 +112,7 @@ def _run(tmp_path, *overrides):
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_a_wrong_step_size_is_said_on_stderr_and_in_metrics_json(tmp_path):
     """HMC at ε = 20 on N(0, 1): every proposal rejected and the chains never move; a right ε says nothing."""
     wrong = _run(tmp_path / "wrong", "sampler=hmc", "sampler.step_size=20", "run.n_steps=400", "run.burn_in=100")

@@ -291,6 +291,7 @@ def test_an_optimiser_run_and_ksd_off_write_no_ksd(tmp_path):
         assert status == "completed" and "ksd" not in rows[-1] and "ksd" not in metrics["final"], overrides
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_lda_gets_no_ksd():
     from tests.targets.test_lda import _target as tiny_lda
 
@@ -346,6 +347,7 @@ def test_target_ksd_is_none_when_the_kernel_sums_overflow():
     assert target_ksd(_gaussian(), samples, 100) is None
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_a_target_with_gibbs_updated_hyperparameters_gets_no_ksd(tmp_path):
     """θ's score given the current per-chain precisions is not the score of θ's posterior (and the gradient takes one
     precision per chain): no KSD, in the trace or at the end, and the run completes."""

@@ -719,6 +719,7 @@ def test_a_block_of_minibatches_does_not_depend_on_where_the_run_cuts_its_blocks
     np.testing.assert_array_equal(np.concatenate(paths, axis=1), whole.theta)
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_sgld_with_minibatches_and_the_exact_noise_has_the_euler_schemes_variance():
     """x_i ~ N(µ, 1), N = 50, flat prior: the posterior of µ is N(x̄, 1/N). The per-example gradient x_i − µ has a
     covariance that does not depend on µ, so V̂ = N(N − n)/n · s² (s² the data's variance with N − 1) is exact, and

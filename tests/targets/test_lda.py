@@ -189,6 +189,7 @@ def test_target_config_sets_what_a_streaming_run_needs(sampler, step_size, integ
 from tests.test_ccadl_fig2 import DATA  # noqa: E402  (../shared/data or SGMCMC_DATA)
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 @pytest.mark.skipif(not (DATA / "wikipedia").is_dir(), reason="needs the Wikipedia sample (../shared/data)")
 def test_headline_command_on_the_wikipedia_sample(tmp_path):
     """``python run.py sampler=sgrhmc target=lda`` (shortened) streams the real articles, traces the perplexity

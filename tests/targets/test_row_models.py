@@ -191,6 +191,7 @@ class Tempered(GaussianMean):
         return -0.5 * self.power * np.sum((rows - theta) ** 2, axis=1)
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_each_block_calls_its_own_models_method_whichever_model_was_built_last():
     """Two models of one class share their compiled calls (one slot, filled at each block's start): a block of the
     model built first, run after the second was built, still calls the first model's method (its samples are the

@@ -110,6 +110,7 @@ SAMPLERS = {"sghmc": {"name": "sghmc", "step_size": 0.002, "friction": 1.0, "noi
             "sgld": {"name": "sgld", "step_size": 0.001, "noise_estimate": "zero"}}
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 @pytest.mark.parametrize("name", sorted(SAMPLERS))
 def test_example_posterior_matches_a_long_hmc_run(name, tmp_path, reference_posterior):
     folder, status = run_experiment(config({"model": str(ROOT / EXAMPLE)}, SAMPLERS[name], tmp_path, **POSTERIOR_RUN))
@@ -118,6 +119,7 @@ def test_example_posterior_matches_a_long_hmc_run(name, tmp_path, reference_post
     assert (folder / "model.py").read_text() == (ROOT / "examples/breast_cancer_logistic.py").read_text()
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_the_posterior_check_catches_a_factor_two_in_the_minibatch_gradient(tmp_path, reference_posterior):
     """The same run with the likelihood's gradient doubled (the N/n scale off by 2; the model's gradient check is by
     central differences, so the scale is changed on the target, after the check) fails :func:`assert_posterior`."""
@@ -131,6 +133,7 @@ def test_the_posterior_check_catches_a_factor_two_in_the_minibatch_gradient(tmp_
         assert_posterior(outcome.samples, reference_posterior)
 
 
+@pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
 def test_example_from_python_without_hydra():
     """The documented Python path: a model object, user_target, make_sampler, run_chains."""
     target = user_target(example_model(prior_variance=4.0), batch_size=64)
