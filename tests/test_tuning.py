@@ -18,7 +18,7 @@ from sgmcmc.experiment import build, run_experiment
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
 from sgmcmc.tuning import (START_CHECK_STEPS, TuningError, _Candidate, _power_iteration, checked_at_starts, curvature,
-                           hessian, noise_inflation, noise_psd_bound, stability_bound, with_margin)
+                           hessian, laplace_slopes, noise_inflation, noise_psd_bound, stability_bound, with_margin)
 
 MODELS = "examples/exact_models.py"
 # examples/exact_models.py's SmallScaleGaussian, written out again
@@ -67,6 +67,21 @@ def test_the_curvature_is_the_precision_and_the_laplace_factor_its_inverse(sampl
     assert found.lambda_min == pytest.approx(values[0], rel=1e-5)
     assert found.lambda_max == pytest.approx(values[-1], rel=1e-5)
     assert np.allclose(found.laplace_factor @ found.laplace_factor.T, COVARIANCE, rtol=1e-4, atol=0)
+
+
+def test_a_quadratic_s_laplace_slopes_are_one_and_a_quartic_s_flat_mode_drops_its_laplace_approximation(tmp_path):
+    """U = ½θᵀAθ has slope exactly 1 one Laplace sd out along each axis; Ma et al.'s correlated 2D (θ₁⁴/10 at its
+    mode, H ≈ 10⁻⁶ there) is far from it, so its chains start at the pilots' draws and the tuning completes (it once
+    refused: its noise bound read at Laplace draws 800 sds wide was 0)."""
+    matrix = np.array([[4.0, 1.0], [1.0, 3.0]])
+    factor = np.linalg.cholesky(np.linalg.inv(matrix))
+    assert np.allclose(laplace_slopes(lambda theta: theta @ matrix, np.zeros((1, 2)), factor), 1.0, rtol=1e-12)
+    settings = dict(n_steps=400, n_chains=4, burn_in=200, progress=False, figures=False, ksd_points=0,
+                    results_dir=str(tmp_path / "runs"))
+    built = build({"seed": 0, "tune": "auto", "sampler": {"name": "sgrhmc", "step_size": 0.1},
+                   "schedule": {"name": "constant"}, "target": {"name": "correlated_2d"}, "run": settings})
+    assert built.tuned.values["step_size"] <= built.tuned.bounds["stability"]
+    assert curvature(built.target, built.sampler, built.tuned.mode[None]).laplace_factor is None
 
 
 @pytest.mark.parametrize("sampler, momentum", [({"name": "sgld"}, False),
