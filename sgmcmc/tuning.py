@@ -434,7 +434,11 @@ def tune(make_sampler: Callable[..., object], target, n_chains: int, seed: int, 
          blocks_for: Callable) -> tuple[object, object, Tuned]:
     """Tune the sampler that ``make_sampler(**values)`` builds on ``target`` (module docstring); return the tuned
     sampler, its blocks (``blocks_for(sampler)``, made once for the pilots and the run) and :class:`Tuned`."""
-    if not target.has_exact_gradient or getattr(target, "gibbs_every", 0):
+    if getattr(target, "gibbs_every", 0):
+        raise TuningError(f"tune=auto cannot tune target {target.name!r}: its hyperparameters are Gibbs-resampled every "
+                          f"{target.gibbs_every} steps, so the posterior of θ its pilots would be scored against (the "
+                          "kernel Stein discrepancy) moves; set tune=off and sampler.step_size")
+    if not target.has_exact_gradient:
         raise TuningError(f"tune=auto needs the exact gradient of target {target.name!r} (its pilots are scored by "
                           "the kernel Stein discrepancy); set tune=off and sampler.step_size")
     started = time.perf_counter()

@@ -14,6 +14,7 @@ import yaml
 from scipy.linalg import solve_discrete_lyapunov
 
 from sgmcmc.config import ConfigError, RunOptions
+from sgmcmc.data.synthetic_ratings import draw_ratings, write_ratings_dat
 from sgmcmc.experiment import build, run_experiment
 from sgmcmc.runner import run_chains
 from sgmcmc.schedules import Constant
@@ -82,6 +83,20 @@ def test_a_quadratic_s_laplace_slopes_are_one_and_a_quartic_s_flat_mode_drops_it
                    "schedule": {"name": "constant"}, "target": {"name": "correlated_2d"}, "run": settings})
     assert built.tuned.values["step_size"] <= built.tuned.bounds["stability"]
     assert curvature(built.target, built.sampler, built.tuned.mode[None]).laplace_factor is None
+
+
+def test_a_target_with_gibbs_resampled_hyperparameters_is_refused_for_that_reason(tmp_path):
+    """BPMF's precisions are Gibbs-resampled every gibbs_every steps: the one line says so and names tune=off (it once
+    said the target had no exact gradient)."""
+    ratings = tmp_path / "ratings.dat"
+    write_ratings_dat(draw_ratings(30, 25, 700, latent_dim=3, seed=5), ratings)
+    settings = dict(n_steps=40, n_chains=2, burn_in=20, progress=False, figures=False, ksd_points=0,
+                    results_dir=str(tmp_path / "runs"))
+    with pytest.raises(ConfigError, match="^tune=auto cannot tune target 'bpmf_movielens': its hyperparameters are "
+                                          r"Gibbs-resampled every \d+ steps.*set tune=off and sampler.step_size$"):
+        build({"seed": 0, "tune": "auto", "sampler": {"name": "sgld", "step_size": 1e-5},
+               "schedule": {"name": "constant"}, "run": settings,
+               "target": {"name": "bpmf_movielens", "ratings_file": str(ratings), "latent_dim": 3, "batch_size": 50}})
 
 
 @pytest.mark.parametrize("sampler, momentum", [({"name": "sgld"}, False),
