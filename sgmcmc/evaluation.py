@@ -162,7 +162,9 @@ def chain_diagnostics(chains: np.ndarray) -> dict:
     """Of (n_chains, n_kept, dim): the autocorrelation time (SPEC §3, in kept samples, averaged over coordinates), the
     rank diagnostics of Vehtari et al. (2021) as ArviZ computes them (:func:`~sgmcmc.diagnostics.autocorrelation.
     rank_diagnostics`, numpy: no ArviZ import), the largest split R-hat over the coordinates (``rhat_max``; NaN for
-    one chain) and the least bulk and tail ESS (``ess_bulk_min``, ``ess_tail_min``), and ``chains_stuck``, the chains
+    one chain) and the largest ratio of it to what stationary chains of this length give (``rhat_excess_max``,
+    :func:`~sgmcmc.diagnostics.autocorrelation.stationary_split_rhat`; NaN where a coordinate's chains are too short to
+    judge), and the least bulk and tail ESS (``ess_bulk_min``, ``ess_tail_min``), and ``chains_stuck``, the chains
     whose draws never changed. A coordinate that no chain ever moved has ESS 0, not ArviZ's count of every draw:
     its draws say nothing of its spread."""
     if chains.shape[1] < 4:
@@ -174,11 +176,13 @@ def chain_diagnostics(chains: np.ndarray) -> dict:
     frozen = np.all(chains == chains[:1, :1], axis=(0, 1))
     bulk, tail, rhat = ranks["ess_bulk"], ranks["ess_tail"], ranks["rhat"]
     bulk[frozen], tail[frozen] = 0.0, 0.0
-    measured = rhat[~np.isnan(rhat)]
+    measured = ~np.isnan(rhat)
+    excess = ranks["rhat_excess"][measured]
     return {
         "autocorrelation_time": float(integrated_autocorrelation_time(chains)),
         "ess_bulk_min": float(np.min(bulk)),
         "ess_tail_min": float(np.min(tail)),
-        "rhat_max": float(measured.max()) if measured.size else float("nan"),
+        "rhat_max": float(rhat[measured].max()) if measured.any() else float("nan"),
+        "rhat_excess_max": float(excess.max()) if excess.size and not np.isnan(excess).any() else float("nan"),
         "chains_stuck": stuck,
     }

@@ -8,7 +8,7 @@ from scipy import fft
 from scipy.special import ndtri
 
 __all__ = ["autocorrelation", "integrated_autocorrelation_time", "effective_sample_size", "rank_diagnostics",
-           "split_rhat"]
+           "split_rhat", "stationary_split_rhat"]
 
 
 def _as_chains(chains: np.ndarray) -> np.ndarray:
@@ -257,20 +257,24 @@ def _average_ranks(rows, keys, bits):
     return ranks
 
 
-def _geyer_ess(z: np.ndarray) -> np.ndarray:
+def _geyer_tau(z: np.ndarray, between: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """ArviZ's ``_ess`` on each coordinate of ``z`` (n_chains, n_draws, k): FFT autocovariances (divided by
     n_draws), ρ̂_t = 1 − (W − mean over chains of acov_t)/var⁺ with W the mean within-chain variance (ddof 1) and
     var⁺ = W (n−1)/n + the variance of the chain means (ddof 1, more than one chain); Geyer's initial positive
     sequence of pair sums P_0 = 1 + ρ̂_1, P_j = ρ̂_2j + ρ̂_2j+1 (stop after the first P_j ≤ 0, or at
     t = 2j − 1 ≥ n − 3), made monotone (each pair sum the minimum of those before it); τ̂ = −1 + 2 Σ_{j<J} P_j +
-    ρ̂_2J (the last ρ̂ when positive or its pair sum was kept), at least 1/log10(n_chains n_draws); ESS = M/τ̂."""
+    ρ̂_2J (the last ρ̂ when positive or its pair sum was kept); τ̂ and its last lag 2J.
+    ``between=False`` leaves the chain means' variance out of var⁺: ρ̂ is then each chain's own autocorrelation about
+    its own mean (averaged over chains, each lag's products divided by their number n − t, not n), blind to chains that
+    disagree: the within-chain τ̂."""
     m, n, k = z.shape
-    total = m * n
     chain_means = z.mean(axis=1)  # (m, k)
     mean_acov = _mean_lag_sums(z, 2 * n) / n  # (n, k): the mean over chains of ArviZ's autocov (padding to ≥ 2n)
+    if not between:  # each lag's mean over its n − t products
+        mean_acov = mean_acov * (n / (n - np.arange(n)))[:, None]
     mean_var = mean_acov[0] * n / (n - 1.0)
     var_plus = mean_var * (n - 1.0) / n
-    if m > 1:
+    if m > 1 and between:
         var_plus = var_plus + np.var(chain_means, axis=0, ddof=1)
     rho = 1.0 - (mean_var - mean_acov) / var_plus  # ρ̂_t for t ≥ 1 (ρ̂_0 is set to 1)
     n_pairs = max((n - 3) // 2, 0) + 1  # pairs j = 0..J_max; J_max: the last j with 2j − 1 < n − 3
@@ -287,9 +291,14 @@ def _geyer_ess(z: np.ndarray) -> np.ndarray:
     last_rho = rho[2 * stop, columns]
     last_pair = pair_sums[stop, columns]
     last = np.where(stop == 0, 1.0, np.where((last_rho > 0.0) | (last_pair >= 0.0), last_rho, 0.0))
-    tau = -1.0 + 2.0 * np.sum(np.where(kept, monotone, 0.0), axis=0) + last
-    tau = np.maximum(tau, 1.0 / np.log10(total))
-    return total / tau
+    return -1.0 + 2.0 * np.sum(np.where(kept, monotone, 0.0), axis=0) + last, 2 * stop
+
+
+def _geyer_ess(z: np.ndarray) -> np.ndarray:
+    """ArviZ's ``_ess`` on each coordinate of ``z`` (n_chains, n_draws, k): M/τ̂ (:func:`_geyer_tau`), τ̂ at least
+    1/log10(n_chains n_draws)."""
+    total = z.shape[0] * z.shape[1]
+    return total / np.maximum(_geyer_tau(z)[0], 1.0 / np.log10(total))
 
 
 def effective_sample_size(chains: np.ndarray) -> np.ndarray:
@@ -320,8 +329,9 @@ def rank_diagnostics(chains: np.ndarray, tail: bool = True, rhat: bool = True) -
     the draws (R's type 7, numpy's default), an indicator that never changes counting every split draw; with ``rhat``,
     ``rhat``, ``arviz.rhat(..., method="rank")``: the larger of the split R-hat √((B/W + n' − 1)/n') of the rank
     scores and of the rank scores of |θ − median| (n' = ⌊n/2⌋ draws a half, B = n' times the variance of the 2m
-    halves' means, W their mean variance, both ddof 1), NaN for one chain or a constant coordinate. A coordinate with a
-    NaN, or chains of fewer than 4 draws, has NaN throughout."""
+    halves' means, W their mean variance, both ddof 1), NaN for one chain or a constant coordinate, and
+    ``rhat_excess``, the larger of each of the two over :func:`stationary_split_rhat` of its series. A coordinate with
+    a NaN, or chains of fewer than 4 draws, has NaN throughout."""
     x = _as_chains(chains)
     n_chains, n_draws, dim = x.shape
     out = {"ess_bulk": np.full(dim, np.nan)}
@@ -329,6 +339,7 @@ def rank_diagnostics(chains: np.ndarray, tail: bool = True, rhat: bool = True) -
         out["ess_tail"] = np.full(dim, np.nan)
     if rhat:
         out["rhat"] = np.full(dim, np.nan)
+        out["rhat_excess"] = np.full(dim, np.nan)
     if n_draws < ESS_MIN_DRAWS:
         return out
     half = n_draws // 2
@@ -344,7 +355,10 @@ def rank_diagnostics(chains: np.ndarray, tail: bool = True, rhat: bool = True) -
             folded = np.abs(split - np.median(split, axis=(0, 1)))
             spread = _rank_normal_scores(folded.reshape(-1, columns.size)).reshape(split.shape)
             with np.errstate(divide="ignore", invalid="ignore"):
-                out["rhat"][columns] = np.maximum(_split_rhat(z), _split_rhat(spread))
+                values = _split_rhat(z), _split_rhat(spread)
+                out["rhat"][columns] = np.maximum(*values)
+                out["rhat_excess"][columns] = np.maximum(*(value / stationary_split_rhat(series)
+                                                           for value, series in zip(values, (z, spread))))
         if tail:
             levels = np.quantile(chosen.reshape(-1, columns.size), [0.05, 0.95], axis=0)  # (2, k)
             out["ess_tail"][columns] = np.minimum(*(_ess(_split((chosen <= level).astype(float), half))
@@ -368,6 +382,38 @@ def _ess(z: np.ndarray) -> np.ndarray:
     if changing.any():
         ess[changing] = _geyer_ess(z if changing.all() else z[:, :, changing])
     return ess
+
+
+# τ over a half-chain's draws beyond which stationary_split_rhat does not judge (under 10 effective draws a half): the
+# bias of the autocovariances about a half's own mean is then more than a constant v (at τ = 0.2 n' a stationary
+# AR(1)'s R-hat is still 1.02 times stationary_split_rhat's; at 0.09 n', 1.004: tests/diagnostics/test_autocorrelation.py)
+STATIONARY_RHAT_MAX_TAU_SHARE = 0.1
+
+
+def stationary_split_rhat(z: np.ndarray) -> np.ndarray:
+    """The split R-hat (:func:`_split_rhat`) that chains at stationarity with the measured autocorrelation give, of
+    split chains (2m, n', k): a half's mean then varies by v = σ²τ/n' about the common mean and its draws by σ² − v
+    about their own, so B/W = τ/(1 − τ/n') and R̂ = √((τ/(1 − τ/n') + n' − 1)/n') (1 for independent draws, τ = 1).
+
+    τ comes from each half's autocovariances about its own mean (:func:`_geyer_tau` with ``between=False``), blind to
+    halves that disagree: chains stuck apart (in different modes, or still near overdispersed starts) have a short τ
+    about their own means, and so a stationary R̂ near 1 that their disagreement exceeds. About its own mean each lag's
+    autocovariance is low by v, so the within-chain τ_w summed over the lags |t| ≤ T is
+    τ_w = τ(1 − (2T + 1)/n')/(1 − τ/n'), and τ = τ_w/(1 − (2T + 1)/n' + τ_w/n').
+
+    With many short chains R̂ is above 1.01 at stationarity (τ = 43 in halves of 500 draws: 1.044), which measures each
+    chain's Monte Carlo error, not whether the chains forgot their starts (Margossian et al. 2024, "Nested R̂", Bayesian
+    Analysis): a run is judged by R̂ over this. NaN where τ > :data:`STATIONARY_RHAT_MAX_TAU_SHARE` n' (too few draws
+    a half to judge)."""
+    n = z.shape[1]
+    tau = np.full(z.shape[2], np.nan)
+    changing = (z.max(axis=(0, 1)) - z.min(axis=(0, 1))) >= np.finfo(float).resolution
+    if changing.any():
+        within, last_lag = _geyer_tau(z[:, :, changing], between=False)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tau[changing] = within / (1.0 - (2.0 * last_lag + 1.0) / n + within / n)
+    share = np.where((tau > 0) & (tau <= STATIONARY_RHAT_MAX_TAU_SHARE * n), tau / n, np.nan)
+    return np.sqrt((share * n / (1.0 - share) + n - 1.0) / n)
 
 
 def _split_rhat(z: np.ndarray) -> np.ndarray:

@@ -43,6 +43,16 @@ def test_rhat_past_1_01(final, fires):
     assert _checks(_metrics(final=final)) == (["rhat"] if fires else [])
 
 
+@pytest.mark.parametrize("excess, fires, says", [(1.003, False, None), (1.02, True, "1.02 times what stationary"),
+                                                 (float("nan"), True, "too short"), (None, True, "too short")])
+def test_rhat_past_1_01_warns_only_past_what_stationary_chains_of_its_length_give(excess, fires, says):
+    """The default run's R-hat 1.04 of 1,000 chains of 1,000 draws is 1.003 times what stationary chains give: no
+    warning; 1.02 times: the warning says so; not judged (NaN, or a record without it): R-hat alone, said so."""
+    warned = warnings_after_run(_metrics(final={"rhat_max": 1.04, "rhat_excess_max": excess}), FACTS)
+    assert [w.check for w in warned] == (["rhat"] if fires else [])
+    assert not fires or says in warned[0].message
+
+
 @pytest.mark.parametrize("final, chains, fires", [
     ({"ess_bulk_min": 399.0}, 4, True), ({"ess_bulk_min": 401.0}, 4, False), ({"ess_tail_min": 399.0}, 8, True),
     ({"ess_bulk_min": 99.0}, 1, True), ({"ess_bulk_min": 101.0}, 1, False)])
