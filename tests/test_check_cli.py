@@ -44,10 +44,12 @@ def test_psgld_with_and_without_gamma(sampler, verdict):
 def test_the_running_preconditioner_is_checked_as_the_update_it_takes_and_its_bias_measured():
     """pSGLD's running preconditioner takes no Γ: check.py checks psgld_no_gamma's dynamics (NOT stationary) and
     measures the bias that means: E θ² on the double well above the exact value (by quadrature) by over 4 standard
-    errors (1000 independent chains). The verdict at the defaults (the noise known and subtracted, where only a missing Γ
-    can make the dynamics NOT stationary); the bias with noise_estimate=zero (at the defaults the running average's
-    V₀ = 0 makes the first step's covariance not PSD, and the measurement says the run did not complete)."""
-    result = run_check("sampler=psgld", "sampler.preconditioner=running", "target=double_well")
+    errors (1000 independent chains). The verdict with the noise known and subtracted, where only a missing Γ can make
+    the dynamics NOT stationary; the bias with noise_estimate=zero, the running preconditioner's default (with the
+    noise known the running average's V₀ = 0 makes the first step's covariance not PSD, and the measurement says the
+    run did not complete)."""
+    result = run_check("sampler=psgld", "sampler.preconditioner=running", "sampler.noise_estimate=known",
+                       "target=double_well")
     assert result.returncode == 0, result.stderr
     assert "note: preconditioner=running takes no Γ" in result.stdout and "verdict: NOT stationary " in result.stdout
     assert "measured: " in result.stdout, result.stdout

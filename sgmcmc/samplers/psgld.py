@@ -67,8 +67,8 @@ from sgmcmc.engine import estimators, integrators
 from sgmcmc.engine.estimators import on_rows, running_size, source_of
 from sgmcmc.engine.static import static
 from sgmcmc.recipe import Recipe
-from sgmcmc.samplers.base import Sampler, diagonal_matrices, per_example_gradients
-from sgmcmc.schema import Key, choice, real
+from sgmcmc.samplers.base import NOISE_ESTIMATES, Sampler, diagonal_matrices, per_example_gradients
+from sgmcmc.schema import Key, choice, optional, real
 from sgmcmc.state import SamplerState
 
 PRECONDITIONERS = ("stationary", "running")
@@ -79,6 +79,10 @@ PSGLD_KEYS = {
     "preconditioner": Key(choice(*PRECONDITIONERS), "V in D = 1/(λ + √V): its value at θ, E ĝ(θ)² = ∇U² + "
                                                     "diag Cov(ĝ) (stationary: a metric of θ, exact Γ), or Li et al.'s "
                                                     "running average of the minibatch gradients (running: Γ = 0)"),
+    "noise_estimate": Key(optional(choice(*NOISE_ESTIMATES)), "V̂ subtracted from the injected noise: the "
+                          "target's V(θ) (known), none (zero), the minibatches' running covariance (running); null: known with the stationary preconditioner, zero with the running one "
+                          "(Li et al. 2016 subtract none: its V₀ = 0 makes D = 1/λ at the first steps, where "
+                          "ε(2D − εDV̂D) is not PSD)"),
 }
 _SPACING = 1e-5  # relative spacing of the central differences of the noise covariance
 
@@ -114,11 +118,14 @@ class PSGLD(Sampler):
     exact_kernel = True
 
     def __init__(self, target, alpha: float = 0.99, damping: float = 1e-5, preconditioner: str = "stationary",
-                 **kwargs):
-        super().__init__(target, **kwargs)
+                 noise_estimate: str | None = None, **kwargs):
+        preconditioner = self.checked("preconditioner", preconditioner)
+        if self.checked("noise_estimate", noise_estimate) is None:
+            noise_estimate = "zero" if preconditioner == "running" else "known"
+        super().__init__(target, noise_estimate=noise_estimate, **kwargs)
         self.alpha = self.checked("alpha", alpha)
         self.damping = self.checked("damping", damping)
-        self.preconditioner = self.checked("preconditioner", preconditioner)
+        self.preconditioner = preconditioner
         if self.preconditioner == "running" and self.integrator == "generic":
             raise ValueError("integrator generic follows the stationary preconditioner: use preconditioner=stationary "
                              "or integrator=euler")

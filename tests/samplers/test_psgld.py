@@ -21,6 +21,7 @@ from sgmcmc.gradient_estimators import make_estimator
 from sgmcmc.runner import run_chains
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import Constant
+from sgmcmc.targets import make_target
 from sgmcmc.targets.user import user_target
 from tests.deliberate_bugs import change_the_blocks, with_gamma_flipped
 from tests.helpers import build, engine_step, sample_and_score
@@ -192,3 +193,18 @@ def test_the_stationary_preconditioner_refuses_svrg_and_names_the_remedy():
     with pytest.raises(ValueError, match="gradient=control_variates .* or sampler.preconditioner=running"):
         make_sampler("psgld", target)
     assert make_sampler("psgld", target, preconditioner="running").engine_blocks(PYTHON) is not None
+
+
+def test_the_default_noise_estimate_is_known_with_the_stationary_preconditioner_and_zero_with_the_running_one():
+    """The running average starts at V₀ = 0, so the first step's D = 1/(λ + √(0.01 ĝ²)) ≈ 10/|ĝ|, and ε(2D − εDV̂D)
+    with the double well's V̂ = 4 is PSD only for |ĝ| ≥ 0.4 at ε = 0.02: with the noise known, a run of 100 chains fails
+    at step 1; at the default (zero, Li et al.'s) it completes."""
+    target = make_target("double_well")
+    assert make_sampler("psgld", target).noise_estimate == "known"
+    settings = RunOptions(n_steps=20, n_chains=100, burn_in=10, eval_every=20, progress=False, backend=PYTHON)
+    statuses = {}
+    for noise in (None, "known"):
+        sampler = make_sampler("psgld", target, preconditioner="running", noise_estimate=noise)
+        statuses[sampler.noise_estimate] = run_chains(sampler, Constant(0.02), settings,
+                                                      np.random.default_rng(0)).status
+    assert statuses == {"zero": "completed", "known": "failed"}
