@@ -145,6 +145,7 @@ def test_example_from_python_without_hydra():
     assert outcome.status == "completed" and outcome.samples.shape == (2, 200, 31)
 
 
+@pytest.mark.validate  # in make validate: make test took 636 s on a cold clone with it (budget 600 s)
 def test_example_from_the_command_line(tmp_path):
     result = subprocess.run([sys.executable, str(ROOT / "run.py"), "target=custom", f"target.model={EXAMPLE}",
                              "+target.options.prior_variance=2.0", "target.batch_size=50", "sampler=sghmc",
