@@ -8,7 +8,8 @@ Three workloads, float64 on both sides, one thread each (``OPENBLAS_NUM_THREADS`
   vmapped over the minibatch).
 - ``jax_model``: the same model written in JAX, in blackjax's form (``examples/jax_models.py:RobustRegression``: the
   log-likelihood of one row and the log prior, blackjax's own functions of :mod:`benchmarks.user_model`), its
-  gradients formed by JAX in one jitted call for all the chains a step (:mod:`sgmcmc.targets.jax_model`); SGLD at 1
+  gradients formed by JAX in one jitted call for all the chains a step (:mod:`sgmcmc.targets.jax_model`; SGLD with no
+  noise estimate takes the minibatch's summed gradient, ∇ Σ_i log p(x_i | θ), one backward pass a chain); SGLD at 1
   and 100 chains, against the same blackjax run.
 - ``double_well``: the double well with gradient noise V = 4, SGLD, SGHMC and SGNHT at 1,000 chains with blackjax's
   dynamics (:data:`benchmarks.peers.OUR_SAMPLERS`: Euler, no noise estimate) and step sizes; blackjax as
@@ -63,8 +64,11 @@ PHASES = {
 
 
 def user_model_arguments(sampler: str) -> list[str]:
+    """blackjax's sampler settings on the user model; ``tune=off``: its step size as given (a custom target is tuned
+    first by default, and then runs at the tuned step)."""
     arguments = ["target=custom", f"target.model={user_model.MODEL}", f"target.batch_size={user_model.BATCH}",
-                 f"sampler={sampler}", f"sampler.step_size={user_model.STEP_SIZES[sampler]}", "sampler.noise_estimate=zero"]
+                 f"sampler={sampler}", f"sampler.step_size={user_model.STEP_SIZES[sampler]}", "sampler.noise_estimate=zero",
+                 "tune=off"]
     if sampler == "sghmc":
         arguments += ["sampler.integrator=euler", f"sampler.friction={user_model.FRICTION}"]
     return arguments

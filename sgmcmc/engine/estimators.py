@@ -59,7 +59,8 @@ from numba.extending import register_jitable
 import numpy as np
 
 from sgmcmc.engine.injection import set_variance_diagonal
-from sgmcmc.engine.static import (Callback, arity, call1, call2, call3, call4, call7, callback, lead3, lead4, static)
+from sgmcmc.engine.static import (Callback, arity, call1, call2, call3, call4, call7, callback, lead3, lead4, lead5,
+                                  static)
 
 # a data model's estimator (numbers[1]) and noise estimate (numbers[2]): see the module docstring
 PLAIN, CONTROL_VARIATES, SVRG = 0, 1, 2
@@ -174,16 +175,17 @@ def sums_gradient(source, theta, normals, rows, memory, out, variance):
     (Σ_i g_i (d,), Σ_i (g_i − ḡ)² (d,)), so that no per-example (n, d) array is made (a model with d in the tens of
     thousands); with the running diagonal estimate (``numbers[2]`` = :data:`RUNNING_DIAGONAL`) V_t's diagonal is the
     second sum over n − 1 (Shang et al. 2015 Eq. 19). A ``first`` with a third parameter is told whether that second
-    sum is wanted (:func:`~sgmcmc.engine.static.lead4`: a model whose second sum costs as much as its first), one with
-    a fourth is given the chain's hyperparameters, as the prior is (BPMF's τ). ``numbers`` = (N, :data:`PLAIN`, running
+    sum is wanted (:func:`~sgmcmc.engine.static.lead5`: a model whose second sum costs as much as its first), one with
+    a fourth is given the chain's hyperparameters, as the prior is (BPMF's τ), and a fifth the source (a vectorised
+    model's table: :func:`sgmcmc.engine.replay.replayed_sums`). ``numbers`` = (N, :data:`PLAIN`, running
     form, c)."""
     numbers, d = source[4], theta.shape[0]
     hyperparameters = memory[running_size(numbers[2], d):]
     if every_row(rows, source[3].shape[0]):  # the exact ∇U: the data as they are
-        total, scatter = lead4(source[1], theta, source[3], numbers[2] == RUNNING_DIAGONAL, hyperparameters)
+        total, scatter = lead5(source[1], theta, source[3], numbers[2] == RUNNING_DIAGONAL, hyperparameters, source)
     else:
-        total, scatter = lead4(source[1], theta, gather(source[3], rows), numbers[2] == RUNNING_DIAGONAL,
-                               hyperparameters)
+        total, scatter = lead5(source[1], theta, gather(source[3], rows), numbers[2] == RUNNING_DIAGONAL,
+                               hyperparameters, source)
     prior = lead3(source[2], theta, hyperparameters, source)
     n = rows.shape[0]
     if numbers[2] == RUNNING_DIAGONAL:

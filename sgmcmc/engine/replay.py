@@ -35,8 +35,9 @@ import numpy as np
 from sgmcmc.sample_covariance import chunked_sample_covariance
 
 # the model's calls the table answers: a data model's rows' gradients (n, d), its prior's gradient (d,) and the
-# covariance S_h²(θ) of its h_i over all N rows (d, d) or its diagonal (d,), a density model's ∇U (d,)
-ROWS, PRIOR, GRADIENT, COVARIANCE, COVARIANCE_DIAGONAL = 0, 1, 2, 3, 4
+# covariance S_h²(θ) of its h_i over all N rows (d, d) or its diagonal (d,), a density model's ∇U (d,), a data model's
+# rows' gradients summed, Σ_i g_i (d,), or with their scatter, (Σ_i g_i, Σ_i (g_i − ḡ)²) (2d,)
+ROWS, PRIOR, GRADIENT, COVARIANCE, COVARIANCE_DIAGONAL, ROW_SUMS, ROW_SUMS_SCATTER = 0, 1, 2, 3, 4, 5, 6
 # the most numbers of the model's rows' gradients (chains × rows × d) one call makes while S_h² is summed
 CHUNK = 1 << 21
 # where a chain's (index, calls made) sit in its estimator memory: its last two entries
@@ -85,6 +86,19 @@ def replayed_rows(theta, rows, tail, source):
     rows of the data, each its index)."""
     return _answer(ROWS, theta, rows, tail, source[-2], rows.shape[0] * theta.shape[0]).reshape(
         (rows.shape[0], theta.shape[0]))
+
+
+@numba.njit(cache=True)
+def replayed_sums(theta, rows, with_scatter, tail, source):
+    """The rows' gradient sums (Σ_i g_i (d,), Σ_i (g_i − ḡ)² (d,)) of the chain's next call, from the table
+    ``source[-2]``: the sums door (:func:`sgmcmc.engine.estimators.sums_gradient`) of a vectorised model that sums
+    its rows' gradients itself, so that no (chains, n, d) array of per-example gradients is made; the second sum is
+    asked for only ``with_scatter`` (zeros otherwise)."""
+    d = theta.shape[0]
+    if with_scatter:
+        answer = _answer(ROW_SUMS_SCATTER, theta, rows, tail, source[-2], 2 * d)
+        return answer[:d].copy(), answer[d:].copy()
+    return _answer(ROW_SUMS, theta, rows, tail, source[-2], d), np.zeros(d)
 
 
 @numba.njit(cache=True)
@@ -183,23 +197,29 @@ class Replay:
         return True
 
     def _add(self, chains: np.ndarray, slots: np.ndarray, values: np.ndarray) -> None:
-        """Each call's answer after its chain's others (the answers made larger where they are full)."""
+        """Each call's answer after its chain's others (the answers made larger where they are full): a chain's calls
+        in the order given, placed one after another from where its answers end."""
         size = values.shape[1]
-        needed = int(np.max(self.used[chains])) + values.shape[0] * size
+        order = np.argsort(chains, kind="stable")
+        chains, slots, values = chains[order], slots[order], values[order]
+        first = np.searchsorted(chains, chains)  # where each chain's calls begin among them
+        starts = self.used[chains] + (np.arange(chains.size) - first) * size
+        needed = int(np.max(starts)) + size
         if needed > self.answers.shape[1]:
             self.answers = np.pad(self.answers, ((0, 0), (0, max(self.answers.shape[1], needed))))
-        for chain, slot, value in zip(chains.tolist(), slots.tolist(), values):
-            start = self.used[chain]
-            self.answers[chain, start:start + size] = value
-            self.offsets[chain, slot] = start
-            self.used[chain] = start + size
+        self.answers[chains[:, None], starts[:, None] + np.arange(size)] = values
+        self.offsets[chains, slots] = starts
+        np.maximum.at(self.used, chains, starts + size)
 
 
 def on_replay(functions: dict) -> dict:
     """A target's functions (its ``engine_functions()``) as the blocks take them: a vectorised data model's
     (``vectorised_row_gradients(θ (c, d), index (c, n))`` → (c, n, d), ``vectorised_prior_gradient(θ)`` → (c, d),
     ``n_data``) as a data model on rows whose functions answer from the table (``data`` the column of row indices,
-    ``replay`` the model's answers by kind, for :class:`Replay`); a vectorised density model's (``vectorised_gradient(θ
+    ``replay`` the model's answers by kind, for :class:`Replay`), and where it also sums its rows' gradients itself
+    (``vectorised_row_gradient_sums(θ (c, d), index (c, n), with_scatter)`` → (Σ_i g_i (c, d), Σ_i (g_i − ḡ)² (c, d)))
+    with the sums door :func:`replayed_sums`, which the blocks take where it serves (plain minibatches, no noise
+    estimate or the running diagonal one: :func:`sgmcmc.engine.estimators.source_of`); a vectorised density model's (``vectorised_gradient(θ
     (c, d))`` → ∇U (c, d), with its gradient noise's ``noise_factor``) as a density model whose gradient answers from
     the table; any other's as they are."""
     if "vectorised_gradient" in functions:
@@ -211,12 +231,20 @@ def on_replay(functions: dict) -> dict:
     prior, rows, n_data = (functions["vectorised_prior_gradient"], functions["vectorised_row_gradients"],
                            int(functions["n_data"]))
     centre = None if "centre" not in functions else np.ravel(functions["centre"])
-    return {**{key: value for key, value in functions.items() if not key.startswith("vectorised_")},
-            "row_gradients": replayed_rows, "prior_gradient": replayed_prior, "full_data_noise": replayed_noise,
-            "data": np.arange(float(n_data)).reshape(-1, 1),
-            "replay": {ROWS: rows, PRIOR: lambda theta, index: prior(theta),
-                       COVARIANCE: lambda theta, index: row_covariance(rows, n_data, theta, False, centre),
-                       COVARIANCE_DIAGONAL: lambda theta, index: row_covariance(rows, n_data, theta, True, centre)}}
+    replayed = {**{key: value for key, value in functions.items() if not key.startswith("vectorised_")},
+                "row_gradients": replayed_rows, "prior_gradient": replayed_prior, "full_data_noise": replayed_noise,
+                "data": np.arange(float(n_data)).reshape(-1, 1),
+                "replay": {ROWS: rows, PRIOR: lambda theta, index: prior(theta),
+                           COVARIANCE: lambda theta, index: row_covariance(rows, n_data, theta, False, centre),
+                           COVARIANCE_DIAGONAL: lambda theta, index: row_covariance(rows, n_data, theta, True,
+                                                                                    centre)}}
+    if "vectorised_row_gradient_sums" in functions:
+        sums = functions["vectorised_row_gradient_sums"]
+        replayed["row_gradient_sums"] = replayed_sums
+        replayed["replay"].update({ROW_SUMS: lambda theta, index: sums(theta, index, False)[0],
+                                   ROW_SUMS_SCATTER: lambda theta, index: np.concatenate(sums(theta, index, True),
+                                                                                         axis=1)})
+    return replayed
 
 
 def per_chain(functions: dict) -> dict:

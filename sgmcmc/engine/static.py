@@ -15,7 +15,7 @@ call costs what the body costs. Called as a value, ``f(…)``, a non-inlined cal
 and counts its references: measured on the double well, about 25 ns a call against 2.6 ns inlined, and the engine's
 step is three calls deep (driver → integrator → estimator → model). Outside compiled code (the Python backend of
 :mod:`sgmcmc.engine.driver`) ``callN(f, …)`` is ``f(…)``, the plain Python function. ``leadN(f, a1, …, aN)``
-(:data:`lead2`, :data:`lead3`, :data:`lead4`) is ``f`` called with as many of the leading arguments as its source
+(:data:`lead2` … :data:`lead5`) is ``f`` called with as many of the leading arguments as its source
 takes: a model's function with optional arguments (a prior's hyperparameters, whether a sums door's second sum is
 wanted).
 """
@@ -514,4 +514,4 @@ def _leading_caller(count: int):
     return stub
 
 
-lead2, lead3, lead4 = _leading_caller(2), _leading_caller(3), _leading_caller(4)
+lead2, lead3, lead4, lead5 = _leading_caller(2), _leading_caller(3), _leading_caller(4), _leading_caller(5)

@@ -19,7 +19,9 @@ What the engine then gets (:class:`JaxModel`, the contract's vectorised form; ea
 
 - density: ``grad_log_density(θ)`` (c, d) = ``vmap(grad(logdensity_fn))`` over the chains, ``log_density(θ)`` (c,);
 - data: ``grad_log_likelihood(θ, index)`` (c, b, d) = per-example gradients ``vmap(grad(loglikelihood_fn))`` over the
-  b rows ``index`` of each chain, vmapped over the chains; ``log_likelihood(θ, index)`` (c, b);
+  b rows ``index`` of each chain, vmapped over the chains; their sums ``grad_log_likelihood_sums(θ, index,
+  with_scatter)`` (c, d) = ``grad`` of the rows' summed log-likelihood (one backward pass, no (c, b, d) array: what
+  plain minibatches take); ``log_likelihood(θ, index)`` (c, b);
   ``grad_log_prior(θ)`` (c, d) and ``log_prior(θ)`` (c,).
 
 Each is one jitted call for all the chains of a step (:mod:`sgmcmc.engine.replay`). A function JAX cannot trace (a
@@ -151,8 +153,18 @@ class JaxModel:
         def chain_gradients(theta, index, data):
             return jax.vmap(self._gradient(loglikelihood), in_axes=(None, 0))(theta, rows(data, index))
 
+        def chain_sums(theta, index, data):
+            return self._gradient(lambda params, rows: jnp.sum(jax.vmap(loglikelihood, in_axes=(None, 0))(
+                params, rows)))(theta, rows(data, index))
+
+        def chain_scatters(theta, index, data):
+            gradients = chain_gradients(theta, index, data)
+            return jnp.sum(gradients, axis=0), jnp.sum((gradients - jnp.mean(gradients, axis=0)) ** 2, axis=0)
+
         self._functions = {"log_likelihood": jax.jit(jax.vmap(chain_values, in_axes=(0, 0, None))),
                            "grad_log_likelihood": jax.jit(jax.vmap(chain_gradients, in_axes=(0, 0, None))),
+                           "grad_log_likelihood_sum": jax.jit(jax.vmap(chain_sums, in_axes=(0, 0, None))),
+                           "grad_log_likelihood_scatter": jax.jit(jax.vmap(chain_scatters, in_axes=(0, 0, None))),
                            "log_prior": jax.jit(jax.vmap(self._flat(logprior))),
                            "grad_log_prior": jax.jit(jax.vmap(self._gradient(logprior)))}
         start, first = self._start[None], np.zeros((1, 1), dtype=np.int64)
@@ -168,6 +180,17 @@ class JaxModel:
 
     def log_likelihood(self, theta, index):
         return self._rows_call("log_likelihood", theta, index)
+
+    def grad_log_likelihood_sums(self, theta, index, with_scatter):
+        """(Σ_i ∇log p(x_i | θ) (c, d), and with ``with_scatter`` Σ_i (g_i − ḡ)² (c, d), else zeros) over each chain's
+        rows ``index`` (c, b): the sum's gradient, ∇ Σ_i log p(x_i | θ), by one backward pass through the summed
+        log-likelihood, so that no (c, b, d) array is made (the BNN's would be 318 MB a chain)."""
+        if not with_scatter:
+            total = self._rows_call("grad_log_likelihood_sum", theta, index)
+            return total, np.zeros_like(total)
+        total, scatter = self._functions["grad_log_likelihood_scatter"](np.asarray(theta, dtype=float),
+                                                                        np.asarray(index), self._data)
+        return np.asarray(total), np.asarray(scatter)
 
     def grad_log_prior(self, theta):
         return np.asarray(self._functions["grad_log_prior"](np.asarray(theta, dtype=float)))

@@ -39,6 +39,10 @@ an object or a file's module-level functions (``target.model=file.py``). JAX for
 - ``grad_log_likelihood(θ, index)`` → (n, b, dim), ∇log p(x_i | θ) of the examples ``index`` (n, b) (integers);
 - ``grad_log_prior(θ)`` → (n, dim);
 - optionally ``log_likelihood(θ, index)`` → (n, b) and ``log_prior(θ)`` → (n,) (U(θ) for HMC and the check);
+- optionally ``grad_log_likelihood_sums(θ, index, with_scatter)`` → (Σ_i ∇log p(x_i | θ) (n, dim), Σ_i (g_i − ḡ)²
+  (n, dim), or zeros without ``with_scatter``): the same gradients summed over each chain's examples without the
+  (n, b, dim) array (a model with many parameters; a model in JAX has it), taken where it serves (plain minibatches,
+  ``noise_estimate`` zero or the running diagonal one) and checked against ``grad_log_likelihood`` at θ₀;
 
 it runs on the engine's compiled blocks (the same integrators and estimators as a data model on rows, below), each
 step run again until every chain's calls are answered, with one call of ``grad_log_likelihood`` and one of
@@ -115,6 +119,11 @@ log = logging.getLogger(__name__)
 # chains and examples of the checks at θ₀ (and a second chain count for initial_position); directions and the relative
 # tolerance of the gradient check
 CHECK_CHAINS, OTHER_CHAINS, CHECK_EXAMPLES, CHECK_DIRECTIONS = 3, 5, 256, 2
+# the most numbers (chains × examples × dim) of the per-example gradients the checks ask for: a model with many
+# parameters is checked on fewer examples than CHECK_EXAMPLES (the BNN's 79,510: 17 examples a chain, not 256)
+CHECK_NUMBERS = 1 << 22
+# the rows a call of grad_log_likelihood_sums sums over in a full-data gradient
+SUMS_CHUNK = 5000
 GRADIENT_TOLERANCE = 1e-3  # relative: a factor 2 or a sign is 1/3 or 1
 # the exact density's mass on its KL grid (quadrature) must be 1 within this: normalised, and the grid covers it
 GRID_MASS_TOLERANCE = 0.02
@@ -356,6 +365,20 @@ class UserDataTarget(_UserTarget, DataTarget):
     def log_prior_gradient(self, theta):
         return np.asarray(self.model.grad_log_prior(theta), dtype=float)
 
+    def gradient(self, theta):
+        """Full-data ∇U(θ) (c, d): from ``grad_log_likelihood_sums`` over chunks of rows where the model has it (no
+        (c, b, d) array: a model with many parameters), else :meth:`DataTarget.gradient`'s per-example chunks."""
+        if not hasattr(self.model, "grad_log_likelihood_sums"):
+            return DataTarget.gradient(self, theta)
+        theta = np.asarray(theta, dtype=float)
+        total = np.zeros(theta.shape)
+        for start in range(0, self.n_data, SUMS_CHUNK):
+            index = np.arange(start, min(start + SUMS_CHUNK, self.n_data))
+            sums = self.model.grad_log_likelihood_sums(theta, np.broadcast_to(index, (theta.shape[0], index.size)),
+                                                       False)
+            total += np.asarray(sums[0], dtype=float)
+        return -total - self.log_prior_gradient(theta)
+
     def potential(self, theta):
         """U(θ) = −Σ_i log p(x_i | θ) − log p(θ), summed over the data in chunks."""
         if not self.has_potential:
@@ -382,6 +405,8 @@ class UserDataTarget(_UserTarget, DataTarget):
             if self.has_potential:
                 functions.update(vectorised_row_log_likelihoods=self.model.log_likelihood,
                                  vectorised_prior_log_density=self.model.log_prior)
+            if hasattr(self.model, "grad_log_likelihood_sums"):
+                functions["vectorised_row_gradient_sums"] = self.model.grad_log_likelihood_sums
             return functions
         model = self.model.wrapped
         functions = {"row_gradients": model.row_gradients, "prior_gradient": model.prior_gradient,
@@ -420,14 +445,12 @@ class RowModel:
         function = self.wrapped.row_gradient_sums
         taken = len(inspect.signature(getattr(function, "py_func", function)).parameters)
         sums = function(*(theta, rows, True)[:taken])  # with_scatter, where it takes one
-        expected = (gradients.sum(axis=0), np.sum((gradients - gradients.mean(axis=0)) ** 2, axis=0))
-        for name, got, want in zip(("Σ g_i", "Σ (g_i − ḡ)²"), sums, expected):
-            got = np.asarray(got, dtype=float)
-            if got.shape != want.shape or not np.allclose(got, want, rtol=1e-8, atol=1e-10):
-                difference = np.max(np.abs(got - want)) if got.shape == want.shape else f"shape {got.shape}"
-                raise UserModelError(f"row_gradient_sums' {name} disagrees with row_gradients' on the first "
-                                     f"{len(rows)} rows (largest difference {difference}): make the two agree, or "
-                                     "drop row_gradient_sums")
+        disagreement = sums_disagreement(sums, gradients, axis=0)
+        if disagreement is not None:
+            name, difference = disagreement
+            raise UserModelError(f"row_gradient_sums' {name} disagrees with row_gradients' on the first {len(rows)} "
+                                 f"rows (largest difference {difference}): make the two agree, or drop "
+                                 "row_gradient_sums")
 
     def grad_log_likelihood(self, theta, index):
         return np.stack([self.wrapped.row_gradients(t, self.data[i]) for t, i in zip(theta, index)])
@@ -618,10 +641,12 @@ def check_model(target, rng: np.random.Generator) -> None:
     theta = _call(target, "initial_position", target.initial_position, n, rng, shape=(n, d))
     _call(target, "initial_position", target.initial_position, OTHER_CHAINS, rng, shape=(OTHER_CHAINS, d))
     if isinstance(target, UserDataTarget):
-        index = np.stack([rng.choice(target.n_data, size=min(CHECK_EXAMPLES, target.n_data), replace=False)
-                          for _ in range(n)])
+        examples = min(target.n_data, max(2, min(CHECK_EXAMPLES, CHECK_NUMBERS // (n * d))))
+        index = np.stack([rng.choice(target.n_data, size=examples, replace=False) for _ in range(n)])
         b = index.shape[1]
-        _call(target, "grad_log_likelihood", model.grad_log_likelihood, theta, index, shape=(n, b, d))
+        gradients = _call(target, "grad_log_likelihood", model.grad_log_likelihood, theta, index, shape=(n, b, d))
+        if hasattr(model, "grad_log_likelihood_sums"):
+            _check_sums(target, model.grad_log_likelihood_sums(theta, index, True), gradients)
         _call(target, "grad_log_prior", model.grad_log_prior, theta, shape=(n, d))
         if hasattr(model, "log_likelihood"):
             _call(target, "log_likelihood", model.log_likelihood, theta, index, shape=(n, b))
@@ -655,6 +680,29 @@ def check_model(target, rng: np.random.Generator) -> None:
     if np.any(scale <= 0):
         raise UserModelError(f"{target._where}: metric().inverse_sqrt must be positive at θ₀ (G(θ)^(-1/2) is a "
                              "positive diagonal)")
+
+
+def sums_disagreement(sums: tuple, gradients: np.ndarray, axis: int) -> Optional[tuple]:
+    """The first of a model's sums (Σ_i g_i, Σ_i (g_i − ḡ)²) that is not those of its per-example ``gradients`` summed
+    over ``axis`` (to 1e-8 relative, 1e-10 absolute), as (its name, the largest difference or the wrong shape); None
+    where both agree."""
+    expected = (gradients.sum(axis=axis),
+                np.sum((gradients - gradients.mean(axis=axis, keepdims=True)) ** 2, axis=axis))
+    for name, got, want in zip(("Σ g_i", "Σ (g_i − ḡ)²"), sums, expected):
+        got = np.asarray(got, dtype=float)
+        if got.shape != want.shape or not np.allclose(got, want, rtol=1e-8, atol=1e-10):
+            return name, np.max(np.abs(got - want)) if got.shape == want.shape else f"shape {got.shape}"
+    return None
+
+
+def _check_sums(target, sums: tuple, gradients: np.ndarray) -> None:
+    """``grad_log_likelihood_sums``' (Σ_i g_i, Σ_i (g_i − ḡ)²) against those of ``grad_log_likelihood``'s ``gradients``
+    (n, b, d) on the same rows."""
+    disagreement = sums_disagreement(sums, gradients, axis=1)
+    if disagreement is not None:
+        name, difference = disagreement
+        raise UserModelError(f"{target._where}: grad_log_likelihood_sums' {name} disagrees with grad_log_likelihood's "
+                             f"(largest difference {difference}): make the two agree, or drop grad_log_likelihood_sums")
 
 
 def _check_grid(target) -> None:

@@ -16,10 +16,12 @@ import pytest
 jax = pytest.importorskip("jax", reason="JAX is not installed: pip install -e '.[jax]' (the jax extra)")
 
 from sgmcmc.config import RunOptions  # noqa: E402
+from sgmcmc.engine.replay import replayed_rows, replayed_sums  # noqa: E402
 from sgmcmc.experiment import build  # noqa: E402
 from sgmcmc.runner import run_chains  # noqa: E402
 from sgmcmc.schedules import Constant  # noqa: E402
-from sgmcmc.targets.user import UserModelError, make_user_target  # noqa: E402
+from sgmcmc.targets.bnn import BayesianNeuralNetwork  # noqa: E402
+from sgmcmc.targets.user import UserModelError, load_model_class, make_user_target, user_target  # noqa: E402
 
 # each model's step size for the sample comparison: inside every sampler's stability and PSD bounds at these starts
 STEPS = {"Banana": 0.05, "ConjugateRegression": 3e-5}
@@ -138,3 +140,64 @@ def test_a_data_model_without_data_or_position_is_one_line(tmp_path):
     path.write_text("def logdensity_fn(params):\n    return -params ** 2\n")
     with pytest.raises(UserModelError, match="needs initial_position, a PyTree of parameters"):
         make_user_target(str(path))
+
+
+def test_a_data_model_sums_its_rows_gradients_where_the_minibatch_takes_sums(tmp_path):
+    """JAX's sums, ∇ of the rows' summed log-likelihood and their scatter, are those of its per-example gradients;
+    plain minibatches with no noise estimate take them (the sums door: no (chains, n, d) array), the known noise the
+    per-example rows. The samples through the sums are test_jax_gives_the_hand_written_samples'."""
+    by_hand, by_jax = pair("ConjugateRegression")
+    theta = np.random.default_rng(0).standard_normal((4, by_jax.dim))
+    index = np.random.default_rng(1).integers(0, by_jax.n_data, (4, 9))
+    rows = by_hand.log_likelihood_gradients(theta, index)
+    total, scatter = by_jax.model.grad_log_likelihood_sums(theta, index, True)
+    assert np.allclose(total, rows.sum(axis=1), rtol=0, atol=1e-10)
+    assert np.allclose(scatter, ((rows - rows.mean(axis=1, keepdims=True)) ** 2).sum(axis=1), rtol=0, atol=1e-10)
+    assert np.allclose(by_jax.gradient(theta), by_hand.gradient(theta), rtol=0, atol=1e-10)
+    doors = {}
+    for estimate in ("zero", "known"):
+        config = {"seed": 0, "tune": "off", "sampler": {"name": "sgld", "step_size": 1e-5, "noise_estimate": estimate},
+                  "schedule": {"name": "constant"},
+                  "target": {"name": "custom", "model": f"{BY_HAND['jax']}:ConjugateRegression"},
+                  "run": {"n_steps": 10, "n_chains": 2, "burn_in": 0, "progress": False, "figures": False,
+                          "results_dir": str(tmp_path)}}
+        doors[estimate] = build(config).blocks.source[1]
+    assert doors["zero"].python is replayed_sums.py_func
+    assert doors["known"].python is replayed_rows.py_func
+
+
+def small_network(n_data: int = 40, n_features: int = 6, n_hidden: int = 4, n_classes: int = 3):
+    """A hand-written BNN (sgmcmc/targets/bnn.py) and examples/bnn_jax.py's functions on the same random data, with a
+    position PyTree of the same shapes."""
+    rng = np.random.default_rng(3)
+    features, labels = rng.random((n_data, n_features)), rng.integers(0, n_classes, n_data)
+    by_hand = BayesianNeuralNetwork(features, labels, features[:5], labels[:5], n_hidden=n_hidden, batch_size=10,
+                                    n_classes=n_classes, gibbs_every=0)
+    example = load_model_class(f"{BNN_EXAMPLE}:BayesianNeuralNetwork")
+
+    class Small:  # the example's functions, its data and position made small (the example loads MNIST)
+        loglikelihood_fn = staticmethod(example.loglikelihood_fn)
+        logprior_fn = staticmethod(example.logprior_fn)
+        data = (features, labels)
+        initial_position = (np.zeros((n_features, n_hidden)), np.zeros(n_hidden), np.zeros((n_hidden, n_classes)),
+                            np.zeros(n_classes))
+
+    return by_hand, user_target(Small())
+
+
+BNN_EXAMPLE = "examples/bnn_jax.py"
+
+
+def test_the_bnn_in_jax_gives_the_hand_written_gradients():
+    """examples/bnn_jax.py's network (W1, b1, W2, b2, flattened in that order as bnn.py packs θ) gives bnn.py's
+    hand-written backward pass: per-example gradients, their sums, the full-data ∇U with λ = 1, to 1e-10."""
+    by_hand, by_jax = small_network()
+    theta = np.random.default_rng(4).standard_normal((3, by_hand.dim))
+    index = np.random.default_rng(5).integers(0, by_hand.n_data, (3, 10))
+    assert by_jax.dim == by_hand.dim
+    rows = by_hand.log_likelihood_gradients(theta, index)
+    assert np.allclose(by_jax.log_likelihood_gradients(theta, index), rows, rtol=0, atol=1e-10)
+    assert np.allclose(by_jax.model.grad_log_likelihood_sums(theta, index, False)[0], rows.sum(axis=1), rtol=0,
+                       atol=1e-10)
+    assert np.allclose(by_jax.gradient(theta), by_hand.gradient(theta), rtol=0, atol=1e-10)
+    assert np.allclose(by_jax.potential(theta), by_hand.potential(theta), rtol=0, atol=1e-10)

@@ -440,8 +440,17 @@ class CallableRowModel(load_model_class(str(ROOT / "examples/robust_regression.p
         return "a model may be callable"
 
 
+class WrongSums(type(example_model())):
+    """Sums of its rows' gradients that are not those of grad_log_likelihood: their second sum forgets the mean."""
+
+    def grad_log_likelihood_sums(self, theta, index, with_scatter):
+        rows = self.grad_log_likelihood(theta, index)
+        return rows.sum(axis=1), (rows**2).sum(axis=1)
+
+
 @pytest.mark.parametrize("model, message", [
     (FixedChains, "initial_position returned shape (3, 2) at θ₀; expected (5, 2)"),
+    (WrongSums, "grad_log_likelihood_sums' Σ (g_i − ḡ)² disagrees with grad_log_likelihood's"),
     (Unnormalised, "exact_log_density integrates to 6.2"),
     (OneEdgeArray, "histogram_edges() must return a tuple of two increasing arrays"),
     (DecreasingEdges, "histogram_edges() must return a tuple of two increasing arrays"),
