@@ -27,6 +27,11 @@ From the two runs' ``metrics.json`` the same difference is split into the sampli
 **blackjax** is its sampler in ``jax.jit`` + ``jax.lax.scan`` over steps + ``jax.vmap`` over chains, returning every
 kept position, compile time excluded; it computes no diagnostics.
 
+For ``jax_model`` the report also times the model's own JAX calls of a step alone (:func:`jax_calls`: the minibatch's
+summed gradient and the prior's gradient for all the chains, numpy in and out, as the engine's replay calls them each
+step), the floor under any run that calls the model once a step from outside XLA: ``ratio_jax_calls_only`` is
+blackjax's whole step over those calls alone.
+
 The ratio is blackjax's seconds per chain-step over ours: above 1, ours is faster. One report,
 ``results/bench/end-to-end-<UTC time>-<hex>.json``.
 
@@ -50,6 +55,7 @@ from benchmarks import peers, user_model
 from benchmarks.run import new_report_path
 from examples.robust_regression import RobustRegression
 from sgmcmc.results import provenance, write_json
+from sgmcmc.targets.user import make_user_target
 
 ROOT = Path(__file__).resolve().parent.parent
 JAX_MODEL = "examples/jax_models.py:RobustRegression"
@@ -95,6 +101,25 @@ def blackjax_double_well(sampler: str, n_chains: int, n_steps: int, repeats: int
     theta0 = np.random.default_rng(0).standard_normal((n_chains, 1))
     cell = peers.blackjax_cell("double_well", sampler, theta0, n_steps, n_steps // 2, seed=0, min_seconds=1.0)
     return 1.0 / cell["chain_steps_per_second"]
+
+
+def jax_calls(n_chains: int, repeats: int, n_calls: int = 300) -> float:
+    """Seconds per chain-step of the JAX model's calls of one SGLD step with no noise estimate alone:
+    ``grad_log_likelihood_sums`` over a fresh minibatch of each chain and ``grad_log_prior``, at the chains' θ (the
+    least of ``repeats`` loops of ``n_calls``, after one call that compiles them)."""
+    model = make_user_target(JAX_MODEL).model
+    rng = np.random.default_rng(0)
+    theta = 0.01 * rng.standard_normal((n_chains, model.dim))
+    batches = rng.integers(0, model.n_data, (n_calls, n_chains, user_model.BATCH))
+    model.grad_log_likelihood_sums(theta, batches[0], False), model.grad_log_prior(theta)
+    best = np.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for batch in batches:
+            model.grad_log_likelihood_sums(theta, batch, False)
+            model.grad_log_prior(theta)
+        best = min(best, time.perf_counter() - start)
+    return best / (n_calls * n_chains)
 
 
 # workload -> (samplers, {chains: n steps}, quick {chains: n steps}, run.py arguments, blackjax seconds per chain-step).
@@ -160,6 +185,10 @@ def main(argv=None) -> Path:
                                                          / mine["seconds_per_chain_step"])
                 row["ratio_sampling_only"] = (row["blackjax_float64_seconds_per_chain_step"]
                                               / mine["phases_seconds_per_chain_step"]["sampling"])
+                if workload == "jax_model":
+                    row["jax_calls_seconds_per_chain_step"] = jax_calls(n_chains, args.repeats)
+                    row["ratio_jax_calls_only"] = (row["blackjax_float64_seconds_per_chain_step"]
+                                                   / row["jax_calls_seconds_per_chain_step"])
                 rows.append(row)
                 parts = ", ".join(f"{name} {value * 1e9:.0f}" for name, value in
                                   mine["phases_seconds_per_chain_step"].items())
