@@ -44,11 +44,14 @@ class RunOptions:
     """The checked ``run.*`` keys, each declared here once: its check, meaning and flags (:data:`RUN_FIELDS`, the
     view the validation and the README's key list read) and its default in the code, configs/config.yaml's. What
     :func:`sgmcmc.runner.run_chains` takes as its settings: the first six (how long to run and what to keep) are
-    what it reads, and Python callers name only those they change."""
+    what it reads (with ``noise_free_steps``), and Python callers name only those they change."""
 
     n_steps: int = _declared(integer(1), "steps per chain", 2000)
     n_chains: int = _declared(integer(1), "chains run in parallel (vectorised)", 1000)
     burn_in: int = _declared(integer(0), "steps discarded at the start of every chain (< n_steps)", 1000)
+    noise_free_steps: int = _declared(integer(0), "the first steps take the sampler's step without its injected noise "
+                                                  "(SGD, or SGD with momentum, as the SGHMC authors' first epoch or "
+                                                  "rounds), their states not kept as samples (0 = none)", 0)
     thin: int = _declared(integer(1), "keep every thin-th step after burn-in", 1)
     eval_every: int = _declared(integer(1), "steps between rows of trace.csv", 100)
     progress: bool = _declared(boolean, "progress bar (shown after 2 s)", True, resume_free=True)

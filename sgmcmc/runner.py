@@ -36,7 +36,7 @@ from sgmcmc.observers import (GibbsObserver, MomentsObserver, PredictiveObserver
 __all__ = ["RunOutcome", "RunningMoments", "run_chains", "iterate_blocks"]
 from sgmcmc.samplers.base import Sampler
 from sgmcmc.schedules import exploring as schedule_exploring, phase_end as schedule_phase_end
-from sgmcmc.schedules import step_sizes as schedule_step_sizes
+from sgmcmc.schedules import noise_free_start, step_sizes as schedule_step_sizes
 from sgmcmc.signals import workers_ignore_stop_signals
 
 log = logging.getLogger(__name__)
@@ -116,6 +116,15 @@ def check_exploration(sampler: Sampler, schedule) -> None:
         raise ConfigError(f"schedule.exploration={schedule.exploration}: {sampler.name} with integrator "
                           f"{sampler.integrator} cannot take its step without the injected noise (use 0, or sgld "
                           f"or sghmc with a closed-form integrator other than aboba)")
+
+
+def check_noise_free(sampler: Sampler, steps: int) -> None:
+    """``run.noise_free_steps`` > 0 needs a sampler that can take its step without the injected noise; else a one-line
+    ConfigError."""
+    if steps and not sampler.can_explore():
+        raise ConfigError(f"run.noise_free_steps={steps}: {sampler.name} with integrator {sampler.integrator} cannot "
+                          "take its step without the injected noise (use 0, or sgld or sghmc with a closed-form "
+                          "integrator other than aboba)")
 
 
 def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.random.Generator, state, start: int,
@@ -203,10 +212,14 @@ def run_chains(
     ignored): its samples, moments and trace equal the uninterrupted run's bit for bit.
     ``ksd_points`` > 0 (``run.ksd_points``) adds the IMQ kernel Stein discrepancy of at most that many kept samples to
     the trace rows of a target without data (:class:`~sgmcmc.observers.TraceObserver`); 0, the default, none.
+    The first ``settings.noise_free_steps`` steps take the sampler's step without its injected noise
+    (:func:`~sgmcmc.schedules.noise_free_start`), run as a schedule's exploration steps are.
     ``blocks``: the sampler's blocks as :func:`blocks_for` made them (:func:`sgmcmc.experiment.build` makes them once,
     before the run folder); None: made here, a sampler without them refused in one ConfigError line.
     """
     target = sampler.target
+    check_noise_free(sampler, settings.noise_free_steps)
+    schedule = noise_free_start(schedule, settings.noise_free_steps)
     # an optimiser (SGD, SGD with momentum) keeps no samples and no moments: nothing is "after burn-in"
     optimiser = sampler.kind == "optimiser"
     keep_from = settings.n_steps if optimiser else settings.burn_in

@@ -23,6 +23,8 @@ from sgmcmc.schema import Key, integer, real
 def step_sizes(schedule, start: int, stop: int) -> np.ndarray:
     """ε_t for t = start, …, stop − 1 as an array (a block's step sizes): the schedule's own ``step_sizes`` where it
     has one, else one call per step (the same floats as ``schedule(t)``)."""
+    if isinstance(schedule, NoiseFreeStart):
+        return step_sizes(schedule.schedule, start, stop)
     if isinstance(schedule, Constant):
         return np.full(stop - start, float(schedule.step_size))
     return np.array([schedule(t) for t in range(start, stop)], dtype=float)
@@ -125,6 +127,35 @@ class Cyclical:
         if explore == 0:
             return self.n_steps  # one phase: blocks are cut as before
         return start + explore if t % self.length < explore else start + self.length
+
+
+@dataclass(frozen=True)
+class NoiseFreeStart:
+    """``schedule`` whose first ``steps`` steps explore (``run.noise_free_steps``): the sampler's step without its
+    injected noise, its states not kept (the SGHMC authors' code runs its first BNN epoch and first 2 BPMF rounds
+    so, as SGD or SGD with momentum); the same step sizes."""
+
+    schedule: object
+    steps: int
+
+    def __call__(self, t: int) -> float:
+        return self.schedule(t)
+
+    def exploring(self, t: int) -> bool:
+        return t < self.steps or exploring(self.schedule, t)
+
+    def phase_end(self, t: int) -> int:
+        """The first step after t where the phase changes: ``steps`` inside the noise-free start, else the
+        schedule's own."""
+        if t < self.steps:
+            return self.steps
+        method = getattr(self.schedule, "phase_end", None)
+        return method(t) if method is not None else np.iinfo(np.int64).max
+
+
+def noise_free_start(schedule, steps: int):
+    """``schedule`` with its first ``steps`` steps noise-free (:class:`NoiseFreeStart`), or itself for 0."""
+    return NoiseFreeStart(schedule, int(steps)) if steps > 0 else schedule
 
 
 # the schedules by config name; each declares its config keys (``keys``) and is built by ``from_config``

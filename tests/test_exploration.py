@@ -163,3 +163,36 @@ def test_the_averaged_predictive_leaves_out_the_exploration_states():
     settings = RunOptions(n_steps=40, n_chains=2, burn_in=5, eval_every=10, progress=False)
     outcome = run_chains(sampler, schedule, settings, np.random.default_rng(0))
     assert outcome.predictive["predictions_averaged"] == 6
+
+
+def test_a_noise_free_start_is_sgd_with_momentum_then_sghmc():
+    """run.noise_free_steps: the first k steps are SGHMC's step without its noise (SGD with momentum, the SGHMC
+    authors' first epoch), the rest SGHMC's, at the constant schedule's step size; no state of the first k is kept
+    (hand-written loop, on the engine's blocks)."""
+    sampler = build("sghmc", "gaussian_2d_cov", {"noise_variance": 0.5}, noise_estimate="zero", friction=2.0)
+    settings = replace(_settings(n_steps=20, burn_in=0), noise_free_steps=7)
+    outcome = run_chains(sampler, make_schedule("constant", 0.1, 20), settings, np.random.default_rng(13),
+                         theta0=THETA0)
+    rng, theta, kept = np.random.default_rng(13), THETA0.copy(), []
+    momentum = rng.standard_normal(theta.shape)
+    covariance = np.array([[1.0, 0.9], [0.9, 1.0]])
+    for t in range(20):
+        gradient = np.linalg.solve(covariance, theta.T).T + np.sqrt(0.5) * rng.standard_normal(theta.shape)
+        injected = np.sqrt(2 * 2.0 * 0.1) * rng.standard_normal(theta.shape)
+        momentum = momentum - 0.1 * gradient - 0.1 * 2.0 * momentum + (0.0 if t < 7 else injected)
+        theta = theta + 0.1 * momentum
+        if t >= 7:
+            kept.append(theta)
+    np.testing.assert_allclose(outcome.samples, np.stack(kept, axis=1), rtol=1e-12, atol=1e-12)
+    assert outcome.samples.shape[1] == 13
+
+
+def test_a_sampler_that_cannot_take_a_noise_free_step_refuses_the_key_in_one_line():
+    from sgmcmc.experiment import build as build_config
+    from tests.test_checkpoint import CONFIG
+
+    config = {**CONFIG, "sampler": {"name": "sgnht", "step_size": 0.1}, "run": {**CONFIG["run"], "noise_free_steps": 5}}
+    with pytest.raises(ConfigError, match=r"^run\.noise_free_steps=5: sgnht .*cannot take its step without the "
+                                          r"injected noise") as error:
+        build_config(config)
+    assert "\n" not in str(error.value)
