@@ -281,9 +281,11 @@ class Blocks:
     took (its steps times ``passes``) and that state after them (the estimator keeps it, and counts its cost).
 
     ``batches``, for a model that packs its own minibatches (online LDA's document stream:
-    :func:`~sgmcmc.engine.estimators.batch_estimate`), ``batches(n_steps, n_chains)`` → rows (n_steps, c, n) int64,
-    the model's next minibatches, taken at a block's start (the stream is advanced by steps, not by the Generator);
-    None: a data model's minibatches are drawn (``n_data``, ``batch_size``), a density model has none.
+    :func:`~sgmcmc.engine.estimators.batch_estimate`), or a data model that sweeps its rows in order
+    (:meth:`~sgmcmc.targets.data.DataTarget.sweep_batches`), ``batches(n_steps, n_chains, start)`` → rows (n_steps, c,
+    n) int64, the minibatches of steps ``start + 1 …``, taken at a block's start (the stream is advanced by steps, the
+    sweep is a function of the step, neither draws from the Generator); None: a data model's minibatches are drawn
+    (``n_data``, ``batch_size``), a density model has none.
 
     ``passes``: the gradients of a step with a minibatch of their own (a trajectory's, :func:`block_draws`); the
     integrator takes each its equal share of the step's rows.
@@ -380,7 +382,7 @@ class Blocks:
         rows, normals, uniforms = block_draws(rng, n_steps, n_chains, dim, self.slots, self.uniforms, self.n_data,
                                               self.batch_size, self.replacement, self.passes)
         if self.batches is not None:  # a block of no steps (compile_error's) takes no minibatch from the stream
-            rows = self.batches(n_steps, n_chains) if n_steps else np.zeros((1, 1, 1), dtype=np.int64)
+            rows = self.batches(n_steps, n_chains, start) if n_steps else np.zeros((1, 1, 1), dtype=np.int64)
         if self.silent:
             normals[:, 1] = 0.0
         theta_path = np.empty((n_chains, n_steps, dim))

@@ -147,7 +147,10 @@ TARGETS = _Registry({
                                                             "epoch; 0: never"),
                    "predict_every": PREDICT_EVERY,
                    "max_train": Key(optional(integer(2)), "keep only the first max_train training images; null: all"),
-                   "max_test": Key(optional(integer(1)), "keep only the first max_test test images; null: all")}),
+                   "max_test": Key(optional(integer(1)), "keep only the first max_test test images; null: all"),
+                   "minibatch_order": Key(choice("random", "sweep"), "random: n rows drawn each step; sweep: the "
+                                          "training set (shuffled by split_seed) swept in order, ⌊N/n⌋ fixed "
+                                          "minibatches an epoch, as the authors' code (the engine's blocks)")}),
     "bpmf_movielens": ("sgmcmc.targets.bpmf:bpmf_movielens",
                        {"data_dir": DATA_DIR,
                         "ratings_file": Key(optional(string), "a file in MovieLens-1M's ratings.dat format to read "

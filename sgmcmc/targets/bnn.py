@@ -53,6 +53,9 @@ from sgmcmc.targets.gaussian_prior import grouped_prior_gradient, grouped_prior_
 # λ of every group before the first Gibbs step: the authors' weight decay wd = 2e-5 times N_train = 50,000.
 INITIAL_PRECISION = 1.0
 PRECISION_NAMES = ("precision_w1", "precision_b1", "precision_w2", "precision_b2")
+# How the engine's blocks take the minibatches: drawn at random each step, or the training set swept in its (shuffled)
+# order, as the authors' code does (DataTarget.sweep_batches)
+MINIBATCH_ORDERS = ("random", "sweep")
 # The MNIST shape of SPEC T11.
 N_PIXELS, N_DIGITS = 784, 10
 
@@ -112,7 +115,8 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
     def __init__(self, features, labels, test_features, test_labels, n_hidden: int = 100, batch_size: int = 500,
                  n_classes: int = N_DIGITS, initial_scale: float = 0.01, hyper_shape: float = 1.0,
                  hyper_rate: float = 1.0, gibbs_every: Optional[int] = None, predict_every: Optional[int] = None,
-                 validation_features=None, validation_labels=None, name: str = "bnn_mnist"):
+                 validation_features=None, validation_labels=None, name: str = "bnn_mnist",
+                 minibatch_order: str = "random"):
         self.n_classes = _check_count("n_classes", n_classes, 2)
         self.n_hidden = _check_count("n_hidden", n_hidden, 1)
         features, labels = check_class_data("", features, labels, self.n_classes)
@@ -138,6 +142,9 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
         epoch = max(1, self.n_data // self.batch_size)
         self.gibbs_every = _check_every("gibbs_every", gibbs_every, epoch)
         self.predict_every = _check_every("predict_every", predict_every, epoch)
+        if minibatch_order not in MINIBATCH_ORDERS:
+            raise ValueError(f"minibatch_order must be one of {', '.join(MINIBATCH_ORDERS)}; got {minibatch_order!r}")
+        self.minibatch_order = minibatch_order
         D, H, K = self.n_features, self.n_hidden, self.n_classes
         # Where W1, b1, W2, b2 start and end in the flat parameter vector.
         self._layout = FlatParameters(("w1", "b1", "w2", "b2"), [(D, H), (H,), (H, K), (K,)])
@@ -261,11 +268,16 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
         :func:`~sgmcmc.targets.bnn_kernels.row_log_likelihoods` and
         :func:`~sgmcmc.targets.gaussian_prior.grouped_prior_log_density` given the same precisions. The latter keeps
         the normalising terms ½ Σ_g n_g log λ_g that :meth:`potential` (U given λ) leaves out: the door's U is
-        :meth:`potential` − ½ Σ_g n_g log λ_g, the same U at fixed λ up to that constant."""
-        return {"row_gradient_sums": bnn_kernels.row_gradient_sums, "prior_gradient": grouped_prior_gradient,
-                "row_log_likelihoods": bnn_kernels.row_log_likelihoods, "prior_log_density": grouped_prior_log_density,
-                "data": self._rows, "n_data": self.n_data, "estimator_state": self._prior_state,
-                "estimator_size": 2 * len(PRECISION_NAMES) - 1}
+        :meth:`potential` − ½ Σ_g n_g log λ_g, the same U at fixed λ up to that constant. With ``minibatch_order``
+        sweep, the minibatches are the training set swept in order (:meth:`~sgmcmc.targets.data.DataTarget.
+        sweep_batches`)."""
+        functions = {"row_gradient_sums": bnn_kernels.row_gradient_sums, "prior_gradient": grouped_prior_gradient,
+                     "row_log_likelihoods": bnn_kernels.row_log_likelihoods,
+                     "prior_log_density": grouped_prior_log_density, "data": self._rows, "n_data": self.n_data,
+                     "estimator_state": self._prior_state, "estimator_size": 2 * len(PRECISION_NAMES) - 1}
+        if self.minibatch_order == "sweep":
+            functions["batches"] = self.sweep_batches
+        return functions
 
     @cached_property
     def _rows(self) -> np.ndarray:
@@ -344,7 +356,7 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
 def bnn_mnist(data_dir=None, n_hidden: int = 100, batch_size: int = 500, split_seed: int = 0, n_validation: int = 10000,
               initial_scale: float = 0.01, hyper_shape: float = 1.0, hyper_rate: float = 1.0,
               gibbs_every: Optional[int] = None, predict_every: Optional[int] = None, max_train: Optional[int] = None,
-              max_test: Optional[int] = None) -> BayesianNeuralNetwork:
+              max_test: Optional[int] = None, minibatch_order: str = "random") -> BayesianNeuralNetwork:
     """T11: the BNN on MNIST (SPEC §2 T11), named "bnn_mnist".
 
     The images come from ``sgmcmc.data.mnist.load_mnist(resolve_data_dir(data_dir))`` (a
@@ -377,4 +389,5 @@ def bnn_mnist(data_dir=None, n_hidden: int = 100, batch_size: int = 500, split_s
                                  hyper_shape=hyper_shape, hyper_rate=hyper_rate, gibbs_every=gibbs_every,
                                  predict_every=predict_every,
                                  validation_features=source.train_images[validation] / 256.0,
-                                 validation_labels=source.train_labels[validation], name="bnn_mnist")
+                                 validation_labels=source.train_labels[validation], name="bnn_mnist",
+                                 minibatch_order=minibatch_order)

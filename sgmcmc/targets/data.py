@@ -112,6 +112,19 @@ class DataTarget(Target):
         """∇_θ log p(θ), shape (c, d)."""
 
     # -- minibatches -------------------------------------------------------------------------------------
+    def sweep_batches(self, n_steps: int, n_chains: int, start: int) -> np.ndarray:
+        """The rows of steps ``start + 1 … start + n_steps`` when the data are swept in their order (n_steps, c, n):
+        step t (0-based) takes rows k·n … (k + 1)·n − 1, k = t mod ⌊N/n⌋, the same for every chain, so each epoch
+        of ⌊N/n⌋ steps visits every row once (the last N mod n rows never). The SGHMC authors' BNN code shuffles its
+        training set once into fixed minibatches and sweeps them in that order every epoch; the engine's blocks take
+        these rows in place of the drawn ones (``engine_functions()["batches"]``); a data set shuffled once where it is
+        loaded (bnn_mnist's ``split_seed``) is that order."""
+        steps_per_epoch = self.n_data // self.batch_size
+        positions = (start + np.arange(n_steps)) % steps_per_epoch
+        rows = positions[:, None] * self.batch_size + np.arange(self.batch_size)[None, :]
+        return np.ascontiguousarray(np.broadcast_to(rows[:, None, :], (n_steps, n_chains, self.batch_size)),
+                                    dtype=np.int64)
+
     def minibatch(self, rng: np.random.Generator, n_chains: int) -> np.ndarray:
         """n distinct indices of range(N) per chain (without replacement within a step), shape (n_chains, n).
 

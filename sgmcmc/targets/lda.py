@@ -204,9 +204,10 @@ class OnlineLDA(Target):
         return {"batch_gradient": batch_gradient, "parameters": self._parameters(), "batches": self.engine_batches,
                 "reflect": reflect_positive, "noise_covariance": None}
 
-    def engine_batches(self, n_steps: int, n_chains: int) -> np.ndarray:
+    def engine_batches(self, n_steps: int, n_chains: int, start: int) -> np.ndarray:
         """The stream's next ``n_steps`` minibatches as rows (n_steps, n_chains, n) of :func:`packed_batch`, padded
-        with zeros to the longest; every chain has the same."""
+        with zeros to the longest; every chain has the same (``start``, the step count, is not read: the stream keeps
+        its own place, checkpointed with it)."""
         packed = [packed_batch(self.next_minibatch()) for _ in range(n_steps)]
         rows = np.zeros((n_steps, n_chains, max(row.size for row in packed)), dtype=np.int64)
         for step, row in enumerate(packed):

@@ -130,3 +130,34 @@ def test_the_compiled_blocks_are_their_python_source():
         assert block.status is None
         paths.append(block.theta)
     np.testing.assert_allclose(*paths, rtol=1e-10, atol=1e-13)
+
+
+def test_a_sweep_takes_the_training_rows_in_order_epoch_after_epoch():
+    """minibatch_order=sweep (the authors' fixed shuffled minibatches): SGD's blocks on the BNN take rows k·n … (k+1)·n
+    − 1 at step t, k = t mod ⌊N/n⌋ (N = 30, n = 7: 4 steps an epoch, rows 28 and 29 never), as a hand-written loop of
+    θ ← θ − ε∇Ũ on those rows with the numpy gradients; blocks of 3 and 6 steps, so that a block starts mid-epoch."""
+    target = _target(batch_size=7, minibatch_order="sweep")
+    assert target.n_data == 30
+    sampler = make_sampler("sgd", target)
+    blocks = kernel_of(sampler, PYTHON)
+    theta = _points(8, n=2)
+    rng = np.random.default_rng(0)
+    state = sampler.init(theta, rng)
+    step, expected = 0.01, theta.copy()
+    for start, length in ((0, 3), (3, 6)):
+        state = blocks(rng, state, np.full(length, step), start).state
+        for t in range(start, start + length):
+            rows = np.arange(7) + 7 * (t % 4)
+            gradient = (-30 / 7 * target.log_likelihood_gradients(expected, np.tile(rows, (2, 1))).sum(axis=1)
+                        - target.log_prior_gradient(expected))
+            expected = expected - step * gradient
+    np.testing.assert_allclose(state.theta, expected, rtol=1e-10, atol=1e-12)
+    epochs = target.sweep_batches(8, 2, 0)
+    assert sorted(epochs[:4, 0].ravel()) == list(range(28)) and np.array_equal(epochs[4:], epochs[:4])
+    assert np.array_equal(target.sweep_batches(5, 2, 3), epochs[3:])
+
+
+def test_random_minibatches_are_the_default():
+    assert "batches" not in _target().engine_functions()
+    with pytest.raises(ValueError, match="minibatch_order must be one of random, sweep"):
+        _target(minibatch_order="shuffled")
