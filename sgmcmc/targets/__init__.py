@@ -140,8 +140,8 @@ TARGETS = _Registry({
                    "n_hidden": Key(integer(1), "H, the hidden units (SPEC §2 T11)"),
                    "batch_size": BATCH_SIZE,
                    "split_seed": Key(integer(0), "seed of the train/validation shuffle of the 60,000 training images"),
-                   "n_validation": Key(integer(0), "training images held out as the validation split (unused by the "
-                                                   "metrics)"),
+                   "n_validation": Key(integer(0), "training images held out as the validation split (scored only "
+                                                   "with evaluate_on=validation)"),
                    "initial_scale": INITIAL_SCALE, "hyper_shape": HYPER_SHAPE, "hyper_rate": HYPER_RATE,
                    "gibbs_every": Key(optional(integer(0)), "steps between Gibbs updates of the precisions; null: one "
                                                             "epoch; 0: never"),
@@ -150,7 +150,10 @@ TARGETS = _Registry({
                    "max_test": Key(optional(integer(1)), "keep only the first max_test test images; null: all"),
                    "minibatch_order": Key(choice("random", "sweep"), "random: n rows drawn each step; sweep: the "
                                           "training set (shuffled by split_seed) swept in order, ⌊N/n⌋ fixed "
-                                          "minibatches an epoch, as the authors' code (the engine's blocks)")}),
+                                          "minibatches an epoch, as the authors' code (the engine's blocks)"),
+                   "evaluate_on": Key(choice("test", "validation"), "the images the predictive is scored on: the test "
+                                      "set, or the validation split (a step size chosen on it never sees the test "
+                                      "set; max_test then keeps its first max_test)")}),
     "bpmf_movielens": ("sgmcmc.targets.bpmf:bpmf_movielens",
                        {"data_dir": DATA_DIR,
                         "ratings_file": Key(optional(string), "a file in MovieLens-1M's ratings.dat format to read "

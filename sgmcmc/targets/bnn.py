@@ -356,7 +356,8 @@ class BayesianNeuralNetwork(FlatParameterTarget, DataTarget):
 def bnn_mnist(data_dir=None, n_hidden: int = 100, batch_size: int = 500, split_seed: int = 0, n_validation: int = 10000,
               initial_scale: float = 0.01, hyper_shape: float = 1.0, hyper_rate: float = 1.0,
               gibbs_every: Optional[int] = None, predict_every: Optional[int] = None, max_train: Optional[int] = None,
-              max_test: Optional[int] = None, minibatch_order: str = "random") -> BayesianNeuralNetwork:
+              max_test: Optional[int] = None, minibatch_order: str = "random",
+              evaluate_on: str = "test") -> BayesianNeuralNetwork:
     """T11: the BNN on MNIST (SPEC §2 T11), named "bnn_mnist".
 
     The images come from ``sgmcmc.data.mnist.load_mnist(resolve_data_dir(data_dir))`` (a
@@ -364,7 +365,9 @@ def bnn_mnist(data_dir=None, n_hidden: int = 100, batch_size: int = 500, split_s
     shuffled by ``np.random.default_rng(split_seed).permutation``; the first ``n_validation`` are the validation split
     (kept on the target, unused by the metrics), the other 50,000 the training set; the test set is the 10,000 test
     images. ``max_train`` / ``max_test`` (None: all) keep only the first that many training / test images (smoke runs,
-    tests).
+    tests). ``evaluate_on`` "validation" scores the predictive on the validation split in place of the test set (the
+    "test_error" of its trace and metrics is then the validation error: a step size chosen on it, SPEC §4.14, never
+    sees the test set).
     """
     from pathlib import Path
 
@@ -382,9 +385,16 @@ def bnn_mnist(data_dir=None, n_hidden: int = 100, batch_size: int = 500, split_s
                          f"less at least 2 for training); got {n_validation}")
     order = np.random.default_rng(split_seed).permutation(n_images)
     validation, train = order[:n_validation], order[n_validation:][:max_train]
+    scored = (source.test_images, source.test_labels)
+    if evaluate_on == "validation":
+        if n_validation < 1:
+            raise ValueError("evaluate_on=validation needs a validation split: n_validation >= 1")
+        scored = (source.train_images[validation], source.train_labels[validation])
+    elif evaluate_on != "test":
+        raise ValueError(f"evaluate_on must be test or validation; got {evaluate_on!r}")
     test = slice(0, max_test)
     return BayesianNeuralNetwork(source.train_images[train] / 256.0, source.train_labels[train],
-                                 source.test_images[test] / 256.0, source.test_labels[test], n_hidden=n_hidden,
+                                 scored[0][test] / 256.0, scored[1][test], n_hidden=n_hidden,
                                  batch_size=batch_size, n_classes=N_DIGITS, initial_scale=initial_scale,
                                  hyper_shape=hyper_shape, hyper_rate=hyper_rate, gibbs_every=gibbs_every,
                                  predict_every=predict_every,

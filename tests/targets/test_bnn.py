@@ -360,9 +360,22 @@ def test_factory_splits_and_scales(fake_mnist):
     assert small.test_features.shape == (6, 784) and small.validation_features.shape == (20, 784)
 
 
+def test_evaluate_on_validation_scores_the_validation_split(fake_mnist):
+    """evaluate_on=validation: the predictive's images are the validation split's (the first max_test of them), so a
+    step size chosen on the trace's test_error never sees the test set; the training set is the same."""
+    source = fake_mnist.source
+    scored = bnn_mnist(data_dir=str(fake_mnist.data_dir), n_hidden=4, batch_size=5, split_seed=3, n_validation=20,
+                       max_test=12, evaluate_on="validation")
+    order = np.random.default_rng(3).permutation(60)
+    np.testing.assert_array_equal(scored.test_features, source.train_images[order[:12]] / 256.0)
+    np.testing.assert_array_equal(scored.test_labels, source.train_labels[order[:12]])
+    np.testing.assert_array_equal(scored.labels, source.train_labels[order[20:]])
+
+
 @pytest.mark.parametrize("options, name", [
     (dict(n_validation=59), "n_validation"), (dict(split_seed=-1), "split_seed"), (dict(max_train=1), "max_train"),
-    (dict(max_test=0), "max_test"), (dict(batch_size=100), "batch_size"),
+    (dict(max_test=0), "max_test"), (dict(batch_size=100), "batch_size"), (dict(evaluate_on="train"), "evaluate_on"),
+    (dict(evaluate_on="validation", n_validation=0), "evaluate_on"),
 ])
 def test_factory_bad_values(fake_mnist, options, name):
     with pytest.raises(ValueError, match=name):
