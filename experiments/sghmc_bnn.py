@@ -1,18 +1,23 @@
 """Chen, Fox & Guestrin (2014) §4.2, the Bayesian neural network on MNIST (SPEC T11, E11): test error of the averaged
 predictive against epochs for SGD, SGD with momentum, SGLD and SGHMC, several seeds each.
 
-Every run is ``python run.py target=bnn_mnist sampler=<method> seed=<s>`` with the pair's defaults
-(``configs/by_target/bnn_mnist/<method>.yaml``: the authors' η = 2·10⁻⁶ for every method, α = 0.01 for the momentum
-methods, in the samplers' (ε, C) form), 100 steps per epoch of minibatches of 500, the Gamma(1, 1) precisions of W1,
-b1, W2 and b2 (one each, the code's gibbs-sep) Gibbs-resampled once per epoch (the optimisers keep them at 1), and the
-predictive
-probabilities of the test set averaged over one sample per epoch after the burn-in epochs (the optimisers: the
-current point's own). Writes ``fig_bnn_test_error.png`` (test error and test log-likelihood against epochs, mean over
+Every run is ``python run.py target=bnn_mnist sampler=<method> seed=<s>`` at the authors' settings: 100 steps per
+epoch of minibatches of 500, the training set (shuffled once by the split seed) swept in order
+(``target.minibatch_order=sweep``), the first epoch without the injected noise (``run.noise_free_steps``: the code's
+``start_sample = 1``), the Gamma(1, 1) precisions of W1, b1, W2 and b2 (one each, the code's gibbs-sep)
+Gibbs-resampled once per epoch (the optimisers keep them at 1), and the predictive probabilities of the test set
+averaged over one sample per epoch after the burn-in epochs (the optimisers: the current point's own).
+
+Each method's learning rate is chosen first on the validation split (SPEC §4.14, symmetric tuning): one grid
+:data:`LEARNING_RATES` of the code's per-example η (the authors give 0.1 for SGHMC) for every method, seed 0,
+``--tune-epochs`` epochs, the predictive scored on the validation images (``target.evaluate_on=validation``); the η with
+the lowest final validation error is run on every seed. η/N is SGD's and SGLD's ε; the momentum methods take
+ε = √(η/N) and C = α/ε with the code's momentum decay α = 0.01 (not tuned). Writes ``fig_bnn_test_error.png`` (test error and test log-likelihood against epochs, mean over
 seeds with the range), ``summary.csv`` / ``summary.md`` (final values per method, mean ± sd over seeds, and the
 comparisons as verdicts from the seed spread, SPEC §4.15) under ``results/paper/sghmc-bnn/<run-id>/``.
 
     python -m experiments.sghmc_bnn [--smoke] [--root results/paper] [--jobs 2] [--seeds 0,1,2] [--epochs 800]
-                                    [--burn-in-epochs 50]
+                                    [--burn-in-epochs 50] [--tune-epochs 50]
 """
 
 from __future__ import annotations
@@ -34,25 +39,71 @@ from sgmcmc.targets import make_target
 FIGURE_ID = "sghmc-bnn"
 METHODS = {"sgd": "SGD", "sgd_momentum": "SGD with momentum", "sgld": "SGLD", "sghmc": "SGHMC"}
 COLORS = {"SGD": "tab:gray", "SGD with momentum": "tab:orange", "SGLD": "tab:blue", "SGHMC": "tab:red"}
-# --smoke (CI): 1,000 training and 500 test images, minibatches of 100 (10 steps per epoch), 4 epochs, 2 burn-in
-SMOKE = dict(epochs=4, burn_in_epochs=2, overrides=["target.max_train=1000", "target.max_test=500",
-                                                    "target.batch_size=100"])
+# SPEC §4.14: one grid for every method, the code's per-example learning rate η (its SGHMC demo: 0.1), and its momentum
+# decay α for the momentum methods
+LEARNING_RATES = (0.025, 0.05, 0.1, 0.2, 0.4)
+MOMENTUM_DECAY = 0.01
+# the authors' training: the fixed shuffled minibatches swept in order, the first epoch without noise (start_sample = 1)
+AUTHORS = ["target.minibatch_order=sweep"]
+# --smoke (CI): 1,000 training and 500 test images, minibatches of 100 (10 steps per epoch), 4 epochs, 2 burn-in; a
+# grid of two rates tuned over 2 epochs
+SMOKE = dict(epochs=4, burn_in_epochs=2, tune_epochs=2, grid=(0.05, 0.1),
+             overrides=["target.max_train=1000", "target.max_test=500", "target.batch_size=100"])
 
 
-def settings(seeds: list[int], epochs: int, burn_in_epochs: int, steps_per_epoch: int, extra: list) -> list:
-    """One run per (method, seed): the pair's defaults, the epochs as steps, a trace row per epoch, one kept sample
-    (the last step's) for a sampler."""
+def rate_overrides(name: str, rate: float, n_data: int) -> list[str]:
+    """The sampler's keys for the code's learning rate η (per example) on N training images: ε = η/N for SGD and SGLD;
+    ε = √(η/N) and C = α/ε for SGD with momentum and SGHMC (the code's v ← (1 − α)v − η∇Ũ/N + N(0, 2αη/N))."""
+    eta = rate / n_data
+    if name in ("sgd", "sgld"):
+        return [f"sampler.step_size={eta:.6g}"]
+    step = math.sqrt(eta)
+    return [f"sampler.step_size={step:.6g}", f"sampler.friction={MOMENTUM_DECAY / step:.6g}"]
+
+
+def common(epochs: int, burn_in_epochs: int, steps_per_epoch: int, extra: list) -> list[str]:
+    """The overrides of every run: its epochs as steps, a trace row per epoch, one kept sample (the last step's) for a
+    sampler, the authors' training."""
     n_steps, burn_in = epochs * steps_per_epoch, burn_in_epochs * steps_per_epoch
-    common = [f"run.n_steps={n_steps}", f"run.burn_in={burn_in}", f"run.eval_every={steps_per_epoch}",
-              f"run.thin={max(1, n_steps - burn_in)}", *extra]
-    return [setting(["target=bnn_mnist", f"sampler={name}", f"seed={seed}", *common], method=label, seed=seed)
+    return [f"run.n_steps={n_steps}", f"run.burn_in={burn_in}", f"run.eval_every={steps_per_epoch}",
+            f"run.thin={max(1, n_steps - burn_in)}", f"run.noise_free_steps={steps_per_epoch}", *AUTHORS, *extra]
+
+
+def tuning_settings(grid, epochs: int, steps_per_epoch: int, n_data: int, extra: list) -> list:
+    """One run per (method, η) at seed 0, scored on the validation split; burn-in half its epochs."""
+    shared = common(epochs, epochs // 2, steps_per_epoch, extra)
+    return [setting(["target=bnn_mnist", f"sampler={name}", "seed=0", *rate_overrides(name, rate, n_data), *shared,
+                     "target.evaluate_on=validation"], method=label, rate=rate)
+            for name, label in METHODS.items() for rate in grid]
+
+
+def chosen_rates(results, grid) -> tuple[dict, pd.DataFrame]:
+    """Each method's η with the lowest final validation error among its completed runs (the authors' 0.1 where none
+    completed), and the table of every tuning run."""
+    rows = [{"method": item.label_dict["method"], "rate": item.label_dict["rate"], "status": metrics.get("status"),
+             "validation_error": metrics.get("final", {}).get("test_error")} for item, metrics in results]
+    table = pd.DataFrame(rows)
+    chosen = {}
+    for name, label in METHODS.items():
+        part = table[(table.method == label) & (table.status == "completed") & table.validation_error.notna()]
+        chosen[name] = float(part.loc[part.validation_error.idxmin(), "rate"]) if len(part) else 0.1
+    return chosen, table
+
+
+def settings(seeds: list[int], epochs: int, burn_in_epochs: int, steps_per_epoch: int, n_data: int, rates: dict,
+             extra: list) -> list:
+    """One run per (method, seed) at the method's chosen η."""
+    shared = common(epochs, burn_in_epochs, steps_per_epoch, extra)
+    return [setting(["target=bnn_mnist", f"sampler={name}", f"seed={seed}", *rate_overrides(name, rates[name], n_data),
+                     *shared], method=label, seed=seed)
             for name, label in METHODS.items() for seed in seeds]
 
 
 def curves(paper: PaperFolder, results, steps_per_epoch: int) -> pd.DataFrame:
-    """Every run's trace (test error and log-likelihood per epoch) with its method and seed."""
+    """Every run's trace (test error and log-likelihood per epoch) with its method and seed: ``results`` are the last
+    runs recorded (run_settings records the runs in the settings' order)."""
     frames = []
-    for (item, _), run in zip(results, paper.runs):  # run_settings records the runs in the settings' order
+    for (item, _), run in zip(results, paper.runs[len(paper.runs) - len(results):]):
         labels = item.label_dict
         trace_path = paper.path / run["folder"] / "trace.csv"
         if not trace_path.is_file():
@@ -122,20 +173,25 @@ def verdicts(rows: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def notes(config: dict, epochs: int, burn_in_epochs: int) -> str:
-    """The settings paragraph, from the composed config (no number typed in by hand), and the authors' own note."""
+def notes(config: dict, epochs: int, burn_in_epochs: int, tune_epochs: int, grid, rates: dict) -> str:
+    """The settings paragraph, from the composed config and the tuning (no number typed in by hand), and the authors'
+    own note."""
     target = config["target"]
+    edges = (min(grid), max(grid))
+    chosen = ", ".join(f"{METHODS[name]} {rate:g}" + (" (edge of the grid)" if rate in edges else "")
+                       for name, rate in rates.items())
     return f"""
 Settings (SPEC T11, from the runs' config): {target['n_hidden']} sigmoid hidden units, softmax output, pixels/256,
-the 60,000 training images shuffled by split seed {target['split_seed']} into {target['n_validation']} validation (unused)
-and the rest for training, minibatches of {target['batch_size']} drawn without replacement each step (the authors' code
-sweeps a fixed shuffled order instead), θ₀ ~ N(0, {target['initial_scale']}²) for the weights and 0 for the biases;
-W1, b1, W2, b2 each have a Gamma({target['hyper_shape']:g}, {target['hyper_rate']:g}) precision, Gibbs-resampled once
-per epoch (the optimisers keep λ = 1, the code's weight decay: with the conditional's mode, the code's MAP update, the
-first layer's λ grew by orders of magnitude and held the weights near 0). {epochs} epochs, the
-predictive averaged over one sample per epoch after epoch {burn_in_epochs}. Step sizes: the pair defaults of
-configs/by_target/bnn_mnist/ (the authors' η = 2·10⁻⁶ for all four, α = 0.01 for the momentum methods); not tuned on the
-validation set. The first epoch is not run noise-free (the code's start_sample = 1 is not reproduced).
+the 60,000 training images shuffled by split seed {target['split_seed']} into {target['n_validation']} validation and
+the rest for training, swept in that order in minibatches of {target['batch_size']} (the authors' fixed shuffled
+minibatches), the first epoch without the injected noise (the code's start_sample = 1), θ₀ ~ N(0,
+{target['initial_scale']}²) for the weights and 0 for the biases; W1, b1, W2, b2 each have a
+Gamma({target['hyper_shape']:g}, {target['hyper_rate']:g}) precision, Gibbs-resampled once per epoch (the optimisers
+keep λ = 1, the code's weight decay). {epochs} epochs, the predictive averaged over one sample per epoch after epoch
+{burn_in_epochs}. Learning rates (the code's per-example η; ε = η/N for SGD and SGLD, ε = √(η/N) and C = α/ε with
+α = {MOMENTUM_DECAY:g} for the momentum methods) chosen on the validation split from one grid for every method
+({', '.join(f'{rate:g}' for rate in grid)}; seed 0, {tune_epochs} epochs, lowest final validation error; the tuning
+table above): {chosen}.
 
 The authors' README (tqchen/ML-SGHMC bayesnn/): "experiments of bayesian NN on SGHMC is not statistically significant
 in terms of the performance of Bayesian-NN vs SGDMOM method ... by change different random seed".
@@ -144,10 +200,13 @@ in terms of the performance of Bayesian-NN vs SGDMOM method ... by change differ
 
 def main(argv=None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv, seeds=("0,1,2", "seeds of every method"),
-                      epochs=("800", "epochs (the paper: 800)"), burn_in_epochs=("50", "burn-in epochs (the paper: 50)"))
+                      epochs=("800", "epochs (the paper: 800)"), burn_in_epochs=("50", "burn-in epochs (the paper: 50)"),
+                      tune_epochs=("50", "epochs of each tuning run on the validation split"))
     smoke = SMOKE if args.smoke else None
     epochs = smoke["epochs"] if smoke else integers("epochs", args.epochs)[0]
     burn_in_epochs = smoke["burn_in_epochs"] if smoke else integers("burn_in_epochs", args.burn_in_epochs)[0]
+    tune_epochs = smoke["tune_epochs"] if smoke else integers("tune_epochs", args.tune_epochs)[0]
+    grid = smoke["grid"] if smoke else LEARNING_RATES
     if not 0 <= burn_in_epochs < epochs:
         print(f"error: --burn-in-epochs={burn_in_epochs} must be below --epochs={epochs}", file=sys.stderr)
         sys.exit(2)
@@ -162,16 +221,22 @@ def main(argv=None) -> None:
     steps_per_epoch = max(1, target.n_data // target.batch_size)
     paper = PaperFolder.create(FIGURE_ID, args.root)
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
-    results = run_settings(paper, settings(seeds, epochs, burn_in_epochs, steps_per_epoch, extra), args.jobs)
+    tuning = run_settings(paper, tuning_settings(grid, tune_epochs, steps_per_epoch, target.n_data, extra), args.jobs)
+    rates, tuning_table = chosen_rates(tuning, grid)
+    results = run_settings(paper, settings(seeds, epochs, burn_in_epochs, steps_per_epoch, target.n_data, rates, extra),
+                           args.jobs)
     trace = curves(paper, results, steps_per_epoch)
     draw(trace, paper.path / "fig_bnn_test_error.png", burn_in_epochs, steps_per_epoch, config["target"]["batch_size"])
     rows = final_rows(trace, results)
     text = verdicts(rows)
-    body = rows.to_markdown(index=False, floatfmt=".4g") + "\n\n" + text
+    body = (rows.to_markdown(index=False, floatfmt=".4g") + "\n\n" + text + "\n\nTuning on the validation split "
+            "(seed 0; the final validation error of the averaged predictive, the optimisers' of their point):\n\n"
+            + tuning_table.to_markdown(index=False, floatfmt=".4g"))
     paper.write_summary(rows, "Chen, Fox & Guestrin (2014) §4.2: Bayesian neural network on MNIST",
-                        notes(config, epochs, burn_in_epochs), body=body)
+                        notes(config, epochs, burn_in_epochs, tune_epochs, grid, rates), body=body)
     paper.finish({"smoke": args.smoke, "seeds": seeds, "epochs": epochs, "burn_in_epochs": burn_in_epochs,
-                  "steps_per_epoch": steps_per_epoch, "jobs": args.jobs}, sys.argv)
+                  "tune_epochs": tune_epochs, "learning_rates": rates, "steps_per_epoch": steps_per_epoch,
+                  "jobs": args.jobs}, sys.argv)
     print(text)
     print(paper.path)
 

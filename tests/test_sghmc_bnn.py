@@ -1,6 +1,8 @@
 """The SGHMC paper's BNN on MNIST (experiments/sghmc_bnn.py, SPEC T11/E11): the smoke version of `make sghmc-bnn`
 writes the figure, summary and provenance with every method over seeds, and its verdicts follow the seed spread."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -25,8 +27,14 @@ def test_smoke_run_writes_figure_and_summary(tmp_path, monkeypatch):
         word = {"below": f"{a} below {b}", "above": f"{a} above {b}", "tie": "tie"}[expected_verdict(values[a], values[b])]
         assert f"{a} vs {b}: {word} (difference" in summary, (a, b, word)
     assert "not statistically significant" in summary  # the authors' own note
-    # every run traced an averaged predictive after burn-in (samplers) and the Gibbs-step precisions
-    trace = pd.read_csv(next((folder / "runs").glob("*-sghmc-bnn_mnist-*")) / "trace.csv")
+    # each method's learning rate was chosen on the validation split from the one grid, and the table says so
+    provenance = json.loads((folder / "provenance.json").read_text())
+    rates = provenance["settings"]["learning_rates"]
+    assert set(rates) == set(sghmc_bnn.METHODS) and set(rates.values()) <= set(sghmc_bnn.SMOKE["grid"])
+    assert "Tuning on the validation split" in summary and summary.count("| SGHMC ") >= 2 + 2
+    # every final run (after the tuning runs) traced an averaged predictive after burn-in (samplers) and the Gibbs-step
+    # precisions
+    trace = pd.read_csv(sorted((folder / "runs").glob("*-sghmc-bnn_mnist-*"))[-1] / "trace.csv")
     assert trace.predictions_averaged.iloc[-1] == sghmc_bnn.SMOKE["epochs"] - sghmc_bnn.SMOKE["burn_in_epochs"]
     assert np.all(np.isfinite(trace.precision_w1)) and trace.precision_w1.nunique() > 1
 
