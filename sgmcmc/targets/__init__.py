@@ -169,7 +169,10 @@ TARGETS = _Registry({
                         "hyper_shape": HYPER_SHAPE, "hyper_rate": HYPER_RATE,
                         "gibbs_every": Key(integer(0), "steps between Gibbs updates of the precisions (the authors' "
                                                        "nstep); 0: never"),
-                        "predict_every": PREDICT_EVERY}),
+                        "predict_every": PREDICT_EVERY,
+                        "evaluate_on": Key(choice("test", "validation"), "the ratings the predictions are scored on: "
+                                           "the test fold, or a validation set split from the training ratings by the "
+                                           "same rule (their fold `fold`; the test fold then left out)")}),
     "lda": (lda,
             {"data_dir": DATA_DIR,
              "source": Key(optional(string), "the document stream; null: the data folder's Wikipedia sample "

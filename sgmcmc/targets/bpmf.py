@@ -435,13 +435,15 @@ class BPMF(DataTarget):
 def bpmf_movielens(data_dir=None, ratings_file=None, fold: int = 1, n_folds: int = 5, latent_dim: int = 20,
                    batch_size: int = 4000, base: float = BASE, initial_scale: float = 0.03, hyper_shape: float = 1.0,
                    hyper_rate: float = 1.0, gibbs_every: int = 2000, predict_every: Optional[int] = None,
-                   kernels: bool = True) -> BPMF:
+                   kernels: bool = True, evaluate_on: str = "test") -> BPMF:
     """T12: BPMF on MovieLens-1M (SPEC §2 T12), named "bpmf_movielens": the ratings of
     :func:`sgmcmc.data.movielens.load_movielens` (``<data_dir>/movielens/ml-1m/ratings.dat``, fetched when missing, or
     ``ratings_file``), test fold ``fold`` of ``n_folds`` by the authors' mknfold.py
     (:func:`sgmcmc.data.movielens.fold_mask`), the other ratings for training; users and items are all those of the
-    file. The parameters are checked before any data is read (a ValueError naming the bad one); a DataError of the
-    loader propagates unchanged."""
+    file. ``evaluate_on`` "validation" leaves the test fold out altogether and splits the other ratings again by the
+    same rule (their fold ``fold`` of ``n_folds``, in their order) into a validation set, scored in place of the test
+    set, and the ratings that train (a setting chosen on it never sees the test fold). The parameters are checked
+    before any data is read (a ValueError naming the bad one); a DataError of the loader propagates unchanged."""
     from sgmcmc.data.movielens import fold_mask, load_movielens
 
     n_folds = _check_count("n_folds", n_folds, 2)
@@ -455,9 +457,15 @@ def bpmf_movielens(data_dir=None, ratings_file=None, fold: int = 1, n_folds: int
     gibbs_every = _check_count("gibbs_every", gibbs_every, 0)
     if predict_every is not None:
         predict_every = _check_count("predict_every", predict_every, 0)
+    if evaluate_on not in ("test", "validation"):
+        raise ValueError(f"evaluate_on must be test or validation; got {evaluate_on!r}")
     data = load_movielens(data_dir, ratings_file)
     test = fold_mask(len(data), fold, n_folds)
     train = ~test
+    if evaluate_on == "validation":  # the training ratings split again: fold `fold` of them scores, the rest trains
+        validation = np.zeros_like(train)
+        validation[np.flatnonzero(train)] = fold_mask(int(train.sum()), fold, n_folds)
+        test, train = validation, train & ~validation
     if test.sum() < 1 or train.sum() < 2:
         raise ValueError(f"fold {fold} of {n_folds} leaves {int(train.sum())} training and {int(test.sum())} test "
                          f"ratings of {data.path}; too few")

@@ -65,10 +65,23 @@ def test_layout_fold_and_defaults(ratings_file):
     assert abs(np.std(np.concatenate([U.ravel(), V.ravel()])) - 0.03) < 0.002
 
 
+def test_evaluate_on_validation_leaves_the_test_fold_out(ratings_file):
+    """evaluate_on=validation: the test fold's ratings are in neither set; the other ratings' fold 2 (by the same
+    mknfold rule, in their order) is scored and the rest trains."""
+    from sgmcmc.data.movielens import fold_mask, read_ratings
+
+    data = read_ratings(ratings_file)
+    outside = ~fold_mask(len(data), 2)
+    scored = fold_mask(int(outside.sum()), 2)
+    target = bpmf_movielens(ratings_file=ratings_file, batch_size=100, fold=2, evaluate_on="validation")
+    np.testing.assert_array_equal(target.test_ratings, data.ratings[outside][scored])
+    np.testing.assert_array_equal(target.y, (data.ratings[outside][~scored] - 1) / 4)
+
+
 @pytest.mark.parametrize("name, value", [("fold", 0), ("fold", 6), ("n_folds", 1), ("latent_dim", 0),
                                          ("batch_size", 0), ("base", float("nan")), ("initial_scale", -1.0),
                                          ("hyper_shape", 0.0), ("hyper_rate", "x"), ("gibbs_every", -1),
-                                         ("predict_every", 1.5)])
+                                         ("predict_every", 1.5), ("evaluate_on", "train")])
 def test_bad_values_name_the_parameter(ratings_file, name, value):
     with pytest.raises(ValueError, match=name):
         bpmf_movielens(ratings_file=ratings_file, **{name: value})
