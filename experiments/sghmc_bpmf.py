@@ -5,7 +5,10 @@ Every run is ``python run.py target=bpmf_movielens sampler=<method> target.fold=
 (``configs/by_target/bpmf_movielens/<method>.yaml``: the authors' η and α in the samplers' (ε, C) form), minibatches of
 4,000 ratings, the precisions Gibbs-resampled once per round of ``target.gibbs_every`` = 2,000 steps (SPEC T12's round),
 and the test predictions averaged over one sample per round after the burn-in rounds (the optimisers: the current
-point's own). The paper ran 1,000 rounds (2·10⁶ steps per run); ``--rounds`` sets how many.
+point's own); the first 2 rounds without the injected noise (``run.noise_free_steps``: the code's start_sample). The
+optimisers' settings, which the sources do not give, are chosen first on a validation split of fold 1's training
+ratings (``target.evaluate_on=validation``; ``--tune-rounds``). The paper ran 1,000 rounds (2·10⁶ steps per run);
+``--rounds`` sets how many.
 
 The data (``--ratings``):
 
@@ -20,7 +23,7 @@ Writes ``fig_bpmf_rmse.png`` (RMSE against rounds, mean over folds with the rang
 under ``results/paper/sghmc-bpmf/<run-id>/``.
 
     python -m experiments.sghmc_bpmf [--smoke] [--ratings real|synthetic] [--rounds 1000] [--burn-in-rounds 50]
-                                     [--folds 1,2,3,4,5] [--root results/paper] [--jobs 2]
+                                     [--folds 1,2,3,4,5] [--tune-rounds 20] [--root results/paper] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -44,8 +47,56 @@ COLORS = {"SGD": "tab:gray", "SGD with momentum": "tab:orange", "SGLD": "tab:blu
 # SPEC E8: the SGHMC paper's Table 1, RMSE mean ± sd over the 5 folds
 PUBLISHED = {"SGD": (0.8538, 0.0009), "SGD with momentum": (0.8539, 0.0009), "SGLD": (0.8412, 0.0009),
              "SGHMC": (0.8411, 0.0011)}
-# --smoke (CI): the small synthetic set (200 users × 150 items, 6,000 ratings), minibatches of 400, rounds of 20 steps
-SMOKE = dict(rounds=4, burn_in_rounds=2, size="small", overrides=["target.batch_size=400", "target.gibbs_every=20"])
+# the code's start_sample: the first rounds are MAP steps, without the injected noise
+NOISE_FREE_ROUNDS = 2
+# the optimisers' settings are not in the sources: their learning rate η (the pair default's, SGLD's or SGHMC's) times
+# each factor is tried on a validation split of fold 1's training ratings, the momentum decay α kept
+OPTIMISERS = ("sgd", "sgd_momentum")
+FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
+# --smoke (CI): the small synthetic set (200 users × 150 items, 6,000 ratings), minibatches of 400, rounds of 20 steps;
+# the optimisers tuned on two factors over 2 rounds
+SMOKE = dict(rounds=4, burn_in_rounds=2, tune_rounds=2, factors=(0.5, 1.0), size="small",
+             overrides=["target.batch_size=400", "target.gibbs_every=20"])
+
+
+def scaled(name: str, factor: float) -> list[str]:
+    """The optimiser's pair default with its learning rate η times ``factor``: SGD's ε = η; SGD with momentum's
+    ε = √η and C = α/ε with α = εC of the pair default kept."""
+    sampler = compose(["target=bpmf_movielens", f"sampler={name}"])["sampler"]
+    if name == "sgd":
+        return [f"sampler.step_size={sampler['step_size'] * factor:.6g}"]
+    step = sampler["step_size"] * math.sqrt(factor)
+    return [f"sampler.step_size={step:.6g}", f"sampler.friction={sampler['step_size'] * sampler['friction'] / step:.6g}"]
+
+
+def tuning_settings(factors, rounds: int, steps_per_round: int, extra: list) -> list:
+    """One run per (optimiser, factor) on fold 1's validation split (``target.evaluate_on=validation``), burn-in half
+    its rounds."""
+    shared = common(rounds, rounds // 2, steps_per_round, extra)
+    return [setting(["target=bpmf_movielens", f"sampler={name}", "target.fold=1", *scaled(name, factor), *shared,
+                     "target.evaluate_on=validation"], method=METHODS[name], factor=factor)
+            for name in OPTIMISERS for factor in factors]
+
+
+def chosen_factors(results) -> tuple[dict, pd.DataFrame]:
+    """Each optimiser's factor with the lowest final validation RMSE among its completed runs (1: the pair default,
+    where none completed), and the table of every tuning run."""
+    table = pd.DataFrame([{"method": item.label_dict["method"], "factor": item.label_dict["factor"],
+                           "status": metrics.get("status"), "validation_rmse": metrics.get("final", {}).get("rmse")}
+                          for item, metrics in results])
+    chosen = {}
+    for name in OPTIMISERS:
+        part = table[(table.method == METHODS[name]) & (table.status == "completed") & table.validation_rmse.notna()]
+        chosen[name] = float(part.loc[part.validation_rmse.idxmin(), "factor"]) if len(part) else 1.0
+    return chosen, table
+
+
+def common(rounds: int, burn_in_rounds: int, steps_per_round: int, extra: list) -> list[str]:
+    """Every run's overrides: rounds as steps, a prediction and trace row per round, the first rounds noise-free."""
+    n_steps = rounds * steps_per_round
+    return [f"run.n_steps={n_steps}", f"run.burn_in={burn_in_rounds * steps_per_round}",
+            f"run.eval_every={steps_per_round}", f"target.predict_every={steps_per_round}", f"run.thin={n_steps}",
+            f"run.noise_free_steps={NOISE_FREE_ROUNDS * steps_per_round}", *extra]
 
 
 def synthetic_file(size: str, cache_dir: Path) -> Path:
@@ -74,20 +125,21 @@ def noise_floors(size: str, folds: list[int], n_folds: int) -> dict:
     return out
 
 
-def settings(folds: list[int], rounds: int, burn_in_rounds: int, steps_per_round: int, extra: list) -> list:
-    """One run per (method, fold): the pair's defaults, rounds as steps, a prediction and trace row per round."""
-    n_steps = rounds * steps_per_round
-    common = [f"run.n_steps={n_steps}", f"run.burn_in={burn_in_rounds * steps_per_round}",
-              f"run.eval_every={steps_per_round}", f"target.predict_every={steps_per_round}", f"run.thin={n_steps}",
-              *extra]
-    return [setting(["target=bpmf_movielens", f"sampler={name}", f"target.fold={fold}", *common], method=label, fold=fold)
+def settings(folds: list[int], rounds: int, burn_in_rounds: int, steps_per_round: int, factors: dict,
+             extra: list) -> list:
+    """One run per (method, fold): the samplers' pair defaults (the authors'), the optimisers' at their chosen
+    factor."""
+    shared = common(rounds, burn_in_rounds, steps_per_round, extra)
+    return [setting(["target=bpmf_movielens", f"sampler={name}", f"target.fold={fold}",
+                     *(scaled(name, factors[name]) if name in factors else []), *shared], method=label, fold=fold)
             for name, label in METHODS.items() for fold in folds]
 
 
 def curves(paper: PaperFolder, results, steps_per_round: int) -> pd.DataFrame:
-    """Every run's trace (RMSE per round) with its method and fold."""
+    """Every run's trace (RMSE per round) with its method and fold: ``results`` are the last runs recorded
+    (run_settings records the runs in the settings' order)."""
     frames = []
-    for (item, _), run in zip(results, paper.runs):  # run_settings records the runs in the settings' order
+    for (item, _), run in zip(results, paper.runs[len(paper.runs) - len(results):]):
         trace_path = paper.path / run["folder"] / "trace.csv"
         if trace_path.is_file():
             trace = pd.read_csv(trace_path).dropna(subset=["rmse"])
@@ -167,9 +219,13 @@ def table(rows: pd.DataFrame, real: bool) -> tuple[pd.DataFrame, str]:
     return pd.DataFrame(out), "\n".join(lines)
 
 
-def notes(config: dict, rounds: int, burn_in_rounds: int, steps_per_round: int, source: str, n_train: int) -> str:
-    """The settings paragraph, from the composed config (no number typed in by hand)."""
+def notes(config: dict, rounds: int, burn_in_rounds: int, steps_per_round: int, source: str, n_train: int,
+          tune_rounds: int, factors: dict, grid) -> str:
+    """The settings paragraph, from the composed config and the tuning (no number typed in by hand)."""
     target = config["target"]
+    edges = (min(grid), max(grid))
+    chosen = ", ".join(f"{METHODS[name]} ×{factor:g}" + (" (edge of the grid)" if factor in edges else "")
+                       for name, factor in factors.items())
     return f"""
 Settings (SPEC T12, from the runs' config): data {source}; latent dimension {target['latent_dim']} plus user and item
 biases, ratings mapped to (r − 1)/4 around base {target['base']}, test fold k of the authors' mknfold.py split
@@ -179,11 +235,14 @@ at the start and biases 0; the precisions of U, V, the biases and the ratings ha
 {target['hyper_rate']:g}) priors and are Gibbs-resampled once per round of {steps_per_round} steps (the optimisers keep
 them at their initial 1). {rounds} rounds (the paper: 1,000), predictions averaged over one sample per round after round
 {burn_in_rounds}, clipped to [1, 5] (the authors' code does not clip). Step sizes: the pair defaults of
-configs/by_target/bpmf_movielens/ (SGHMC η = 0.4/N and α = 0.05, SGLD η = 8/N, for N = 800,000 ratings; the optimisers
-reuse them, as their settings are not in the sources; here N = {n_train:,} in fold 1). SGHMC's momentum factor is
-1 − εC = 1 − α where the code has e^(−α). The optimisers keep every precision at 1 (with the conditional's mode,
-the code's MAP update, λ_U and λ_V reach their largest value n/2 with U = V = 0: a biases-only model). The first two
-rounds are not run noise-free (the code's start_sample = 2 is not reproduced).
+configs/by_target/bpmf_movielens/ (SGHMC η = 0.4/N and α = 0.05, SGLD η = 8/N, for N = 800,000 ratings; here
+N = {n_train:,} in fold 1). The optimisers' settings are not in the sources: their pair default's learning rate (SGD:
+SGLD's η; SGD with momentum: SGHMC's η and α) times one of {', '.join(f'{factor:g}' for factor in grid)}, chosen on a
+validation split of fold 1's training ratings (the test fold left out; {tune_rounds} rounds, lowest final RMSE; the
+tuning table above): {chosen}. SGHMC's momentum factor is 1 − εC = 1 − α where the code has e^(−α). The optimisers
+keep every precision at 1 (with the conditional's mode, the code's MAP update, λ_U and λ_V reach their largest value
+n/2 with U = V = 0: a biases-only model). The first {NOISE_FREE_ROUNDS} rounds run without the injected noise (the
+code's start_sample).
 """
 
 
@@ -191,7 +250,8 @@ def main(argv=None) -> None:
     args = parse_args(__doc__.splitlines()[0], argv, ratings=(None, "real (MovieLens-1M in the data folder; the default) "
                                                               "or synthetic (the default of --smoke)"),
                       rounds=("1000", "rounds of gibbs_every steps (the paper: 1000)"),
-                      burn_in_rounds=("50", "burn-in rounds (the paper: 50)"), folds=("1,2,3,4,5", "test folds"))
+                      burn_in_rounds=("50", "burn-in rounds (the paper: 50)"), folds=("1,2,3,4,5", "test folds"),
+                      tune_rounds=("20", "rounds of each run that tunes an optimiser on the validation split"))
     if args.ratings is None:
         args.ratings = "synthetic" if args.smoke else "real"
     if args.ratings not in ("real", "synthetic"):
@@ -201,6 +261,8 @@ def main(argv=None) -> None:
     rounds = smoke["rounds"] if smoke else integers("rounds", args.rounds)[0]
     burn_in_rounds = smoke["burn_in_rounds"] if smoke else integers("burn_in_rounds", args.burn_in_rounds)[0]
     folds = integers("folds", args.folds)
+    tune_rounds = smoke["tune_rounds"] if smoke else integers("tune_rounds", args.tune_rounds)[0]
+    grid = smoke["factors"] if smoke else FACTORS
     if not 0 <= burn_in_rounds < rounds:
         print(f"error: --burn-in-rounds={burn_in_rounds} must be below --rounds={rounds}", file=sys.stderr)
         sys.exit(2)
@@ -234,18 +296,24 @@ def main(argv=None) -> None:
     n_train = fold_target.n_data  # of fold 1 (the others differ by < 0.2%), for the notes
     paper = PaperFolder.create(FIGURE_ID, args.root)
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
-    results = run_settings(paper, settings(folds, rounds, burn_in_rounds, steps_per_round, extra), args.jobs)
+    tuning = run_settings(paper, tuning_settings(grid, tune_rounds, steps_per_round, extra), args.jobs)
+    factors, tuning_table = chosen_factors(tuning)
+    results = run_settings(paper, settings(folds, rounds, burn_in_rounds, steps_per_round, factors, extra), args.jobs)
     trace = curves(paper, results, steps_per_round)
     floor = float(np.mean(list(floors.values()))) if floors else None
     draw(trace, paper.path / "fig_bpmf_rmse.png", burn_in_rounds, steps_per_round, floor)
     rows = final_rows(trace, results, floors)
     summary, text = table(rows, real)
     body = ("RMSE on the 1-5 scale, mean ± sd over folds:\n\n" + summary.to_markdown(index=False, floatfmt=".4f")
-            + "\n\n" + text + "\n\nRuns:\n\n" + rows.to_markdown(index=False, floatfmt=".4g"))
+            + "\n\n" + text + "\n\nRuns:\n\n" + rows.to_markdown(index=False, floatfmt=".4g")
+            + "\n\nThe optimisers tuned on the validation split of fold 1 (final RMSE of the current point):\n\n"
+            + tuning_table.to_markdown(index=False, floatfmt=".4g"))
     paper.write_summary(rows, "Chen, Fox & Guestrin (2014) Table 1: online BPMF",
-                        notes(config, rounds, burn_in_rounds, steps_per_round, source, n_train), body=body)
+                        notes(config, rounds, burn_in_rounds, steps_per_round, source, n_train, tune_rounds, factors,
+                              grid), body=body)
     paper.finish({"smoke": args.smoke, "ratings": "real" if real else "synthetic", "folds": folds, "rounds": rounds,
-                  "burn_in_rounds": burn_in_rounds, "steps_per_round": steps_per_round, "jobs": args.jobs}, sys.argv)
+                  "burn_in_rounds": burn_in_rounds, "steps_per_round": steps_per_round, "tune_rounds": tune_rounds,
+                  "optimiser_factors": factors, "jobs": args.jobs}, sys.argv)
     print(summary.to_string(index=False))
     print(text)
     print(paper.path)

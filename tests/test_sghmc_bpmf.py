@@ -3,6 +3,7 @@ small synthetic set writes the figure, the table beside each fold's noise floor 
 the data folder (here a synthetic one standing in for MovieLens-1M) the table stands beside the published numbers;
 without it the experiment stops with one line saying where to put the file."""
 
+import json
 import shutil
 
 import numpy as np
@@ -38,6 +39,14 @@ def test_smoke_run_on_the_synthetic_set(tmp_path, monkeypatch):
         word = {"below": f"{a} below {b}", "above": f"{a} above {b}", "tie": "tie"}[verdict]
         assert f"{a} vs {b}: {word} (difference {differences.mean():+.3g}" in summary, (a, b, word)
     assert "noise_floor_mean" in summary and "published" not in summary
+    # the optimisers' learning rates were chosen on fold 1's validation split from the factors, and the table says so
+    provenance = json.loads((folder / "provenance.json").read_text())
+    factors = provenance["settings"]["optimiser_factors"]
+    assert set(factors) == set(sghmc_bpmf.OPTIMISERS) and set(factors.values()) <= set(sghmc_bpmf.SMOKE["factors"])
+    assert "tuned on the validation split of fold 1" in summary
+    tuning = [run for run in provenance["runs"] if "factor" in run]
+    assert len(tuning) == 2 * 2 and all("target.evaluate_on=validation" in run["overrides"] for run in tuning)
+    assert all(f"run.noise_free_steps={2 * 20}" in run["overrides"] for run in provenance["runs"])
 
 
 @pytest.mark.validate  # in make validate: make test took 687 s on a cold clone with it (budget 600 s)
