@@ -6,8 +6,8 @@ Every run is ``python run.py target=bpmf_movielens sampler=<method> target.fold=
 4,000 ratings, the precisions Gibbs-resampled once per round of ``target.gibbs_every`` = 2,000 steps (SPEC T12's round),
 and the test predictions averaged over one sample per round after the burn-in rounds (the optimisers: the current
 point's own); the first 2 rounds without the injected noise (``run.noise_free_steps``: the code's start_sample). The
-optimisers' settings, which the sources do not give, are chosen first on a validation split of fold 1's training
-ratings (``target.evaluate_on=validation``; ``--tune-rounds``). The paper ran 1,000 rounds (2·10⁶ steps per run);
+optimisers' settings, which the sources do not give, are chosen first for each fold on a validation split of its own
+training ratings (``target.evaluate_on=validation``; ``--tune-rounds``). The paper ran 1,000 rounds (2·10⁶ steps per run);
 ``--rounds`` sets how many.
 
 The data (``--ratings``):
@@ -23,7 +23,7 @@ Writes ``fig_bpmf_rmse.png`` (RMSE against rounds, mean over folds with the rang
 under ``results/paper/sghmc-bpmf/<run-id>/``.
 
     python -m experiments.sghmc_bpmf [--smoke] [--ratings real|synthetic] [--rounds 1000] [--burn-in-rounds 50]
-                                     [--folds 1,2,3,4,5] [--tune-rounds 20] [--root results/paper] [--jobs 2]
+                                     [--folds 1,2,3,4,5] [--tune-rounds 10] [--root results/paper] [--jobs 2]
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ PUBLISHED = {"SGD": (0.8538, 0.0009), "SGD with momentum": (0.8539, 0.0009), "SG
 # the code's start_sample: the first rounds are MAP steps, without the injected noise
 NOISE_FREE_ROUNDS = 2
 # the optimisers' settings are not in the sources: their learning rate η (the pair default's, SGLD's or SGHMC's) times
-# each factor is tried on a validation split of fold 1's training ratings, the momentum decay α kept
+# each factor is tried on a validation split of each fold's training ratings, the momentum decay α kept
 OPTIMISERS = ("sgd", "sgd_momentum")
 FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 # --smoke (CI): the small synthetic set (200 users × 150 items, 6,000 ratings), minibatches of 400, rounds of 20 steps;
@@ -69,25 +69,25 @@ def scaled(name: str, factor: float) -> list[str]:
     return [f"sampler.step_size={step:.6g}", f"sampler.friction={sampler['step_size'] * sampler['friction'] / step:.6g}"]
 
 
-def tuning_settings(factors, rounds: int, steps_per_round: int, extra: list) -> list:
-    """One run per (optimiser, factor) on fold 1's validation split (``target.evaluate_on=validation``), burn-in half
-    its rounds."""
+def tuning_settings(factors, folds: list[int], rounds: int, steps_per_round: int, extra: list) -> list:
+    """One run per (optimiser, fold, factor) on the fold's own validation split (``target.evaluate_on=validation``:
+    its test fold left out, since every rating is some fold's test rating), burn-in half its rounds."""
     shared = common(rounds, rounds // 2, steps_per_round, extra)
-    return [setting(["target=bpmf_movielens", f"sampler={name}", "target.fold=1", *scaled(name, factor), *shared,
-                     "target.evaluate_on=validation"], method=METHODS[name], factor=factor)
-            for name in OPTIMISERS for factor in factors]
+    return [setting(["target=bpmf_movielens", f"sampler={name}", f"target.fold={fold}", *scaled(name, factor),
+                     *shared, "target.evaluate_on=validation"], method=METHODS[name], fold=fold, factor=factor)
+            for name in OPTIMISERS for fold in folds for factor in factors]
 
 
 def chosen_factors(results) -> tuple[dict, pd.DataFrame]:
-    """Each optimiser's factor with the lowest final validation RMSE among its completed runs (1: the pair default,
-    where none completed), and the table of every tuning run."""
-    table = pd.DataFrame([{"method": item.label_dict["method"], "factor": item.label_dict["factor"],
-                           "status": metrics.get("status"), "validation_rmse": metrics.get("final", {}).get("rmse")}
-                          for item, metrics in results])
+    """Each (optimiser, fold)'s factor with the lowest final validation RMSE among its completed runs (1: the pair
+    default, where none completed), and the table of every tuning run."""
+    table = pd.DataFrame([{**item.label_dict, "status": metrics.get("status"),
+                           "validation_rmse": metrics.get("final", {}).get("rmse")} for item, metrics in results])
     chosen = {}
-    for name in OPTIMISERS:
-        part = table[(table.method == METHODS[name]) & (table.status == "completed") & table.validation_rmse.notna()]
-        chosen[name] = float(part.loc[part.validation_rmse.idxmin(), "factor"]) if len(part) else 1.0
+    for (method, fold), part in table.groupby(["method", "fold"], sort=False):
+        part = part[(part.status == "completed") & part.validation_rmse.notna()]
+        name = next(key for key, label in METHODS.items() if label == method)
+        chosen[(name, int(fold))] = float(part.loc[part.validation_rmse.idxmin(), "factor"]) if len(part) else 1.0
     return chosen, table
 
 
@@ -131,7 +131,8 @@ def settings(folds: list[int], rounds: int, burn_in_rounds: int, steps_per_round
     factor."""
     shared = common(rounds, burn_in_rounds, steps_per_round, extra)
     return [setting(["target=bpmf_movielens", f"sampler={name}", f"target.fold={fold}",
-                     *(scaled(name, factors[name]) if name in factors else []), *shared], method=label, fold=fold)
+                     *(scaled(name, factors[name, fold]) if (name, fold) in factors else []), *shared], method=label,
+                    fold=fold)
             for name, label in METHODS.items() for fold in folds]
 
 
@@ -224,8 +225,9 @@ def notes(config: dict, rounds: int, burn_in_rounds: int, steps_per_round: int, 
     """The settings paragraph, from the composed config and the tuning (no number typed in by hand)."""
     target = config["target"]
     edges = (min(grid), max(grid))
-    chosen = ", ".join(f"{METHODS[name]} ×{factor:g}" + (" (edge of the grid)" if factor in edges else "")
-                       for name, factor in factors.items())
+    chosen = "; ".join(f"{METHODS[name]} " + ", ".join(f"fold {fold} ×{factor:g}" + (" (edge)" if factor in edges else "")
+                                                        for (other, fold), factor in factors.items() if other == name)
+                       for name in OPTIMISERS)
     return f"""
 Settings (SPEC T12, from the runs' config): data {source}; latent dimension {target['latent_dim']} plus user and item
 biases, ratings mapped to (r − 1)/4 around base {target['base']}, test fold k of the authors' mknfold.py split
@@ -237,9 +239,9 @@ them at their initial 1). {rounds} rounds (the paper: 1,000), predictions averag
 {burn_in_rounds}, clipped to [1, 5] (the authors' code does not clip). Step sizes: the pair defaults of
 configs/by_target/bpmf_movielens/ (SGHMC η = 0.4/N and α = 0.05, SGLD η = 8/N, for N = 800,000 ratings; here
 N = {n_train:,} in fold 1). The optimisers' settings are not in the sources: their pair default's learning rate (SGD:
-SGLD's η; SGD with momentum: SGHMC's η and α) times one of {', '.join(f'{factor:g}' for factor in grid)}, chosen on a
-validation split of fold 1's training ratings (the test fold left out; {tune_rounds} rounds, lowest final RMSE; the
-tuning table above): {chosen}. SGHMC's momentum factor is 1 − εC = 1 − α where the code has e^(−α). The optimisers
+SGLD's η; SGD with momentum: SGHMC's η and α) times one of {', '.join(f'{factor:g}' for factor in grid)}, chosen for
+each fold on a validation split of its own training ratings (its test fold left out; {tune_rounds} rounds, lowest final
+RMSE; the tuning table above; "edge": at the edge of the grid): {chosen}. SGHMC's momentum factor is 1 − εC = 1 − α where the code has e^(−α). The optimisers
 keep every precision at 1 (with the conditional's mode, the code's MAP update, λ_U and λ_V reach their largest value
 n/2 with U = V = 0: a biases-only model). The first {NOISE_FREE_ROUNDS} rounds run without the injected noise (the
 code's start_sample).
@@ -251,7 +253,7 @@ def main(argv=None) -> None:
                                                               "or synthetic (the default of --smoke)"),
                       rounds=("1000", "rounds of gibbs_every steps (the paper: 1000)"),
                       burn_in_rounds=("50", "burn-in rounds (the paper: 50)"), folds=("1,2,3,4,5", "test folds"),
-                      tune_rounds=("20", "rounds of each run that tunes an optimiser on the validation split"))
+                      tune_rounds=("10", "rounds of each run that tunes an optimiser on a fold's validation split"))
     if args.ratings is None:
         args.ratings = "synthetic" if args.smoke else "real"
     if args.ratings not in ("real", "synthetic"):
@@ -296,7 +298,7 @@ def main(argv=None) -> None:
     n_train = fold_target.n_data  # of fold 1 (the others differ by < 0.2%), for the notes
     paper = PaperFolder.create(FIGURE_ID, args.root)
     print(f"{FIGURE_ID}: writing {paper.path}", flush=True)
-    tuning = run_settings(paper, tuning_settings(grid, tune_rounds, steps_per_round, extra), args.jobs)
+    tuning = run_settings(paper, tuning_settings(grid, folds, tune_rounds, steps_per_round, extra), args.jobs)
     factors, tuning_table = chosen_factors(tuning)
     results = run_settings(paper, settings(folds, rounds, burn_in_rounds, steps_per_round, factors, extra), args.jobs)
     trace = curves(paper, results, steps_per_round)
@@ -306,14 +308,15 @@ def main(argv=None) -> None:
     summary, text = table(rows, real)
     body = ("RMSE on the 1-5 scale, mean ± sd over folds:\n\n" + summary.to_markdown(index=False, floatfmt=".4f")
             + "\n\n" + text + "\n\nRuns:\n\n" + rows.to_markdown(index=False, floatfmt=".4g")
-            + "\n\nThe optimisers tuned on the validation split of fold 1 (final RMSE of the current point):\n\n"
+            + "\n\nThe optimisers tuned on each fold's validation split (final RMSE of the current point):\n\n"
             + tuning_table.to_markdown(index=False, floatfmt=".4g"))
     paper.write_summary(rows, "Chen, Fox & Guestrin (2014) Table 1: online BPMF",
                         notes(config, rounds, burn_in_rounds, steps_per_round, source, n_train, tune_rounds, factors,
                               grid), body=body)
     paper.finish({"smoke": args.smoke, "ratings": "real" if real else "synthetic", "folds": folds, "rounds": rounds,
                   "burn_in_rounds": burn_in_rounds, "steps_per_round": steps_per_round, "tune_rounds": tune_rounds,
-                  "optimiser_factors": factors, "jobs": args.jobs}, sys.argv)
+                  "optimiser_factors": {name: {str(fold): factor for (other, fold), factor in factors.items()
+                                               if other == name} for name in OPTIMISERS}, "jobs": args.jobs}, sys.argv)
     print(summary.to_string(index=False))
     print(text)
     print(paper.path)

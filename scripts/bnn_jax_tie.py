@@ -76,7 +76,7 @@ def main() -> None:
                 folder, seconds = run(model, seed, arguments.epochs, arguments.burn_in_epochs,
                                       Path(scratch) / f"{model}-{seed}")
                 error, kept = test_error(network, folder)
-                recorded = json.loads((folder / "metrics.json").read_text()).get("test_error")
+                recorded = json.loads((folder / "metrics.json").read_text()).get("final", {}).get("test_error")
                 if recorded is not None and abs(recorded - error) > 1e-12:
                     raise SystemExit(f"the evaluator gives {error} where the run's metrics.json has {recorded}")
                 rows.append({"model": model, "seed": seed, "test_error": error, "samples_averaged": kept,

@@ -43,8 +43,8 @@ def _declared(check, meaning: str, default=MISSING, resume_free: bool = False):
 class RunOptions:
     """The checked ``run.*`` keys, each declared here once: its check, meaning and flags (:data:`RUN_FIELDS`, the
     view the validation and the README's key list read) and its default in the code, configs/config.yaml's. What
-    :func:`sgmcmc.runner.run_chains` takes as its settings: the first six (how long to run and what to keep) are
-    what it reads (with ``noise_free_steps``), and Python callers name only those they change."""
+    :func:`sgmcmc.runner.run_chains` takes as its settings: the first seven (how long to run, which steps sample and
+    what to keep) are what it reads, and Python callers name only those they change."""
 
     n_steps: int = _declared(integer(1), "steps per chain", 2000)
     n_chains: int = _declared(integer(1), "chains run in parallel (vectorised)", 1000)

@@ -47,8 +47,8 @@ from sgmcmc.recipe import RecipeError, largest_step, psd_square_root
 from sgmcmc.data import DataError, resolve_cache_dir
 from sgmcmc.engine.static import use_cache_folder
 from sgmcmc.results import new_run_folder, provenance, write_json, write_rows, write_samples, write_text
-from sgmcmc.runner import (FAILED, INTERRUPTED, RunOutcome, blocks_for, check_exploration, check_noise_free,
-                           run_chains)
+from sgmcmc.runner import (FAILED, INTERRUPTED, RunOutcome, blocks_for, check_exploration, check_minibatch_order,
+                           check_noise_free, run_chains)
 from sgmcmc.samplers import make_sampler
 from sgmcmc.schedules import make_schedule
 from sgmcmc.signals import start_worker_threads, workers_ignore_stop_signals
@@ -166,7 +166,8 @@ def _build(config: RunDescription) -> Built:
         _check_resume(config)
     schedule = make_schedule(config.schedule.name, config.step_size, settings.n_steps, **config.schedule.arguments())
     check_exploration(sampler, schedule)  # schedule.exploration needs a sampler that can step without its noise
-    check_noise_free(sampler, settings.noise_free_steps)  # and so does run.noise_free_steps
+    check_noise_free(sampler, settings.noise_free_steps, settings.n_steps)  # and so does run.noise_free_steps
+    check_minibatch_order(sampler)  # a sweep serves one stochastic gradient a step on the engine's blocks
     _check_at_start(sampler, schedule, config.seed, settings.n_chains, None if tuned is None else tuned.start)
     if blocks is None:
         blocks = blocks_for(sampler, settings.backend)

@@ -118,13 +118,29 @@ def check_exploration(sampler: Sampler, schedule) -> None:
                           f"or sghmc with a closed-form integrator other than aboba)")
 
 
-def check_noise_free(sampler: Sampler, steps: int) -> None:
-    """``run.noise_free_steps`` > 0 needs a sampler that can take its step without the injected noise; else a one-line
-    ConfigError."""
+def check_noise_free(sampler: Sampler, steps: int, n_steps: int) -> None:
+    """``run.noise_free_steps`` > 0 needs a sampler that can take its step without the injected noise, and a sampler
+    (not an optimiser) some step after them that samples; else a one-line ConfigError."""
     if steps and not sampler.can_explore():
         raise ConfigError(f"run.noise_free_steps={steps}: {sampler.name} with integrator {sampler.integrator} cannot "
                           "take its step without the injected noise (use 0, or sgld or sghmc with a closed-form "
                           "integrator other than aboba)")
+    if steps >= n_steps and sampler.kind != "optimiser":
+        raise ConfigError(f"run.noise_free_steps={steps} leaves no step of run.n_steps={n_steps} that samples: use "
+                          "fewer noise-free steps or more steps")
+
+
+def check_minibatch_order(sampler: Sampler) -> None:
+    """A target that sweeps its data in order (``target.minibatch_order=sweep``) hands the engine's blocks one
+    minibatch a step: a sampler with one stochastic gradient a step on those blocks takes it; an exact gradient (HMC),
+    a trajectory's several minibatches (SGHMC + MH) or the generic recipe step (which draws its own) would not, and are
+    refused in one line."""
+    if getattr(sampler.target, "minibatch_order", "random") != "sweep":
+        return
+    if not sampler.uses_stochastic_gradient or sampler.engine_passes() != 1 or sampler.integrator == "generic":
+        raise ConfigError(f"target.minibatch_order=sweep gives one minibatch a step on the engine's blocks: "
+                          f"sampler={sampler.name} (integrator {sampler.integrator}) takes an exact gradient, several "
+                          "minibatches a step or its own draws; use target.minibatch_order=random")
 
 
 def iterate_blocks(sampler: Sampler, schedule: Callable[[int], float], rng: np.random.Generator, state, start: int,
@@ -218,7 +234,8 @@ def run_chains(
     before the run folder); None: made here, a sampler without them refused in one ConfigError line.
     """
     target = sampler.target
-    check_noise_free(sampler, settings.noise_free_steps)
+    check_noise_free(sampler, settings.noise_free_steps, settings.n_steps)
+    check_minibatch_order(sampler)
     schedule = noise_free_start(schedule, settings.noise_free_steps)
     # an optimiser (SGD, SGD with momentum) keeps no samples and no moments: nothing is "after burn-in"
     optimiser = sampler.kind == "optimiser"

@@ -196,3 +196,13 @@ def test_a_sampler_that_cannot_take_a_noise_free_step_refuses_the_key_in_one_lin
                                           r"injected noise") as error:
         build_config(config)
     assert "\n" not in str(error.value)
+
+
+def test_noise_free_steps_that_leave_no_sampling_step_are_refused():
+    from sgmcmc.experiment import build as build_config
+    from tests.test_checkpoint import CONFIG
+
+    config = {**CONFIG, "sampler": {"name": "sgld", "step_size": 0.1},
+              "run": {**CONFIG["run"], "noise_free_steps": CONFIG["run"]["n_steps"]}}
+    with pytest.raises(ConfigError, match=r"^run\.noise_free_steps=\d+ leaves no step of run\.n_steps=\d+ that samples"):
+        build_config(config)

@@ -92,8 +92,8 @@ def replayed_rows(theta, rows, tail, source):
 def replayed_sums(theta, rows, with_scatter, tail, source):
     """The rows' gradient sums (Σ_i g_i (d,), Σ_i (g_i − ḡ)² (d,)) of the chain's next call, from the table
     ``source[-2]``: the sums door (:func:`sgmcmc.engine.estimators.sums_gradient`) of a vectorised model that sums
-    its rows' gradients itself, so that no (chains, n, d) array of per-example gradients is made; the second sum is
-    asked for only ``with_scatter`` (zeros otherwise)."""
+    its rows' gradients itself, so that the engine gets no (chains, n, d) array of per-example gradients; the second
+    sum is asked for only ``with_scatter`` (zeros otherwise)."""
     d = theta.shape[0]
     if with_scatter:
         answer = _answer(ROW_SUMS_SCATTER, theta, rows, tail, source[-2], 2 * d)

@@ -467,8 +467,8 @@ def bpmf_movielens(data_dir=None, ratings_file=None, fold: int = 1, n_folds: int
         validation[np.flatnonzero(train)] = fold_mask(int(train.sum()), fold, n_folds)
         test, train = validation, train & ~validation
     if test.sum() < 1 or train.sum() < 2:
-        raise ValueError(f"fold {fold} of {n_folds} leaves {int(train.sum())} training and {int(test.sum())} test "
-                         f"ratings of {data.path}; too few")
+        raise ValueError(f"fold {fold} of {n_folds} leaves {int(train.sum())} training and {int(test.sum())} "
+                         f"{'validation' if evaluate_on == 'validation' else 'test'} ratings of {data.path}; too few")
     return BPMF(data.users[train], data.items[train], data.ratings[train], data.n_users, data.n_items,
                 data.users[test], data.items[test], data.ratings[test], latent_dim=latent_dim,
                 batch_size=batch_size, base=base, initial_scale=initial_scale, hyper_shape=hyper_shape,

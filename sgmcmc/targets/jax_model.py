@@ -21,7 +21,8 @@ What the engine then gets (:class:`JaxModel`, the contract's vectorised form; ea
 - data: ``grad_log_likelihood(θ, index)`` (c, b, d) = per-example gradients ``vmap(grad(loglikelihood_fn))`` over the
   b rows ``index`` of each chain, vmapped over the chains; their sums ``grad_log_likelihood_sums(θ, index,
   with_scatter)`` (c, d) = ``grad`` of the rows' summed log-likelihood (one backward pass, no (c, b, d) array: what
-  plain minibatches take); ``log_likelihood(θ, index)`` (c, b);
+  plain minibatches take; the scatter Σ_i (g_i − ḡ)², which the running diagonal estimate asks for, is formed from the
+  per-example gradients inside XLA); ``log_likelihood(θ, index)`` (c, b);
   ``grad_log_prior(θ)`` (c, d) and ``log_prior(θ)`` (c,).
 
 Each is one jitted call for all the chains of a step (:mod:`sgmcmc.engine.replay`). A function JAX cannot trace (a
@@ -184,7 +185,8 @@ class JaxModel:
     def grad_log_likelihood_sums(self, theta, index, with_scatter):
         """(Σ_i ∇log p(x_i | θ) (c, d), and with ``with_scatter`` Σ_i (g_i − ḡ)² (c, d), else zeros) over each chain's
         rows ``index`` (c, b): the sum's gradient, ∇ Σ_i log p(x_i | θ), by one backward pass through the summed
-        log-likelihood, so that no (c, b, d) array is made (the BNN's would be 318 MB a chain)."""
+        log-likelihood, so that no (c, b, d) array is made (the BNN's would be 318 MB a chain); the scatter needs the
+        per-example gradients, formed inside XLA only ``with_scatter``."""
         if not with_scatter:
             total = self._rows_call("grad_log_likelihood_sum", theta, index)
             return total, np.zeros_like(total)

@@ -646,7 +646,9 @@ def check_model(target, rng: np.random.Generator) -> None:
         b = index.shape[1]
         gradients = _call(target, "grad_log_likelihood", model.grad_log_likelihood, theta, index, shape=(n, b, d))
         if hasattr(model, "grad_log_likelihood_sums"):
-            _check_sums(target, model.grad_log_likelihood_sums(theta, index, True), gradients)
+            for with_scatter in (False, True):  # the first sum alone, as plain minibatches ask, then with the second
+                _check_sums(target, _call(target, "grad_log_likelihood_sums", model.grad_log_likelihood_sums, theta,
+                                          index, with_scatter, shape=(2, n, d)), gradients, with_scatter)
         _call(target, "grad_log_prior", model.grad_log_prior, theta, shape=(n, d))
         if hasattr(model, "log_likelihood"):
             _call(target, "log_likelihood", model.log_likelihood, theta, index, shape=(n, b))
@@ -682,27 +684,28 @@ def check_model(target, rng: np.random.Generator) -> None:
                              "positive diagonal)")
 
 
-def sums_disagreement(sums: tuple, gradients: np.ndarray, axis: int) -> Optional[tuple]:
-    """The first of a model's sums (Σ_i g_i, Σ_i (g_i − ḡ)²) that is not those of its per-example ``gradients`` summed
-    over ``axis`` (to 1e-8 relative, 1e-10 absolute), as (its name, the largest difference or the wrong shape); None
-    where both agree."""
+def sums_disagreement(sums: tuple, gradients: np.ndarray, axis: int, with_scatter: bool = True) -> Optional[tuple]:
+    """The first of a model's sums (Σ_i g_i, and with ``with_scatter`` Σ_i (g_i − ḡ)²) that is not those of its
+    per-example ``gradients`` summed over ``axis`` (to 1e-8 relative, 1e-10 absolute), as (its name, the largest
+    difference or the wrong shape); None where they agree."""
     expected = (gradients.sum(axis=axis),
                 np.sum((gradients - gradients.mean(axis=axis, keepdims=True)) ** 2, axis=axis))
-    for name, got, want in zip(("Σ g_i", "Σ (g_i − ḡ)²"), sums, expected):
+    for name, got, want in list(zip(("Σ g_i", "Σ (g_i − ḡ)²"), sums, expected))[:2 if with_scatter else 1]:
         got = np.asarray(got, dtype=float)
         if got.shape != want.shape or not np.allclose(got, want, rtol=1e-8, atol=1e-10):
             return name, np.max(np.abs(got - want)) if got.shape == want.shape else f"shape {got.shape}"
     return None
 
 
-def _check_sums(target, sums: tuple, gradients: np.ndarray) -> None:
-    """``grad_log_likelihood_sums``' (Σ_i g_i, Σ_i (g_i − ḡ)²) against those of ``grad_log_likelihood``'s ``gradients``
-    (n, b, d) on the same rows."""
-    disagreement = sums_disagreement(sums, gradients, axis=1)
+def _check_sums(target, sums: np.ndarray, gradients: np.ndarray, with_scatter: bool) -> None:
+    """``grad_log_likelihood_sums``' (Σ_i g_i, Σ_i (g_i − ḡ)²) (2, n, d), asked ``with_scatter`` or not, against those of
+    ``grad_log_likelihood``'s ``gradients`` (n, b, d) on the same rows."""
+    disagreement = sums_disagreement(sums, gradients, axis=1, with_scatter=with_scatter)
     if disagreement is not None:
         name, difference = disagreement
-        raise UserModelError(f"{target._where}: grad_log_likelihood_sums' {name} disagrees with grad_log_likelihood's "
-                             f"(largest difference {difference}): make the two agree, or drop grad_log_likelihood_sums")
+        raise UserModelError(f"{target._where}: grad_log_likelihood_sums' {name} (with_scatter={with_scatter}) "
+                             f"disagrees with grad_log_likelihood's (largest difference {difference}): make the two "
+                             "agree, or drop grad_log_likelihood_sums")
 
 
 def _check_grid(target) -> None:

@@ -161,3 +161,17 @@ def test_random_minibatches_are_the_default():
     assert "batches" not in _target().engine_functions()
     with pytest.raises(ValueError, match="minibatch_order must be one of random, sweep"):
         _target(minibatch_order="shuffled")
+
+
+@pytest.mark.parametrize("sampler, options", [("hmc", {}), ("sghmc_mh", {}), ("sgld", {"integrator": "generic"})])
+def test_a_sweep_refuses_samplers_it_cannot_serve_in_one_line(sampler, options):
+    """An exact gradient (HMC), a trajectory's minibatches (SGHMC + MH) or the generic step's own draws would not take
+    the sweep's one minibatch a step: refused, naming the key."""
+    from sgmcmc.config import ConfigError
+    from sgmcmc.runner import check_minibatch_order
+
+    chosen = make_sampler(sampler, _target(batch_size=7, minibatch_order="sweep"), **options)
+    with pytest.raises(ConfigError, match=r"^target\.minibatch_order=sweep gives one minibatch a step") as error:
+        check_minibatch_order(chosen)
+    assert "\n" not in str(error.value)
+    check_minibatch_order(make_sampler("sghmc", _target(batch_size=7, minibatch_order="sweep")))

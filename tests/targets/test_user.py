@@ -448,9 +448,19 @@ class WrongSums(type(example_model())):
         return rows.sum(axis=1), (rows**2).sum(axis=1)
 
 
+class WrongSumAlone(type(example_model())):
+    """Right with the second sum asked for, twice the first without it (the branch plain minibatches take)."""
+
+    def grad_log_likelihood_sums(self, theta, index, with_scatter):
+        rows = self.grad_log_likelihood(theta, index)
+        scatter = ((rows - rows.mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+        return (rows.sum(axis=1), scatter) if with_scatter else (2 * rows.sum(axis=1), np.zeros_like(scatter))
+
+
 @pytest.mark.parametrize("model, message", [
     (FixedChains, "initial_position returned shape (3, 2) at θ₀; expected (5, 2)"),
-    (WrongSums, "grad_log_likelihood_sums' Σ (g_i − ḡ)² disagrees with grad_log_likelihood's"),
+    (WrongSums, "grad_log_likelihood_sums' Σ (g_i − ḡ)² (with_scatter=True) disagrees with grad_log_likelihood's"),
+    (WrongSumAlone, "grad_log_likelihood_sums' Σ g_i (with_scatter=False) disagrees with grad_log_likelihood's"),
     (Unnormalised, "exact_log_density integrates to 6.2"),
     (OneEdgeArray, "histogram_edges() must return a tuple of two increasing arrays"),
     (DecreasingEdges, "histogram_edges() must return a tuple of two increasing arrays"),
