@@ -4,10 +4,10 @@ point 3: ``make sghmc-bpmf-synthetic`` with 100 rounds of the 5 folds in at most
 
 A round is 2,000 steps of minibatches of 4,000 ratings on the full-size synthetic set (6,040 users × 3,706 items,
 d = 204,666), one chain, each sampler at its pair defaults (``configs/by_target/bpmf_movielens/``), as
-``make sghmc-bpmf-synthetic`` runs it: the round in blocks of run.py's size (:func:`sgmcmc.runner.block_steps`: one
-step for this d) after a block of 10 steps that compiles them, the least of ``--repeats``, the observers left out; and
-``block_draws`` alone for the same blocks (the minibatches' uniforms and the normals of every
-coordinate: the gradient-noise slot and the injected one). The projection is the rounds of the experiment (4 methods ×
+``make sghmc-bpmf-synthetic`` runs it: the round in blocks of run.py's size (:func:`sgmcmc.runner.block_steps`)
+after a block of 10 steps that compiles them, the least of ``--repeats``, the observers left out; and ``block_draws``
+alone for the same blocks (the minibatches' uniforms and the normals of every coordinate: the gradient-noise slot and
+the injected one). The projection is the rounds of the experiment (4 methods ×
 5 folds × ``--rounds``) over 2 processes, the Gibbs steps and the predictions left out.
 
     python scripts/bpmf_round_cost.py [--rounds 100] [--repeats 2]
@@ -46,7 +46,7 @@ def round_cost(name: str, ratings: Path, repeats: int) -> dict:
     rng = np.random.default_rng(0)
     state = built.sampler.init(built.target.initial_position(1, rng), rng)
     state = built.blocks(rng, state, np.full(10, built.schedule(0)), 0).state  # compiles the block
-    size = block_steps(1, built.target.dim, True)  # as run.py cuts a round into blocks (their paths' size)
+    size = block_steps(1, built.target.dim, True, built.blocks.slots)  # as run.py cuts a round into blocks (their paths' size)
     blocks, block, draws = built.blocks, np.inf, np.inf
     for _ in range(repeats):
         start, t, current = time.perf_counter(), 10, state
