@@ -120,18 +120,19 @@ def run_block(step, source, parameters, options, variance, theta0, momentum0, xi
 
 
 @numba.njit(cache=True)
-def draw_steps(rng, keys, normals, uniforms):
+def draw_steps(rng, keys, normals, uniforms, first_slot):
     """Step after step k, from the run's Generator ``rng``: the minibatch's uniforms ``keys[k]`` (c, n), the standard
-    normals ``normals[k]`` (slots, c, d) and the Metropolis–Hastings test's uniforms ``uniforms[k]`` (c,), each where
-    its array has room, in C order: the numbers numpy's ``rng.random((c, n))``, ``rng.standard_normal((slots, c,
-    d))`` and ``rng.random(c)`` give (numba's Generator runs numpy's algorithms on the same bit generator, whose state
-    it advances). Measured on Table 1's Normal-Gamma (SGNHT, CCAdL) at 1 chain: a block took 4.0 µs a step with
-    those numpy calls made from Python, 3.2 µs of it the calls, and 0.5-1.0 µs with this function."""
+    normals ``normals[k, first_slot:]`` (slots, c, d) and the Metropolis–Hastings test's uniforms ``uniforms[k]``
+    (c,), each where its array has room, in C order: the numbers numpy's ``rng.random((c, n))``,
+    ``rng.standard_normal((slots − first_slot, c, d))`` and ``rng.random(c)`` give (numba's Generator runs numpy's
+    algorithms on the same bit generator, whose state it advances); the slots before ``first_slot`` are not written.
+    Measured on Table 1's Normal-Gamma (SGNHT, CCAdL) at 1 chain: a block took 4.0 µs a step with those numpy calls
+    made from Python, 3.2 µs of it the calls, and 0.5-1.0 µs with this function."""
     for k in range(normals.shape[0]):
         for i in range(keys.shape[1]):
             for m in range(keys.shape[2]):
                 keys[k, i, m] = rng.random()
-        for slot in range(normals.shape[1]):
+        for slot in range(first_slot, normals.shape[1]):
             for i in range(normals.shape[2]):
                 for j in range(normals.shape[3]):
                     normals[k, slot, i, j] = rng.standard_normal()
@@ -203,22 +204,23 @@ def python_source(source: tuple) -> tuple:
 
 def block_draws(rng: np.random.Generator, n_steps: int, n_chains: int, dim: int, slots: int = 2,
                 uniforms: bool = False, n_data: int = 0, batch_size: int = 0, replacement: bool = False,
-                passes: int = 1) -> tuple:
+                passes: int = 1, first_slot: int = 0) -> tuple:
     """A block's random numbers from the run's Generator, step after step, so that a run cut into other blocks (a
     checkpoint's, a resumed run's) draws the same numbers: per step a data model's ``passes`` minibatches, one for
     each gradient of the step (the uniforms (c, passes·n) of :func:`~sgmcmc.engine.estimators.choose_rows`, each n a
     subset of its own, or with ``replacement`` the indices ⌊uN⌋ of its uniforms; none when n = N without
     replacement, or for a density model), the normals (slots, c, d) (all chains' gradient
-    noise, then their injected noise), and a Metropolis–Hastings test's uniforms (c,). Returns (rows (K, c,
+    noise, then their injected noise; those before ``first_slot`` are not drawn but 0), and a Metropolis–Hastings
+    test's uniforms (c,). Returns (rows (K, c,
     passes·n), or (1, 1, passes·N) for n = N (every row at every gradient), (1, 1, 0) for no data; normals (K,
     slots, c, d); uniforms (K, c), or (0, 0) without a test)."""
     shape = (slots, n_chains, dim)
     accept = np.empty((n_steps, n_chains)) if uniforms else np.zeros((0, 0))
     minibatch = 0 < batch_size and (batch_size < n_data or replacement)
     keys = np.empty((n_steps, n_chains, passes * batch_size if minibatch else 0))
-    if minibatch or uniforms:
-        normals = np.empty((n_steps, *shape))
-        draw_steps(rng, keys, normals, accept)
+    if minibatch or uniforms or first_slot:
+        normals = np.zeros((n_steps, *shape)) if first_slot else np.empty((n_steps, *shape))
+        draw_steps(rng, keys, normals, accept, first_slot)
     else:  # one call: the same numbers as one per step
         normals = rng.standard_normal((n_steps, *shape))
     if minibatch and replacement:  # n indices, each ⌊uN⌋ of its uniform
@@ -290,6 +292,10 @@ class Blocks:
     ``passes``: the gradients of a step with a minibatch of their own (a trajectory's, :func:`block_draws`); the
     integrator takes each its equal share of the step's rows.
 
+    ``first_slot``: the first of a step's normal slots drawn, 1 where nothing reads the gradient-noise slot (a data
+    model's gradient noise is its minibatch), which is then 0: half the normals of SGLD's or SGHMC's step, the part of
+    a step that grows with d alongside the update itself.
+
     ``silent`` blocks (:meth:`without_noise`) inject no noise: the cyclical schedule's exploration steps.
 
     ``reflect`` is the target's reflection into its support (its ``engine_functions()["reflect"]``, SPEC §4.8), a
@@ -324,6 +330,7 @@ class Blocks:
     batches: Optional[Callable] = None
     passes: int = 1
     replay: Optional[dict] = None
+    first_slot: int = 0
 
     def __post_init__(self):
         object.__setattr__(self, "options", tuple(int(option) for option in self.options))
@@ -362,6 +369,12 @@ class Blocks:
         first = replace(self, options=(*self.options[:3], FIRST_CARRY), first_pass=False)
         return first(rng, state._replace(**{self.carry: np.zeros(np.shape(state.theta))}), np.zeros(1), start)
 
+    def draws(self, rng: np.random.Generator, n_steps: int, n_chains: int, dim: int) -> tuple:
+        """The random numbers of a block of ``n_steps`` as these blocks draw them (:func:`block_draws`): (rows,
+        normals, uniforms)."""
+        return block_draws(rng, n_steps, n_chains, dim, self.slots, self.uniforms, self.n_data, self.batch_size,
+                           self.replacement, self.passes, self.first_slot)
+
     def __call__(self, rng: np.random.Generator, state, step_sizes: np.ndarray, start: int) -> Block:
         given = state
         if self.first_pass and getattr(state, self.carry) is None and np.size(step_sizes):
@@ -379,8 +392,7 @@ class Blocks:
         momentum0 = np.ascontiguousarray(state.momentum, dtype=float) if self.momentum else np.zeros((n_chains, 0))
         xi0 = np.ascontiguousarray(state.xi, dtype=float).reshape(n_chains, 1) if self.xi else np.zeros((n_chains, 0))
         memory = self._memory(state, n_chains, dim, n_steps)
-        rows, normals, uniforms = block_draws(rng, n_steps, n_chains, dim, self.slots, self.uniforms, self.n_data,
-                                              self.batch_size, self.replacement, self.passes)
+        rows, normals, uniforms = self.draws(rng, n_steps, n_chains, dim)
         if self.batches is not None:  # a block of no steps (compile_error's) takes no minibatch from the stream
             rows = self.batches(n_steps, n_chains, start) if n_steps else np.zeros((1, 1, 1), dtype=np.int64)
         if self.silent:

@@ -39,6 +39,9 @@ from sgmcmc.targets.data import DataTarget
 log = logging.getLogger(__name__)
 NOISE_ESTIMATES = ("known", "zero", "running")
 # the integrators the engine's blocks run (sgmcmc.engine.integrators)
+# the integrators that hand a step's gradient-noise slot (normals[0]) to the estimator alone, and read the injected
+# noise from slot 1: on a data model whose estimator takes no numbers of its own, nothing reads slot 0
+GRADIENT_NOISE_TO_ESTIMATOR = (langevin, momentum_friction, preconditioned, thermostat)
 ORDERS = {"splitting": SPLITTING, "euler": EULER, "theta_first": THETA_FIRST, "aboba": ABOBA, "leapfrog": LEAPFROG,
           "trajectory": ALGORITHM_2, "baoab": BAOAB, "badodab": BADODAB}
 RUNNING_FORMS = ("full", "diagonal")
@@ -297,6 +300,10 @@ class Sampler(ABC):
         if source is None:  # the model's doors do not serve this estimate
             return None
         carry, first_pass = self.engine_carry() or (None, False)
+        # a data model's gradient noise is its minibatch: slot 0 is not drawn unless the model takes its bits (online
+        # LDA's Gibbs sweeps, batch_gradient's seed) or the integrator reads it (BAOAB's O step, a trajectory's r)
+        unread_gradient_noise = (data and slots == 2 and step in GRADIENT_NOISE_TO_ESTIMATOR
+                                 and "batch_gradient" not in functions)
         d = self.target.dim
         # V̂ in full (d, d) where it enters in full, else the row (1, d) of its diagonal (zeros where none enters): nothing
         # d × d is made for a model with d in the tens of thousands (sgmcmc.engine.injection.variance_diagonal)
@@ -315,7 +322,8 @@ class Sampler(ABC):
                         estimator_size=int(functions.get("estimator_size", 0)),
                         replacement=bool(functions.get("replacement", False)) and self.uses_stochastic_gradient,
                         reflect=static(functions["reflect"]) if "reflect" in functions else None,
-                        batches=functions.get("batches"), passes=self.engine_passes(), replay=functions.get("replay"))
+                        batches=functions.get("batches"), passes=self.engine_passes(), replay=functions.get("replay"),
+                        first_slot=int(unread_gradient_noise))
         error = blocks.compile_error(d)
         where = self._where()
         methods = called_in_python(source)

@@ -41,6 +41,7 @@ from sgmcmc.geometry import ExpandedMeanMetric, IdentityMetric, RationalMetric
 from sgmcmc.recipe import Recipe, recipe_step
 from sgmcmc.samplers import make_sampler
 from sgmcmc.state import SamplerState
+from sgmcmc.targets import make_target
 from sgmcmc.targets.logistic_regression import logistic_synthetic
 from tests.helpers import ScriptedNormals
 
@@ -530,7 +531,8 @@ def test_a_psgld_step_on_a_data_model_is_the_generic_recipe_step(preconditioner)
     if preconditioner == "running":
         start = start._replace(preconditioner=rng.uniform(0.5, 2.0, (n_chains, dim)))
     block = sampler.engine_blocks(PYTHON)(np.random.default_rng(3), start, np.array([step_size]), 0)
-    rows, normals, _ = block_draws(np.random.default_rng(3), 1, n_chains, dim, n_data=40, batch_size=10)
+    rows, normals, _ = block_draws(np.random.default_rng(3), 1, n_chains, dim, n_data=40, batch_size=10,
+                                   first_slot=1)  # pSGLD on a data model: no gradient-noise slot
     rows, normals = rows[0], normals[0].transpose(1, 0, 2)
     every = np.tile(np.arange(40), (n_chains, 1))
     gradient = -(40 / 10) * target.log_likelihood_gradients(start.theta, rows).sum(axis=1) - \
@@ -695,12 +697,41 @@ def test_the_compiled_draws_are_numpys_step_by_step():
     ``random((c, n))``, ``standard_normal((slots, c, d))`` and ``random(c)``, and leaves the Generator where they do."""
     keys, normals, uniforms = np.empty((7, 3, 4)), np.empty((7, 2, 3, 2)), np.empty((7, 3))
     rng, reference = np.random.default_rng(9), np.random.default_rng(9)
-    draw_steps(rng, keys, normals, uniforms)
+    draw_steps(rng, keys, normals, uniforms, 0)
     for k in range(7):
         np.testing.assert_array_equal(keys[k], reference.random((3, 4)))
         np.testing.assert_array_equal(normals[k], reference.standard_normal((2, 3, 2)))
         np.testing.assert_array_equal(uniforms[k], reference.random(3))
     assert rng.random() == reference.random()
+
+
+def test_draws_from_the_first_slot_on_leave_the_slots_before_it_at_zero():
+    """With ``first_slot`` = 1, each step draws its keys, then the normals of slots 1… alone (numpy's
+    ``standard_normal((slots − 1, c, d))``), then its uniforms: slot 0 stays 0 and the stream skips it."""
+    rng, reference = np.random.default_rng(9), np.random.default_rng(9)
+    rows, normals, uniforms = block_draws(rng, 5, 3, 2, slots=3, uniforms=True, n_data=10, batch_size=4,
+                                          first_slot=1)
+    assert not normals[:, 0].any()
+    for k in range(5):
+        reference.random((3, 4))
+        np.testing.assert_array_equal(normals[k, 1:], reference.standard_normal((2, 3, 2)))
+        np.testing.assert_array_equal(uniforms[k], reference.random(3))
+    assert rng.random() == reference.random()
+
+
+@pytest.mark.parametrize("name, options, first_slot", [
+    ("sgld", {}, 1), ("sghmc", {}, 1), ("sgnht", {}, 1), ("psgld", {}, 1),
+    ("baoab", {}, 0),  # its O step reads slot 0
+    ("hmc", {"n_leapfrog": 3}, 0),  # r ~ N(0, I) from slot 0, one slot a step
+    ("sghmc_mh", {"n_leapfrog": 3}, 0)])  # r, then each inner step's two slots
+def test_a_data_models_blocks_draw_no_gradient_noise_slot_that_nothing_reads(name, options, first_slot):
+    """On a data model (its gradient noise is its minibatch) the samplers whose integrator hands slot 0 to the
+    estimator alone draw from slot 1 on; those whose integrator reads slot 0 (BAOAB's O step, a trajectory's r) and
+    every sampler on a density model (∇U + L z from slot 0) draw them all."""
+    data = logistic_synthetic(n_data=40, dim=3, batch_size=10, n_test=10)
+    assert make_sampler(name, data, noise_estimate="zero", **options).engine_blocks(PYTHON).first_slot == first_slot
+    density = make_target("gaussian_2d_cov")
+    assert make_sampler(name, density, noise_estimate="zero", **options).engine_blocks(PYTHON).first_slot == 0
 
 
 @pytest.mark.parametrize("name", ["langevin", "thermostat"])

@@ -295,7 +295,8 @@ def test_sglds_step_with_the_known_noise_on_a_data_model_is_written_out():
     rng = np.random.default_rng(0)
     start = sampler.init(model.initial_position(n_chains, rng), rng)
     block = sampler.engine_blocks(PYTHON)(np.random.default_rng(1), start, np.array([step_size]), 0)
-    rows, normals, _ = block_draws(np.random.default_rng(1), 1, n_chains, DIM, n_data=N_DATA, batch_size=BATCH)
+    rows, normals, _ = block_draws(np.random.default_rng(1), 1, n_chains, DIM, n_data=N_DATA, batch_size=BATCH,
+                                   first_slot=1)  # SGLD on a data model: no gradient-noise slot
     every = np.tile(np.arange(N_DATA), (n_chains, 1))
     gradient = (-(N_DATA / BATCH) * model.log_likelihood_gradients(start.theta, rows[0]).sum(axis=1)
                 - model.log_prior_gradient(start.theta))

@@ -356,7 +356,8 @@ def test_the_stationary_step_on_a_data_model_is_the_generic_recipe_step(name):
     start = sampler.init(np.random.default_rng(0).normal(1.0, 0.3, size=(4, 2)), np.random.default_rng(1))
     step_size = 0.01
     block = sampler.engine_blocks(PYTHON)(np.random.default_rng(3), start, np.array([step_size]), 0)
-    rows, normals, _ = block_draws(np.random.default_rng(3), 1, 4, 2, n_data=40, batch_size=10)
+    rows, normals, _ = block_draws(np.random.default_rng(3), 1, 4, 2, n_data=40, batch_size=10,
+                                   first_slot=1)  # pSGLD on a data model: no gradient-noise slot
     data, scale = model.data, 40 * 30 / 10
     gradient = np.array([-(40 / 10) * np.sum(data[r] - t, axis=0) + t / 4.0 for t, r in zip(start.theta, rows[0])])
 

@@ -41,10 +41,11 @@ def sgld_by_hand(target, theta, step_size, seed, likelihood_gradients=None):
     Σ_{i∈S} g_i − ∇log p(θ) from the target's numpy ``log_likelihood_gradients`` (or ``likelihood_gradients``) and
     ``log_prior_gradient`` as they stand now (a Gibbs step's hyperparameters included), S and z the block's minibatch
     rows and injected normals (slot 1) drawn again from the seed (:func:`~sgmcmc.engine.driver.block_draws`; every row
-    at n = N). Independent of the engine's doors and of the numpy steps."""
+    at n = N; no gradient-noise slot: a data model's gradient noise is its minibatch). Independent of the engine's
+    doors and of the numpy steps."""
     n_chains = theta.shape[0]
     rows, normals, _ = block_draws(np.random.default_rng(seed), 1, n_chains, target.dim, n_data=target.n_data,
-                                   batch_size=target.batch_size)
+                                   batch_size=target.batch_size, first_slot=1)
     rows = np.broadcast_to(rows[0], (n_chains, target.batch_size))
     per_example = (likelihood_gradients or target.log_likelihood_gradients)(theta, rows)
     gradient = -(target.n_data / target.batch_size) * per_example.sum(axis=1) - target.log_prior_gradient(theta)

@@ -173,11 +173,13 @@ def test_the_engines_sgld_block_is_welling_tehs_update_on_minibatches_drawn_with
     theta0 = np.random.default_rng(1).standard_normal((n_chains, 2))
     block = sampler.engine_blocks(PYTHON)(np.random.default_rng(9), SamplerState(theta=theta0),
                                           np.full(steps, step_size), 0)
-    rng = np.random.default_rng(9)  # per step: the minibatch's uniforms, then the normals
-    rows, normals = np.empty((steps, n_chains, 4), dtype=int), np.empty((steps, 2, n_chains, 2))
+    # per step: the minibatch's uniforms, then the injected noise's normals (slot 1; no gradient-noise slot 0: a data
+    # model's gradient noise is its minibatch)
+    rng = np.random.default_rng(9)
+    rows, normals = np.empty((steps, n_chains, 4), dtype=int), np.zeros((steps, 2, n_chains, 2))
     for k in range(steps):
         rows[k] = np.minimum((rng.random((n_chains, 4)) * target.n_data).astype(int), target.n_data - 1)
-        normals[k] = rng.standard_normal((2, n_chains, 2))
+        normals[k, 1] = rng.standard_normal((n_chains, 2))
     assert any(len(set(row)) < 4 for row in rows.reshape(-1, 4))  # a repeated index: drawn with replacement
     theta = theta0.copy()
     for k in range(steps):
