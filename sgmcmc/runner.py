@@ -74,15 +74,18 @@ class RunOutcome:
 
 
 def block_steps(n_chains: int, dim: int, compiled: bool, slots: int = 2) -> int:
-    """Steps per block: a block's normals (``slots`` a step) and its paths of θ and r hold about 2²⁵ numbers
-    (256 MB) together, with at most 8,192 steps (compiled) or 64 steps (the generic recipe step, which also stops
-    early when asked to). Blocks cut the same run into the same draws (:func:`~sgmcmc.engine.driver.block_draws`), so
-    their size sets only the speed: each block allocates its chains' working arrays and is called from Python.
-    Measured on BPMF's full-size synthetic set (d = 204,666, SGHMC, 2,200 steps, user CPU time of ``python run.py``
-    with about 3.5 s of start-up): 15.1 s at 1 step a block (the budget was 2¹⁸ numbers a path), 13.6 s at 5,
-    13.1 s at 10 and 11.7 s at 40, the samples bit-identical."""
+    """Steps per block: a block's normals (``slots`` a step) and its paths of θ and r hold about 2²³ numbers (64 MB)
+    together, with at most 8,192 steps (compiled) or 64 steps (the generic recipe step, which also stops early when
+    asked to). Blocks cut the same run into the same draws (:func:`~sgmcmc.engine.driver.block_draws`), so their size
+    sets only the speed: each block allocates its chains' working arrays and is called from Python, and an array
+    above glibc's largest mmap threshold (32 MiB) is mapped afresh, page fault by page fault, at every block.
+    Measured on BPMF's full-size synthetic set (d = 204,666; SGHMC, 2,000 steps; the CPU time, user and system, of
+    ``python run.py`` less that of a run of 200 steps; the machine busy with two other processes): 11.7 s at 1 step
+    a block (the earlier budget, 2¹⁸ numbers a path, with the unread gradient-noise slot still drawn); with one slot
+    drawn (``Blocks.first_slot``), 9.0 s at 10 steps (this budget) and 12.2 s at 40 (2²⁵ numbers), 5.0 s of it
+    system time."""
     per_step = max(1, n_chains * dim) * (max(slots, 0) + 2)
-    return int(max(1, min(8192 if compiled else 64, 2**25 // per_step)))
+    return int(max(1, min(8192 if compiled else 64, 2**23 // per_step)))
 
 
 class BlockPace:
