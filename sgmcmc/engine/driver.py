@@ -343,12 +343,16 @@ class Blocks:
             raise ValueError(f"variance must be (d, d) where V̂ enters in full, else (d, d) or (1, d); got shape "
                              f"{np.shape(self.variance)} with mode {self.options[1]}")
 
-    def without_noise(self) -> "Blocks":
+    def without_noise(self, drawn: bool = True) -> "Blocks":
         """These blocks without their injected noise, for an integrator whose injected noise is slot 1 of a step's
         normals (SGLD's, SGHMC's): every random number is drawn as before and that slot then set to 0, with V̂ left
         out of the injected covariance (nothing to refuse or clip), so a step is the sampler's drift alone (SGLD
-        θ' = θ − ε∇Ũ, SGHMC SGD with momentum; Zhang et al. 2020, Algorithm 1's exploration)."""
-        return replace(self, silent=True, options=(self.options[0], NO_ESTIMATE, 0, self.options[3]))
+        θ' = θ − ε∇Ũ, SGHMC SGD with momentum; Zhang et al. 2020, Algorithm 1's exploration). With ``drawn`` False
+        (an optimiser, never noisy) that slot is not drawn either where it is the last slot and the only one drawn
+        (:attr:`first_slot`): on a data model such blocks draw their minibatches alone."""
+        first_slot = self.slots if not drawn and self.first_slot == self.slots - 1 == 1 else self.first_slot
+        return replace(self, silent=True, options=(self.options[0], NO_ESTIMATE, 0, self.options[3]),
+                       first_slot=first_slot)
 
     def compile_error(self, dim: int) -> Optional[str]:
         """Compile the block for ``dim`` coordinates (a block of no steps, drawing nothing from the run's Generator):

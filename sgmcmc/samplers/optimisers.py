@@ -15,7 +15,7 @@ setting carries over:
 
 Each is its sampler's blocks on the engine without the injected noise (:meth:`~sgmcmc.engine.driver.Blocks.without_noise`):
 the update is written once, in the engine's integrator; the block draws the sampler's random numbers and drops the
-injected ones.
+injected ones (on a data model it draws none of them: its minibatches alone).
 ``tests/samplers/test_optimisers.py`` pins each step to a hand-written heavy-ball update.
 """
 
@@ -36,7 +36,7 @@ class WithoutNoise:
 
     def engine_blocks(self, backend=COMPILED):
         blocks = super().engine_blocks(backend)
-        return None if blocks is None else blocks.without_noise()
+        return None if blocks is None else blocks.without_noise(drawn=False)
 
 
 class SGD(WithoutNoise, SGLD):

@@ -12,6 +12,7 @@ from sgmcmc.runner import run_chains
 from sgmcmc.samplers import SAMPLERS, make_sampler
 from sgmcmc.schedules import Constant
 from sgmcmc.targets import make_target
+from sgmcmc.targets.logistic_regression import logistic_synthetic
 from tests.helpers import engine_step
 
 N_CHAINS, STEP_SIZE, FRICTION = 4, 0.05, 2.0
@@ -91,6 +92,31 @@ def test_an_optimisers_blocks_of_twelve_steps_are_the_hand_written_updates(name,
     factor, position, momentum = np.linalg.cholesky(VARIANCE).T, theta.copy(), np.zeros_like(theta)
     for k in range(12):
         g = target.gradient(position) + normals[k, 0] @ factor
+        if name == "sgd":
+            position = position - STEP_SIZE * g
+        else:
+            momentum = momentum - STEP_SIZE * g - STEP_SIZE * FRICTION * momentum
+            position = position + STEP_SIZE * momentum
+    np.testing.assert_allclose(block.state.theta, position, rtol=1e-12, atol=1e-14)
+    assert not np.allclose(block.state.theta, theta)
+
+
+@pytest.mark.parametrize("name, params", [("sgd", {}), ("sgd_momentum", {"friction": 2.0})])
+def test_an_optimiser_on_a_data_model_draws_its_minibatches_alone(name, params):
+    """On a data model (its gradient noise is its minibatch) an optimiser's blocks draw no normals: 12 steps are the
+    hand-written updates with ∇Ũ = −(N/n) Σ_{i∈S} g_i − ∇log p(θ) on the minibatches S of a Generator that draws
+    those alone (each step n uniforms per chain, a subset by Floyd's algorithm: ``block_draws`` without normals)."""
+    target = logistic_synthetic(n_data=40, dim=3, batch_size=10, n_test=10)
+    optimiser = make_sampler(name, target, **params)
+    blocks = kernel_of(optimiser, PYTHON)
+    assert blocks.first_slot == blocks.slots  # no slot drawn
+    theta = np.random.default_rng(2).standard_normal((N_CHAINS, 3))
+    block = blocks(np.random.default_rng(7), optimiser.init(theta, None), np.full(12, STEP_SIZE), 0)
+    rows, _, _ = block_draws(np.random.default_rng(7), 12, N_CHAINS, 3, slots=0, n_data=40, batch_size=10)
+    position, momentum = theta.copy(), np.zeros_like(theta)
+    for k in range(12):
+        g = -(40 / 10) * target.log_likelihood_gradients(position, rows[k]).sum(axis=1) - \
+            target.log_prior_gradient(position)
         if name == "sgd":
             position = position - STEP_SIZE * g
         else:
