@@ -60,6 +60,20 @@ def test_sgd_momentum_is_sghmc_without_its_noise_and_the_authors_heavy_ball():
     np.testing.assert_allclose(STEP_SIZE * new.momentum, velocity, rtol=1e-12)
 
 
+def _hand_written(name: str, theta: np.ndarray, gradient, steps: int) -> np.ndarray:
+    """θ after ``steps`` of SGD (θ − εg) or SGD with momentum (r − εg − εCr, θ + εr', from r = 0), g = gradient(k, θ)
+    at step k."""
+    position, momentum = theta.copy(), np.zeros_like(theta)
+    for k in range(steps):
+        g = gradient(k, position)
+        if name == "sgd":
+            position = position - STEP_SIZE * g
+        else:
+            momentum = momentum - STEP_SIZE * g - STEP_SIZE * FRICTION * momentum
+            position = position + STEP_SIZE * momentum
+    return position
+
+
 def test_sgd_momentum_starts_at_rest():
     optimiser = make_sampler("sgd_momentum", make_target("correlated_2d"))
     assert np.all(optimiser.init(np.ones((3, 2)), None).momentum == 0)
@@ -89,14 +103,8 @@ def test_an_optimisers_blocks_of_twelve_steps_are_the_hand_written_updates(name,
     state = optimiser.init(theta, None)
     block = blocks(np.random.default_rng(7), state, np.full(12, STEP_SIZE), 0)
     _, normals, _ = block_draws(np.random.default_rng(7), 12, N_CHAINS, 2, blocks.slots)
-    factor, position, momentum = np.linalg.cholesky(VARIANCE).T, theta.copy(), np.zeros_like(theta)
-    for k in range(12):
-        g = target.gradient(position) + normals[k, 0] @ factor
-        if name == "sgd":
-            position = position - STEP_SIZE * g
-        else:
-            momentum = momentum - STEP_SIZE * g - STEP_SIZE * FRICTION * momentum
-            position = position + STEP_SIZE * momentum
+    factor = np.linalg.cholesky(VARIANCE).T
+    position = _hand_written(name, theta, lambda k, point: target.gradient(point) + normals[k, 0] @ factor, 12)
     np.testing.assert_allclose(block.state.theta, position, rtol=1e-12, atol=1e-14)
     assert not np.allclose(block.state.theta, theta)
 
@@ -113,14 +121,7 @@ def test_an_optimiser_on_a_data_model_draws_its_minibatches_alone(name, params):
     theta = np.random.default_rng(2).standard_normal((N_CHAINS, 3))
     block = blocks(np.random.default_rng(7), optimiser.init(theta, None), np.full(12, STEP_SIZE), 0)
     rows, _, _ = block_draws(np.random.default_rng(7), 12, N_CHAINS, 3, slots=0, n_data=40, batch_size=10)
-    position, momentum = theta.copy(), np.zeros_like(theta)
-    for k in range(12):
-        g = -(40 / 10) * target.log_likelihood_gradients(position, rows[k]).sum(axis=1) - \
-            target.log_prior_gradient(position)
-        if name == "sgd":
-            position = position - STEP_SIZE * g
-        else:
-            momentum = momentum - STEP_SIZE * g - STEP_SIZE * FRICTION * momentum
-            position = position + STEP_SIZE * momentum
+    position = _hand_written(name, theta, lambda k, point: -(40 / 10) * target.log_likelihood_gradients(
+        point, rows[k]).sum(axis=1) - target.log_prior_gradient(point), 12)
     np.testing.assert_allclose(block.state.theta, position, rtol=1e-12, atol=1e-14)
     assert not np.allclose(block.state.theta, theta)
