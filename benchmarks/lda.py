@@ -23,8 +23,8 @@ DOCUMENT_COUNTS = (2_000, 10_000)
 
 def measure(sampler_name: str, documents: int) -> dict:
     """Stream ``documents`` through the sampler at ``python run.py sampler=<name> target=lda``'s settings, on what a
-    run takes (:func:`sgmcmc.engine.blocks.kernel_of`): the engine's blocks, one step each (as
-    :func:`sgmcmc.runner.block_steps` cut LDA's d = 385,100 when this benchmark was written)."""
+    run takes (:func:`sgmcmc.engine.blocks.kernel_of`): the engine's blocks, one step each (LDA's d = 385,100 gets one
+    step a block, :func:`sgmcmc.runner.block_steps`)."""
     from experiments.common import compose
     from sgmcmc.engine.blocks import kernel_of
     from sgmcmc.experiment import build

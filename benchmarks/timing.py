@@ -22,7 +22,7 @@ def timed_steps(sampler, theta, step_size: float, n_steps: int, warm_up: int) ->
         raise ValueError(f"{sampler.name} on {sampler.target.name} has no engine blocks to time")
 
     def advance(state, count):
-        size = block_steps(*theta.shape, compiled=True, slots=kernel.slots)
+        size = block_steps(*theta.shape, compiled=True)
         for start in range(0, count, size):
             state = kernel(rng, state, np.full(min(size, count - start), step_size), start).state
         return state

@@ -49,7 +49,7 @@ def round_cost(name: str, ratings: Path, repeats: int) -> dict:
     state = built.sampler.init(built.target.initial_position(1, rng), rng)
     blocks = built.blocks
     state = blocks(rng, state, np.full(10, built.schedule(0)), 0).state  # compiles the block
-    size = block_steps(1, built.target.dim, True, blocks.slots)  # as run.py cuts a round into blocks
+    size = block_steps(1, built.target.dim, True)  # as run.py cuts a round into blocks
     block, cpu, draws = np.inf, np.inf, np.inf
     for _ in range(repeats):
         start, start_cpu, t, current = time.perf_counter(), time.process_time(), 10, state

@@ -73,19 +73,10 @@ class RunOutcome:
     sample_stats: dict = field(default_factory=dict)
 
 
-def block_steps(n_chains: int, dim: int, compiled: bool, slots: int = 2) -> int:
-    """Steps per block: a block's normals (``slots`` a step) and its paths of θ and r hold about 2²³ numbers (64 MB)
-    together, with at most 8,192 steps (compiled) or 64 steps (the generic recipe step, which also stops early when
-    asked to). Blocks cut the same run into the same draws (:func:`~sgmcmc.engine.driver.block_draws`), so their size
-    sets only the speed: each block allocates its chains' working arrays and is called from Python, and an array
-    above glibc's largest mmap threshold (32 MiB) is mapped afresh, page fault by page fault, at every block.
-    Measured on BPMF's full-size synthetic set (d = 204,666; SGHMC, 2,000 steps; the CPU time, user and system, of
-    ``python run.py`` less that of a run of 200 steps; the machine busy with two other processes): 11.7 s at 1 step
-    a block (the earlier budget, 2¹⁸ numbers a path, with the unread gradient-noise slot still drawn); with one slot
-    drawn (``Blocks.first_slot``), 9.0 s at 10 steps (this budget) and 12.2 s at 40 (2²⁵ numbers), 5.0 s of it
-    system time."""
-    per_step = max(1, n_chains * dim) * (max(slots, 0) + 2)
-    return int(max(1, min(8192 if compiled else 64, 2**23 // per_step)))
+def block_steps(n_chains: int, dim: int, compiled: bool) -> int:
+    """Steps per block: a block's paths hold about 2¹⁸ numbers each, with at most 8,192 steps (compiled) or 64 steps
+    (the generic recipe step, which also stops early when asked to; LDA's d = 385,100 gets one step per block)."""
+    return int(max(1, min(8192 if compiled else 64, 2**18 // max(1, n_chains * dim))))
 
 
 class BlockPace:
@@ -302,8 +293,7 @@ def run_chains(
 
     due_step, due_time = checkpointer.next_due(outcome.steps_done) if checkpointer else (float("inf"), float("inf"))
     advance = blocks if blocks is not None else blocks_for(sampler, settings.backend)
-    # a runner handed in by the caller may be any block runner; the generic step's draws two slots
-    size = block_steps(settings.n_chains, target.dim, advance is not None, getattr(advance, "slots", 2))
+    size = block_steps(settings.n_chains, target.dim, advance is not None)
     with workers_ignore_stop_signals():  # tqdm's monitor thread leaves SIGINT/SIGTERM to the main thread
         progress = ProgressObserver(trace, settings.n_steps, outcome.steps_done, enabled=settings.progress)
     clean_stop = False  # stopped by stop_requested between two steps: the state is consistent, checkpoint it
